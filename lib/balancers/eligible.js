@@ -1,0 +1,16 @@
+'use strict';
+
+/**
+ * Whether a strategy may pick `backend` for this request or connection.
+ * Every strategy asks this, so rules that apply to all of them live here.
+ *
+ * @param {import('../backend')} backend
+ * @param {import('../balancer').PickContext} [ctx] may be missing or partial
+ * @returns {boolean}
+ */
+function eligible(backend, ctx) {
+  // A backend already tried for this request failed to connect: never twice.
+  return !(ctx && ctx.tried && ctx.tried.has(backend));
+}
+
+module.exports = eligible;

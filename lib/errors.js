@@ -1,0 +1,51 @@
+'use strict';
+
+/**
+ * Error codes lila uses. Usage errors (exit 2 from the CLI) are the ones in `USAGE_CODES`.
+ */
+const codes = {
+  INVALID_OPTION: 'LILA_ERR_INVALID_OPTION',
+  INVALID_SERVER: 'LILA_ERR_INVALID_SERVER',
+  UNKNOWN_MODE: 'LILA_ERR_UNKNOWN_MODE',
+  NO_SERVERS: 'LILA_ERR_NO_SERVERS',
+  LISTEN: 'LILA_ERR_LISTEN',
+  BAD_REQUEST: 'LILA_ERR_BAD_REQUEST',
+  NO_BACKEND: 'LILA_ERR_NO_BACKEND',
+  UPSTREAM: 'LILA_ERR_UPSTREAM'
+};
+
+const USAGE_CODES = new Set([
+  codes.INVALID_OPTION,
+  codes.INVALID_SERVER,
+  codes.UNKNOWN_MODE,
+  codes.NO_SERVERS
+]);
+
+/**
+ * An error lila raises itself, with a stable `LILA_ERR_*` code and, when it
+ * maps to an HTTP answer, the status lila sends.
+ */
+class LilaError extends Error {
+  /**
+   * @param {string} code one of `codes`
+   * @param {string} message one sentence, without the `lila: ` prefix
+   * @param {number} [status] HTTP status the error maps to
+   */
+  constructor(code, message, status) {
+    super(message);
+    this.name = 'LilaError';
+    this.code = code;
+    if (status !== undefined) this.status = status;
+  }
+
+  /**
+   * Whether the error comes from bad input (CLI exit code 2).
+   *
+   * @returns {boolean}
+   */
+  get isUsageError() {
+    return USAGE_CODES.has(this.code);
+  }
+}
+
+module.exports = { LilaError, codes };

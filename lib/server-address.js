@@ -1,0 +1,84 @@
+'use strict';
+
+const net = require('node:net');
+const { LilaError, codes } = require('./errors');
+
+const MAX_WEIGHT = 1000;
+const HOSTNAME = /^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_.])?$/;
+const DIGITS = /^[0-9]+$/;
+
+/**
+ * Parses one server argument: `host:port`, `1.2.3.4:port` or `[v6]:port`,
+ * optionally followed by comma-separated parameters (`weight=N`, `backup`).
+ *
+ * @param {string} spec the argument as the user wrote it
+ * @returns {{name: string, host: string, port: number, weight: number, backup: boolean}}
+ *   `name` is `host:port` as written (IPv6 in brackets); `host` is what to connect to
+ * @throws {LilaError} `LILA_ERR_INVALID_SERVER` naming the argument and the problem
+ */
+function parseServer(spec) {
+  if (typeof spec !== 'string' || spec === '') {
+    throw invalid(spec, 'is empty; give host:port');
+  }
+  const params = spec.split(',');
+  const address = params[0];
+  const { host, port, name } = parseAddress(spec, address);
+  const server = { name, host, port, weight: 1, backup: false };
+  for (let i = 1; i < params.length; i++) applyParameter(spec, server, params[i]);
+  return server;
+}
+
+module.exports = { parseServer, MAX_WEIGHT };
+
+function parseAddress(spec, address) {
+  let host;
+  let portText;
+  if (address.startsWith('[')) {
+    const end = address.indexOf(']');
+    if (end === -1) throw invalid(spec, 'has no closing "]" after its IPv6 address');
+    host = address.slice(1, end);
+    if (!net.isIPv6(host)) throw invalid(spec, `has "${host}" in brackets, which is not an IPv6 address`);
+    if (address[end + 1] !== ':') throw invalid(spec, `needs a port, as in "[${host}]:8080"`);
+    portText = address.slice(end + 2);
+  } else {
+    const colon = address.lastIndexOf(':');
+    if (colon === -1) {
+      if (!net.isIPv4(address) && !HOSTNAME.test(address)) throw invalid(spec, `has an invalid host "${address}"`);
+      throw invalid(spec, `needs a port, as in "${address}:8080"`);
+    }
+    host = address.slice(0, colon);
+    portText = address.slice(colon + 1);
+    if (host === '') throw invalid(spec, 'has no host, as in "localhost:8080"');
+    if (host.includes('://')) throw invalid(spec, 'must not have a scheme; give host:port');
+    if (host.includes(':')) throw invalid(spec, 'has an IPv6 address without brackets; write it as "[addr]:port"');
+    if (!net.isIPv4(host) && !HOSTNAME.test(host)) throw invalid(spec, `has an invalid host "${host}"`);
+  }
+  if (portText === '') throw invalid(spec, 'needs a port after ":"');
+  const port = DIGITS.test(portText) ? Number(portText) : NaN;
+  if (!(port >= 1 && port <= 65535)) {
+    throw invalid(spec, `has port "${portText}"; a port is an integer between 1 and 65535`);
+  }
+  const name = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  return { host, port, name };
+}
+
+function applyParameter(spec, server, param) {
+  if (param === 'backup') {
+    server.backup = true;
+    return;
+  }
+  if (param.startsWith('weight=')) {
+    const text = param.slice(7);
+    const weight = DIGITS.test(text) ? Number(text) : NaN;
+    if (!(weight >= 0 && weight <= MAX_WEIGHT)) {
+      throw invalid(spec, `has weight "${text}"; a weight is an integer between 0 and ${MAX_WEIGHT}`);
+    }
+    server.weight = weight;
+    return;
+  }
+  throw invalid(spec, `has an unknown parameter "${param}" (known: weight=N, backup)`);
+}
+
+function invalid(spec, problem) {
+  return new LilaError(codes.INVALID_SERVER, `server "${spec}" ${problem}`);
+}
