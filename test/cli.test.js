@@ -1,0 +1,384 @@
+'use strict';
+
+const assert = require('node:assert/strict');
+const net = require('node:net');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { once } = require('node:events');
+const { version } = require('../package.json');
+const {
+  onCleanup,
+  deferred,
+  cleanup,
+  startHttpBackend,
+  startTcpBackend,
+  request,
+  collect
+} = require('./helpers');
+
+const LILA = path.join(__dirname, '..', 'lila');
+const TRY_HELP = 'Try "lila --help" for more information.';
+const STACK_LINE = /^\s+at /m;
+const STARTUP_LINE = /^lila: (\S+) \((\S+)\) listening on (\S+) -> (\d+) servers?\n/m;
+
+describe('lila (command line)', () => {
+  afterEach(cleanup);
+
+  describe('bad input', () => {
+    const cases = [
+      {
+        name: 'no arguments at all',
+        args: [],
+        line: 'lila: no mode given; choose one of round-robin, least-connections'
+      },
+      {
+        name: 'an unknown mode',
+        args: ['foo', '127.0.0.1:1'],
+        line: 'lila: unknown mode "foo" (known modes: round-robin, least-connections)'
+      },
+      {
+        name: 'no servers',
+        args: ['round-robin'],
+        line: 'lila: no servers given; list them as host:port after the mode'
+      },
+      {
+        name: 'a host without a port',
+        args: ['round-robin', 'localhost'],
+        line: 'lila: server "localhost" needs a port, as in "localhost:8080"'
+      },
+      {
+        name: 'a port without a host',
+        args: ['round-robin', ':80'],
+        line: 'lila: server ":80" has no host, as in "localhost:8080"'
+      },
+      {
+        name: 'server port 0',
+        args: ['round-robin', 'a:0'],
+        line: 'lila: server "a:0" has port "0"; a port is an integer between 1 and 65535'
+      },
+      {
+        name: 'server port 65536',
+        args: ['round-robin', 'a:65536'],
+        line: 'lila: server "a:65536" has port "65536"; a port is an integer between 1 and 65535'
+      },
+      {
+        name: 'a server port that is not a number',
+        args: ['round-robin', 'a:http'],
+        line: 'lila: server "a:http" has port "http"; a port is an integer between 1 and 65535'
+      },
+      {
+        name: 'an unknown option after the servers',
+        args: ['round-robin', 'a:1', '--bogus'],
+        line: 'lila: unknown option "--bogus"'
+      },
+      {
+        name: 'an unknown option before the mode',
+        args: ['--bogus', 'round-robin', 'a:1'],
+        line: 'lila: unknown option "--bogus"'
+      },
+      {
+        name: 'an unknown --layer',
+        args: ['round-robin', 'a:1', '-l', 'udp'],
+        line: 'lila: "--layer" must be "http" or "tcp", received "udp"'
+      },
+      {
+        name: '--port without a value',
+        args: ['round-robin', 'a:1', '--port'],
+        line: 'lila: "--port" needs a value'
+      },
+      {
+        name: '--port abc',
+        args: ['round-robin', 'a:1', '--port', 'abc'],
+        line: 'lila: "--port" must be an integer between 0 and 65535, received "abc"'
+      },
+      {
+        name: '--port 70000',
+        args: ['round-robin', 'a:1', '--port', '70000'],
+        line: 'lila: "--port" must be an integer between 0 and 65535, received "70000"'
+      },
+      {
+        name: 'a weight that is not a number',
+        args: ['round-robin', 'a:1,weight=x'],
+        line: 'lila: server "a:1,weight=x" has weight "x"; a weight is an integer between 0 and 1000'
+      },
+      {
+        name: 'a weight above 1000',
+        args: ['round-robin', 'a:1,weight=1001'],
+        line: 'lila: server "a:1,weight=1001" has weight "1001"; a weight is an integer between 0 and 1000'
+      },
+      {
+        name: 'an unknown server parameter',
+        args: ['round-robin', 'a:1,foo'],
+        line: 'lila: server "a:1,foo" has an unknown parameter "foo" (known: weight=N, backup)'
+      },
+      {
+        name: 'a server with a scheme',
+        args: ['round-robin', 'http://a:1'],
+        line: 'lila: server "http://a:1" must not have a scheme; give host:port'
+      },
+      {
+        name: 'an IPv6 server without brackets',
+        args: ['round-robin', '::1:80'],
+        line: 'lila: server "::1:80" has an IPv6 address without brackets; write it as "[addr]:port"'
+      },
+      {
+        name: 'a server that looks like an option after "--"',
+        args: ['round-robin', '--', '--weird'],
+        line: 'lila: server "--weird" has an invalid host "--weird"'
+      },
+      {
+        name: 'an empty --address',
+        args: ['round-robin', 'a:1', '-a', ''],
+        line: 'lila: "--address" must not be empty'
+      },
+      {
+        name: 'a server listed twice',
+        args: ['round-robin', 'a:1', '127.0.0.1:2', 'a:1'],
+        line: 'lila: server "a:1" is listed twice'
+      }
+    ];
+
+    for (const { name, args, line } of cases) {
+      it(`exits 2 with one message and a hint for ${name}`, async () => {
+        const result = await run(args);
+
+        assert.doesNotMatch(result.stderr, STACK_LINE);
+        assert.doesNotMatch(result.stderr, /Error:/);
+        assert.deepEqual(result.stderr.split('\n'), [line, TRY_HELP, '']);
+        assert.equal(result.stdout, '');
+        assert.deepEqual({ code: result.code, signal: result.signal }, { code: 2, signal: null });
+      });
+    }
+  });
+
+  describe('listen failures', () => {
+    it('exits 1 with one line when the port is in use', async () => {
+      const taken = net.createServer();
+      taken.listen(0, '127.0.0.1');
+      await once(taken, 'listening');
+      onCleanup(() => new Promise((resolve) => taken.close(resolve)));
+      const { port } = taken.address();
+
+      const result = await run(['round-robin', '127.0.0.1:1', '-a', '127.0.0.1', '-p', String(port)]);
+
+      assert.equal(result.stderr, `lila: cannot listen on 127.0.0.1:${port}: address already in use\n`);
+      assert.equal(result.stdout, '');
+      assert.deepEqual({ code: result.code, signal: result.signal }, { code: 1, signal: null });
+    });
+
+    it('exits 1 with one line when the address is not on this machine', async () => {
+      // 192.0.2.0/24 is TEST-NET-1 (RFC 5737), never assigned to a real host.
+      const result = await run(['round-robin', '127.0.0.1:1', '-a', '192.0.2.1', '-p', '0']);
+
+      assert.equal(result.stderr, 'lila: cannot listen on 192.0.2.1:0: address not available on this machine\n');
+      assert.equal(result.stdout, '');
+      assert.deepEqual({ code: result.code, signal: result.signal }, { code: 1, signal: null });
+    });
+  });
+
+  describe('help and version', () => {
+    for (const flag of ['--help', '-h']) {
+      it(`prints the usage on stdout and exits 0 for ${flag}`, async () => {
+        const result = await run([flag]);
+
+        assert.ok(result.stdout.startsWith('Usage: lila <mode>'), result.stdout);
+        for (const word of ['--port', '--address', '--layer', '--help', '--version', 'round-robin', 'least-connections']) {
+          assert.ok(result.stdout.includes(word), `usage does not mention ${word}`);
+        }
+        assert.equal(result.stderr, '');
+        assert.deepEqual({ code: result.code, signal: result.signal }, { code: 0, signal: null });
+      });
+    }
+
+    for (const flag of ['--version', '-V']) {
+      it(`prints the package version and exits 0 for ${flag}`, async () => {
+        const result = await run([flag]);
+
+        assert.equal(result.stdout, `${version}\n`);
+        assert.equal(result.stderr, '');
+        assert.deepEqual({ code: result.code, signal: result.signal }, { code: 0, signal: null });
+      });
+    }
+  });
+
+  describe('starting', () => {
+    const orders = [
+      {
+        name: 'before the mode and after the servers',
+        args: (a, b) => ['--layer', 'tcp', '-a', '127.0.0.1', 'round-robin', a, b, '-p', '0']
+      },
+      {
+        name: 'all after the servers',
+        args: (a, b) => ['round-robin', a, b, '-l', 'tcp', '-p', '0', '-a', '127.0.0.1']
+      }
+    ];
+
+    for (const { name, args } of orders) {
+      it(`accepts options ${name}`, async () => {
+        const a = await startTcpBackend('A');
+        const b = await startTcpBackend('B');
+
+        const lila = await start(args(a.address, b.address));
+
+        assert.equal(lila.mode, 'round-robin');
+        assert.equal(lila.layer, 'tcp');
+        assert.equal(lila.count, 2);
+        assert.equal(lila.host, '127.0.0.1');
+        const client = net.connect(lila.port, '127.0.0.1');
+        onCleanup(() => client.destroy());
+        assert.equal((await collect(client)).toString(), 'A');
+      });
+    }
+
+    it('starts with the lila 1.x command line without resolving names', async () => {
+      const lila = await start([
+        'round-robin', 'localhost:1337', 'example.com:80', '127.0.0.1:7777', '-a', '127.0.0.1', '-p', '0'
+      ]);
+
+      assert.match(lila.line, /^lila: round-robin \(http\) listening on 127\.0\.0\.1:\d+ -> 3 servers$/);
+    });
+
+    it('listens on port 4444 by default', async () => {
+      const a = await startHttpBackend('A');
+
+      const lila = await start(['round-robin', a.address, '-a', '127.0.0.1']);
+
+      assert.equal(lila.line, 'lila: round-robin (http) listening on 127.0.0.1:4444 -> 1 server');
+      const response = await request(4444, { agent: false });
+      assert.equal(response.status, 200);
+      assert.equal(response.body, 'A');
+    });
+  });
+
+  describe('stopping', () => {
+    for (const signal of ['SIGTERM', 'SIGINT']) {
+      it(`exits 0 on ${signal} and frees the port`, async () => {
+        const a = await startHttpBackend('A');
+        const lila = await start(['round-robin', a.address, '-a', '127.0.0.1', '-p', '0']);
+
+        // At once after the startup line: the handlers must already be there.
+        lila.child.kill(signal);
+        const { code, signal: killedBy } = await lila.closed;
+
+        assert.deepEqual({ code, signal: killedBy }, { code: 0, signal: null });
+        assert.equal(lila.stderr, `${lila.line}\nlila: ${signal} received, stopped\n`);
+        const again = net.createServer();
+        again.listen(lila.port, '127.0.0.1');
+        onCleanup(() => new Promise((resolve) => again.close(resolve)));
+        await once(again, 'listening');
+      });
+    }
+  });
+
+  describe('misbehaving clients', () => {
+    it('keeps running after a bad request and a reset mid-request', async () => {
+      const upload = deferred();
+      const a = await startHttpBackend('A', (req, res) => {
+        if (req.method === 'POST') {
+          // Expected: lila cuts this upload when its client resets.
+          req.on('error', () => {});
+          req.once('data', () => upload.resolve(req));
+          return;
+        }
+        req.resume();
+        res.end('A');
+      });
+      const lila = await start(['round-robin', a.address, '-a', '127.0.0.1', '-p', '0']);
+
+      const garbage = net.connect(lila.port, '127.0.0.1');
+      onCleanup(() => garbage.destroy());
+      garbage.write('NOT HTTP\r\n\r\n');
+      const answer = (await collect(garbage)).toString();
+      assert.match(answer, /^HTTP\/1\.1 400 Bad Request\r\n/);
+
+      const cut = net.connect(lila.port, '127.0.0.1');
+      onCleanup(() => cut.destroy());
+      cut.write('POST / HTTP/1.1\r\nHost: lila\r\nContent-Length: 100\r\n\r\n' + 'x'.repeat(50));
+      const upstream = await upload.promise;
+      const upstreamClosed = new Promise((resolve) => upstream.once('close', resolve));
+      cut.resetAndDestroy();
+      await upstreamClosed;
+      assert.equal(upstream.complete, false);
+
+      const response = await request(lila.port, { agent: false }).catch((err) => {
+        throw new Error(`GET through lila failed with ${err.code || err.message}; lila's stderr:\n${lila.stderr}`);
+      });
+      assert.equal(response.status, 200);
+      assert.equal(response.body, 'A');
+      assert.deepEqual({ code: lila.child.exitCode, signal: lila.child.signalCode }, { code: null, signal: null });
+      assert.doesNotMatch(lila.stderr, STACK_LINE);
+    });
+  });
+});
+
+/**
+ * Spawns the real executable; its cleanup kills it if it still runs and
+ * waits until it has exited.
+ *
+ * @param {string[]} args
+ * @returns {{child: import('node:child_process').ChildProcess, stdout: string, stderr: string,
+ *   closed: Promise<{code: number | null, signal: string | null}>}}
+ */
+function spawnLila(args) {
+  const child = spawn(process.execPath, [LILA, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const lila = { child, stdout: '', stderr: '', closed: null };
+  child.stdout.setEncoding('utf8');
+  child.stderr.setEncoding('utf8');
+  child.stdout.on('data', (text) => { lila.stdout += text; });
+  child.stderr.on('data', (text) => { lila.stderr += text; });
+  lila.closed = new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ code, signal }));
+  });
+  onCleanup(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    return lila.closed.catch(() => {});
+  });
+  return lila;
+}
+
+/**
+ * Runs lila to its end.
+ *
+ * @param {string[]} args
+ * @returns {Promise<{code: number | null, signal: string | null, stdout: string, stderr: string}>}
+ */
+async function run(args) {
+  const lila = spawnLila(args);
+  const { code, signal } = await lila.closed;
+  return { code, signal, stdout: lila.stdout, stderr: lila.stderr };
+}
+
+/**
+ * Starts lila and resolves once it has printed its startup line; rejects,
+ * with what it printed, if it exits first.
+ *
+ * @param {string[]} args
+ * @returns {Promise<ReturnType<typeof spawnLila> & {line: string, mode: string, layer: string,
+ *   host: string, port: number, count: number}>}
+ */
+async function start(args) {
+  const lila = spawnLila(args);
+  await new Promise((resolve, reject) => {
+    const onData = () => {
+      if (!STARTUP_LINE.test(lila.stderr)) return;
+      lila.child.stderr.removeListener('data', onData);
+      resolve();
+    };
+    lila.child.stderr.on('data', onData);
+    lila.closed.then(({ code, signal }) => {
+      reject(new Error(`lila ${args.join(' ')} exited (code ${code}, signal ${signal}) ` +
+        `before it was listening; stderr:\n${lila.stderr}`));
+    }, reject);
+  });
+  const [line, mode, layer, where, count] = STARTUP_LINE.exec(lila.stderr);
+  const colon = where.lastIndexOf(':');
+  return Object.assign(lila, {
+    line: line.slice(0, -1),
+    mode,
+    layer,
+    host: where.slice(0, colon),
+    port: Number(where.slice(colon + 1)),
+    count: Number(count)
+  });
+}

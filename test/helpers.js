@@ -1,0 +1,226 @@
+'use strict';
+
+const crypto = require('node:crypto');
+const http = require('node:http');
+const net = require('node:net');
+const { once } = require('node:events');
+const { createProxy, Logger } = require('../lib');
+
+const cleanups = [];
+
+/**
+ * Registers a cleanup step; `cleanup()` runs them newest first.
+ *
+ * @param {() => unknown} fn
+ */
+function onCleanup(fn) {
+  cleanups.push(fn);
+}
+
+/** Runs every registered cleanup step; use as `afterEach(cleanup)`. */
+async function cleanup() {
+  while (cleanups.length > 0) await cleanups.pop()();
+}
+
+/**
+ * Starts an http backend on 127.0.0.1:0. By default it answers every
+ * request with its name; `handler` replaces that.
+ *
+ * @param {string} name
+ * @param {http.RequestListener} [handler]
+ * @returns {Promise<http.Server & {name: string, port: number, address: string}>}
+ */
+async function startHttpBackend(name, handler) {
+  const server = http.createServer();
+  // A client that goes away mid-request makes the request emit 'error'.
+  server.on('request', (req) => req.on('error', () => {}));
+  server.on('request', handler || ((req, res) => {
+    req.resume();
+    res.end(name);
+  }));
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  onCleanup(() => closeHttpServer(server));
+  return Object.assign(server, { name, port: server.address().port, address: `127.0.0.1:${server.address().port}` });
+}
+
+/**
+ * Starts a tcp backend on 127.0.0.1:0. By default it writes its name and
+ * closes; `onConnection` replaces that. Its sockets are destroyed on cleanup.
+ *
+ * @param {string} name
+ * @param {(socket: net.Socket) => void} [onConnection]
+ * @param {{allowHalfOpen?: boolean}} [options] allowHalfOpen: answer after the client half-closed
+ * @returns {Promise<net.Server & {name: string, port: number, address: string, sockets: Set<net.Socket>}>}
+ */
+async function startTcpBackend(name, onConnection, options = {}) {
+  const sockets = new Set();
+  const server = net.createServer({ allowHalfOpen: options.allowHalfOpen === true }, (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+    if (onConnection) onConnection(socket);
+    else socket.end(name);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  onCleanup(() => {
+    for (const socket of sockets) socket.destroy();
+    return new Promise((resolve) => server.close(resolve));
+  });
+  return Object.assign(server, { name, sockets, port: server.address().port, address: `127.0.0.1:${server.address().port}` });
+}
+
+/**
+ * Starts lila in this process on 127.0.0.1:0, logging nothing.
+ *
+ * @param {object} options as for `createProxy`
+ * @returns {Promise<import('../lib/proxy') & {port: number, url: string}>}
+ */
+async function startProxy(options) {
+  const proxy = createProxy({ logger: new Logger({ level: 'silent' }), ...options });
+  const clients = new Set();
+  proxy.server.on('connection', (socket) => {
+    clients.add(socket);
+    socket.on('close', () => clients.delete(socket));
+  });
+  const address = await proxy.listen(0, '127.0.0.1');
+  onCleanup(() => {
+    // close() waits for open connections; a failed test may leave some.
+    for (const socket of clients) socket.destroy();
+    return proxy.close();
+  });
+  return Object.assign(proxy, { port: address.port, url: `http://127.0.0.1:${address.port}` });
+}
+
+/**
+ * A port on 127.0.0.1 where nothing listens: connects to it are refused.
+ *
+ * @returns {Promise<number>}
+ */
+async function refusingPort() {
+  const server = net.createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * Sends one http request and collects the whole response.
+ *
+ * @param {number} port
+ * @param {http.RequestOptions & {body?: Buffer | string}} [options]
+ * @returns {Promise<{status: number, headers: http.IncomingHttpHeaders, rawHeaders: string[], body: string, socket: net.Socket}>}
+ */
+function request(port, options = {}) {
+  return new Promise((resolve, reject) => {
+    const { body, ...rest } = options;
+    const req = http.request({ host: '127.0.0.1', port, ...rest }, (res) => {
+      const chunks = [];
+      res.on('data', (chunk) => chunks.push(chunk));
+      res.on('error', reject);
+      res.on('end', () => resolve({
+        status: res.statusCode,
+        headers: res.headers,
+        rawHeaders: res.rawHeaders,
+        body: Buffer.concat(chunks).toString(),
+        socket: req.socket
+      }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * Resolves once `predicate()` holds, checking after every turn of the event
+ * loop; for state that changes on events the test cannot see, like a counter
+ * released when lila's upstream socket closes.
+ *
+ * @param {() => boolean} predicate
+ * @param {string} what described in the failure message
+ */
+async function until(predicate, what) {
+  const deadline = Date.now() + 5000;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise(setImmediate);
+  }
+}
+
+/**
+ * A promise and the function that resolves it, for events inside handlers.
+ *
+ * @returns {{promise: Promise<any>, resolve: (value?: any) => void}}
+ */
+function deferred() {
+  let resolve;
+  const promise = new Promise((res) => { resolve = res; });
+  return { promise, resolve };
+}
+
+/**
+ * The active count of every backend of a proxy, in order.
+ *
+ * @param {import('../lib/proxy')} proxy
+ * @returns {number[]}
+ */
+function activeCounts(proxy) {
+  return proxy.backends.map((backend) => backend.active);
+}
+
+/**
+ * @param {Buffer} data
+ * @returns {string} hex sha256
+ */
+function sha256(data) {
+  return crypto.createHash('sha256').update(data).digest('hex');
+}
+
+/**
+ * Collects a readable stream into one Buffer. The async iteration destroys
+ * the stream at its end; see `untilEnd` for a socket that must stay writable.
+ *
+ * @param {import('node:stream').Readable} stream
+ * @returns {Promise<Buffer>}
+ */
+async function collect(stream) {
+  const chunks = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Collects what a socket receives until its 'end', leaving its write side open.
+ *
+ * @param {net.Socket} socket
+ * @returns {Promise<Buffer>}
+ */
+function untilEnd(socket) {
+  const chunks = [];
+  socket.on('data', (chunk) => chunks.push(chunk));
+  return once(socket, 'end').then(() => Buffer.concat(chunks));
+}
+
+module.exports = {
+  onCleanup,
+  cleanup,
+  startHttpBackend,
+  startTcpBackend,
+  startProxy,
+  refusingPort,
+  request,
+  until,
+  deferred,
+  activeCounts,
+  sha256,
+  collect,
+  untilEnd
+};
+
+function closeHttpServer(server) {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(resolve));
+}
