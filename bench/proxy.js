@@ -1,0 +1,150 @@
+'use strict';
+
+const os = require('node:os');
+const path = require('node:path');
+const readline = require('node:readline');
+const { once } = require('node:events');
+const { parseArgs } = require('node:util');
+const { spawn } = require('node:child_process');
+const autocannon = require('autocannon');
+
+const LILA = path.join(__dirname, '..', 'lila');
+const BACKENDS = path.join(__dirname, 'backends.js');
+const CONNECTIONS = [7, 64];
+const LAYERS = ['tcp', 'http'];
+const WARMUP_SECONDS = 1;
+const DEFAULT_SECONDS = 5;
+const STARTED = /listening on 127\.0\.0\.1:(\d+) ->/;
+const COLUMNS = [
+  ['target', 10], ['conns', 5], ['req/s', 9], ['p50 ms', 7], ['p99 ms', 7], ['errors', 6], ['vs direct', 9]
+];
+
+main().catch((err) => {
+  process.stderr.write(`bench: ${err.message}\n`);
+  process.exitCode = 1;
+});
+
+// `npm run bench [-- --duration <s>]`: direct, lila tcp and lila http, one line per configuration.
+async function main() {
+  const duration = durationFrom(process.argv.slice(2), process.env.LILA_BENCH_DURATION);
+  const children = [];
+  try {
+    const backends = await startChild(children, BACKENDS, ['3'], 'stdout', parsePorts);
+    const servers = backends.map(({ port }) => `127.0.0.1:${port}`);
+    const targets = [{ name: 'direct', port: backends[0].port }];
+    for (const layer of LAYERS) {
+      const args = ['round-robin', '--layer', layer, '-a', '127.0.0.1', '-p', '0', ...servers];
+      targets.push({ name: `lila ${layer}`, port: await startChild(children, LILA, args, 'stderr', parseLilaPort) });
+    }
+    printHeader(duration);
+    for (const connections of CONNECTIONS) {
+      let direct = null;
+      for (const target of targets) {
+        const result = await measure(target.port, connections, duration);
+        // targets[0] is direct, so each row's ratio is to direct at the same connection count.
+        direct ??= result;
+        printRow(target.name, connections, result, direct);
+      }
+    }
+  } finally {
+    await Promise.all(children.map(stopChild));
+  }
+}
+
+/**
+ * Warms a target up for a second, then drives it with `connections`
+ * keep-alive connections for `duration` seconds.
+ */
+async function measure(port, connections, duration) {
+  const options = { url: `http://127.0.0.1:${port}/`, connections };
+  await autocannon({ ...options, duration: WARMUP_SECONDS });
+  return autocannon({ ...options, duration });
+}
+
+// Spawns `node <script> <args>` and resolves to the first value `parse` finds
+// in a line of its stdout or stderr; other stderr lines reach the terminal.
+function startChild(children, script, args, stream, parse) {
+  const stdio = ['ignore', 'ignore', 'inherit'];
+  stdio[stream === 'stdout' ? 1 : 2] = 'pipe';
+  const child = spawn(process.execPath, [script, ...args], { stdio });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let ready = false;
+    readline.createInterface({ input: child[stream] }).on('line', (line) => {
+      const value = ready ? undefined : parse(line);
+      if (value !== undefined) {
+        ready = true;
+        resolve(value);
+      } else if (stream === 'stderr') {
+        process.stderr.write(`${line}\n`);
+      }
+    });
+    // 'close' comes after the last output line, so a failing child's message is printed first.
+    child.once('close', (code, signal) => {
+      if (!ready) reject(new Error(`${path.basename(script)} exited (${signal || code}) before it was ready`));
+    });
+  });
+}
+
+function parsePorts(line) {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+}
+
+function parseLilaPort(line) {
+  const started = STARTED.exec(line);
+  return started === null ? undefined : Number(started[1]);
+}
+
+async function stopChild(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  await exited;
+}
+
+function durationFrom(args, env) {
+  const { values } = parseArgs({ args, options: { duration: { type: 'string', short: 'd' } } });
+  const text = values.duration !== undefined ? values.duration : env !== undefined ? env : String(DEFAULT_SECONDS);
+  const seconds = Number(text);
+  if (!(seconds > 0) || !Number.isInteger(seconds)) {
+    throw new RangeError(`"--duration" must be a whole number of seconds, received "${text}"`);
+  }
+  return seconds;
+}
+
+function printHeader(duration) {
+  const cpus = os.cpus();
+  const command = ['node', path.relative(process.cwd(), process.argv[1]), ...process.argv.slice(2)].join(' ');
+  process.stdout.write(
+    `node ${process.version}, ${cpus[0].model} x ${cpus.length}, ` +
+      `${duration} s per run after ${WARMUP_SECONDS} s warm-up, command: ${command}\n\n`
+  );
+  printLine(COLUMNS.map(([title]) => title));
+  printLine(COLUMNS.map(([, width]) => '-'.repeat(width)));
+}
+
+function printRow(name, connections, result, direct) {
+  const failures = result.errors + result.timeouts + result.non2xx;
+  const ratio = result.requests.average / direct.requests.average;
+  printLine([
+    name,
+    connections,
+    Math.round(result.requests.average),
+    result.latency.p50,
+    result.latency.p99,
+    failures,
+    ratio.toFixed(2)
+  ]);
+}
+
+function printLine(cells) {
+  const padded = cells.map((cell, i) => {
+    const [, width] = COLUMNS[i];
+    return i === 0 ? String(cell).padEnd(width) : String(cell).padStart(width);
+  });
+  process.stdout.write(`${padded.join('  ')}\n`);
+}
