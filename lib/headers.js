@@ -71,7 +71,7 @@ function forwardResponseHeaders(rawHeaders) {
   return out;
 }
 
-module.exports = { forwardRequestHeaders, forwardResponseHeaders, HOP_BY_HOP };
+module.exports = { forwardRequestHeaders, forwardResponseHeaders };
 
 // The header names listed in Connection headers, lowercased; null when none.
 function connectionOptions(rawHeaders) {

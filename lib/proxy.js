@@ -89,3 +89,4 @@ class Proxy {
 }
 
 module.exports = Proxy;
+module.exports.LAYERS = LAYERS;

@@ -28,7 +28,7 @@ function parseServer(spec) {
   return server;
 }
 
-module.exports = { parseServer, MAX_WEIGHT };
+module.exports = { parseServer };
 
 function parseAddress(spec, address) {
   let host;
