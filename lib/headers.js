@@ -1,22 +1,24 @@
 'use strict';
 
-// RFC 9110 §7.6.1, plus Proxy-Connection and Trailer, which no next hop should see.
+// RFC 9110 §7.6.1, plus the non-standard Proxy-Connection. Trailer is
+// end-to-end (it announces the trailer fields), so it passes.
 const HOP_BY_HOP = new Set([
   'connection',
   'keep-alive',
   'proxy-connection',
   'te',
-  'trailer',
   'transfer-encoding',
   'upgrade'
 ]);
+// RFC 9110 §5.6.2 tchar: a Forwarded value made only of these needs no quotes.
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /**
  * Builds the header list for the upstream request from the client's raw
  * headers: hop-by-hop headers (and every name `Connection` lists) are
- * dropped, `X-Forwarded-For` is appended to, `X-Forwarded-Proto` and
- * `X-Forwarded-Host` are set. Host and every other header keep their case
- * and order. A chunked request body is sent on chunked, so that framing is
+ * dropped, `X-Forwarded-For` and RFC 7239 `Forwarded` are appended to,
+ * `X-Forwarded-Proto` and `X-Forwarded-Host` are set. Host and every other
+ * header keep their case and order. A chunked request body is sent on chunked, so that framing is
  * kept as the one `Transfer-Encoding` lila writes itself.
  *
  * @param {string[]} rawHeaders `[name, value, name, value, ...]` as received
@@ -27,6 +29,7 @@ function forwardRequestHeaders(rawHeaders, clientAddress) {
   const listed = connectionOptions(rawHeaders);
   const out = [];
   let forwardedFor = null;
+  let forwarded = null;
   let host = null;
   let chunked = false;
   for (let i = 0; i < rawHeaders.length; i += 2) {
@@ -41,6 +44,10 @@ function forwardRequestHeaders(rawHeaders, clientAddress) {
       forwardedFor = forwardedFor === null ? value : `${forwardedFor}, ${value}`;
       continue;
     }
+    if (lower === 'forwarded') {
+      forwarded = forwarded === null ? value : `${forwarded}, ${value}`;
+      continue;
+    }
     if (lower === 'x-forwarded-proto' || lower === 'x-forwarded-host') continue;
     if (lower === 'host') host = value;
     out.push(name, value);
@@ -52,7 +59,55 @@ function forwardRequestHeaders(rawHeaders, clientAddress) {
   if (forwardedFor !== null) out.push('X-Forwarded-For', forwardedFor);
   out.push('X-Forwarded-Proto', 'http');
   if (host !== null) out.push('X-Forwarded-Host', host);
+  const element = forwardedElement(clientAddress, host);
+  out.push('Forwarded', forwarded === null ? element : `${forwarded}, ${element}`);
   return out;
+}
+
+/**
+ * Builds lila's RFC 7239 `Forwarded` element for one request:
+ * `for=10.0.0.1;host=example.com;proto=http`, quoting values that are not
+ * tokens (IPv6 addresses become `for="[2001:db8::1]"`).
+ *
+ * @param {string | undefined} clientAddress `unknown` when missing
+ * @param {string | null} host the client's Host header, left out when null
+ * @returns {string}
+ */
+function forwardedElement(clientAddress, host) {
+  const node = clientAddress === undefined ? 'unknown'
+    : clientAddress.includes(':') ? `[${clientAddress}]` : clientAddress;
+  let element = `for=${forwardedValue(node)}`;
+  if (host !== null) element += `;host=${forwardedValue(host)}`;
+  return `${element};proto=http`;
+}
+
+/**
+ * Returns a copy of a forwarded header list whose Host is `authority`
+ * (added when the client sent none).
+ *
+ * @param {string[]} headers as returned by `forwardRequestHeaders`
+ * @param {string} authority `host[:port]`
+ * @returns {string[]}
+ */
+function withHost(headers, authority) {
+  const out = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i].length !== 4 || headers[i].toLowerCase() !== 'host') out.push(headers[i], headers[i + 1]);
+  }
+  out.push('Host', authority);
+  return out;
+}
+
+/**
+ * The `host[:port]` that addresses a backend itself, as a Host header:
+ * the port is left out when it is 80, as browsers and curl do.
+ *
+ * @param {{host: string, port: number}} backend
+ * @returns {string}
+ */
+function backendAuthority(backend) {
+  const host = backend.host.includes(':') ? `[${backend.host}]` : backend.host;
+  return backend.port === 80 ? host : `${host}:${backend.port}`;
 }
 
 /**
@@ -71,7 +126,13 @@ function forwardResponseHeaders(rawHeaders) {
   return out;
 }
 
-module.exports = { forwardRequestHeaders, forwardResponseHeaders };
+module.exports = {
+  forwardRequestHeaders,
+  forwardResponseHeaders,
+  forwardedElement,
+  withHost,
+  backendAuthority
+};
 
 // The header names listed in Connection headers, lowercased; null when none.
 function connectionOptions(rawHeaders) {
@@ -84,6 +145,10 @@ function connectionOptions(rawHeaders) {
     }
   }
   return listed;
+}
+
+function forwardedValue(value) {
+  return TOKEN.test(value) ? value : `"${value.replace(/["\\]/g, '\\$&')}"`;
 }
 
 function isHopByHop(lowerName, listed) {

@@ -5,10 +5,20 @@ const Logger = require('./logger');
 const { createHttpServer } = require('./http-proxy');
 const { createTcpServer } = require('./tcp-proxy');
 const { formatHostPort } = require('./address');
-const { validateChoice, validatePort } = require('./validate');
+const { validateChoice, validateDuration, validatePort } = require('./validate');
 const { LilaError, codes } = require('./errors');
 
 const LAYERS = ['http', 'tcp'];
+// The implementations of the http layer; the first is the default.
+const HTTP_ENGINES = ['node'];
+const HOST_HEADERS = ['client', 'backend'];
+const HTTP_DEFAULTS = {
+  connectTimeout: 5000,
+  timeout: 60000,
+  keepAliveTimeout: 5000,
+  headerTimeout: 10000,
+  hostHeader: 'client'
+};
 const LISTEN_ERRORS = {
   EADDRINUSE: 'address already in use',
   EACCES: 'permission denied',
@@ -27,15 +37,25 @@ class Proxy {
    * @param {(string | object)[]} options.servers `host:port[,weight=N][,backup]` strings
    * @param {'http' | 'tcp'} [options.layer] defaults to `http`
    * @param {Logger} [options.logger] defaults to info lines on stderr
+   * @param {'node'} [options.engine] the http layer's implementation
+   * @param {number} [options.connectTimeout] ms to connect to a backend, both layers (default 5000)
+   * @param {number} [options.timeout] ms a backend may stay silent, http only (default 60000)
+   * @param {number} [options.keepAliveTimeout] ms an idle client connection stays open;
+   *   0 closes it after each response (default 5000)
+   * @param {number} [options.headerTimeout] ms for a client's request head (default 10000)
+   * @param {'client' | 'backend'} [options.hostHeader] Host sent upstream: the client's
+   *   (default) or the backend's `host:port`
    * @throws {LilaError} for invalid options or servers
    */
   constructor(options) {
     this.layer = validateChoice(options.layer === undefined ? 'http' : options.layer, LAYERS, 'layer');
     this.logger = options.logger || new Logger();
+    this.engine = validateChoice(options.engine === undefined ? HTTP_ENGINES[0] : options.engine, HTTP_ENGINES, 'engine');
+    this.settings = httpSettings(options);
     this.balancer = new Balancer(options.mode, options.servers);
     this.server = this.layer === 'tcp'
-      ? createTcpServer(this.balancer, this.logger)
-      : createHttpServer(this.balancer, this.logger);
+      ? createTcpServer(this.balancer, this.logger, this.settings)
+      : createHttpServer(this.balancer, this.logger, this.settings);
   }
 
   /** @returns {import('./backend')[]} the backends, in the order given */
@@ -90,3 +110,16 @@ class Proxy {
 
 module.exports = Proxy;
 module.exports.LAYERS = LAYERS;
+module.exports.HTTP_ENGINES = HTTP_ENGINES;
+module.exports.HOST_HEADERS = HOST_HEADERS;
+
+function httpSettings(options) {
+  const pick = (name) => (options[name] === undefined ? HTTP_DEFAULTS[name] : options[name]);
+  return {
+    connectTimeout: validateDuration(pick('connectTimeout'), 'connectTimeout'),
+    timeout: validateDuration(pick('timeout'), 'timeout'),
+    keepAliveTimeout: validateDuration(pick('keepAliveTimeout'), 'keepAliveTimeout', { allowZero: true }),
+    headerTimeout: validateDuration(pick('headerTimeout'), 'headerTimeout'),
+    hostHeader: validateChoice(pick('hostHeader'), HOST_HEADERS, 'hostHeader')
+  };
+}

@@ -2,6 +2,7 @@
 
 const net = require('node:net');
 const { clientAddressOf } = require('./address');
+const { closedCleanly } = require('./closed-cleanly');
 
 const kSession = Symbol('kSession');
 
@@ -11,13 +12,14 @@ const kSession = Symbol('kSession');
  *
  * @param {import('./balancer')} balancer
  * @param {import('./logger')} logger
+ * @param {{connectTimeout: number}} settings ms to connect before trying the next backend
  * @returns {net.Server}
  */
-function createTcpServer(balancer, logger) {
+function createTcpServer(balancer, logger, settings) {
   // Half-open on both sides forwards a half-close; pausing keeps the client's
   // first bytes unread until an upstream connection accepts them.
   return net.createServer({ allowHalfOpen: true, pauseOnConnect: true }, (client) => {
-    new Session(balancer, logger, client).connect();
+    new Session(balancer, logger, settings, client).connect();
   });
 }
 
@@ -25,9 +27,10 @@ function createTcpServer(balancer, logger) {
  * One client connection and its upstream; the pick context for the strategy.
  */
 class Session {
-  constructor(balancer, logger, client) {
+  constructor(balancer, logger, settings, client) {
     this.balancer = balancer;
     this.logger = logger;
+    this.settings = settings;
     this.client = client;
     this.clientAddress = clientAddressOf(client.remoteAddress);
     this.tried = null;
@@ -52,19 +55,15 @@ class Session {
     const upstream = net.connect({ host: backend.host, port: backend.port, allowHalfOpen: true });
     upstream[kSession] = this;
     this.upstream = upstream;
+    upstream.setTimeout(this.settings.connectTimeout);
     upstream.on('connect', upstreamOnConnect);
+    upstream.on('timeout', upstreamOnTimeout);
     upstream.on('error', upstreamOnError);
     upstream.on('close', upstreamOnClose);
   }
 }
 
 module.exports = { createTcpServer };
-
-// A socket that ended both ways has handed everything on; its peer finishes
-// by itself. Any other close (error, reset, destroy) tears the peer down.
-function closedCleanly(socket) {
-  return socket.readableEnded && socket.writableFinished;
-}
 
 function clientOnError(err) {
   this[kSession].logger.debug(`client ${this[kSession].clientAddress}: ${err.code || err.message}`);
@@ -78,8 +77,17 @@ function clientOnClose() {
 function upstreamOnConnect() {
   const session = this[kSession];
   session.connected = true;
+  // Connected sessions may idle as long as their protocol likes.
+  this.setTimeout(0);
   session.client.pipe(this);
   this.pipe(session.client);
+}
+
+// Closing counts as a refusal: upstreamOnClose tries the next backend.
+function upstreamOnTimeout() {
+  const session = this[kSession];
+  session.logger.debug(`backend ${session.backend.name}: no connection within ${session.settings.connectTimeout} ms`);
+  this.destroy();
 }
 
 function upstreamOnError(err) {

@@ -1,0 +1,363 @@
+'use strict';
+
+const { forwardRequestHeaders, forwardResponseHeaders } = require('./headers');
+const { createUpstreamRequest } = require('./http-upstream');
+const { clientAddressOf } = require('./address');
+const { errorBody } = require('./http-error-response');
+const { LilaError, codes } = require('./errors');
+
+const kExchange = Symbol('kExchange');
+const kUpstream = Symbol('kUpstream');
+const kInFlight = Symbol('kInFlight');
+
+// RFC 9110 §9.2.2; only these may be sent twice.
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
+
+/**
+ * @typedef {object} HttpSettings
+ * @property {number} connectTimeout ms to connect to a backend
+ * @property {number} timeout ms a backend may stay silent (response head or body)
+ * @property {number} keepAliveTimeout ms an idle client connection stays open; 0 closes after each response
+ * @property {number} headerTimeout ms a client has to send a complete request head
+ * @property {'client' | 'backend'} hostHeader the Host sent upstream
+ */
+
+/**
+ * @typedef {object} HttpContext What every exchange of one server shares.
+ * @property {import('./balancer')} balancer
+ * @property {import('./logger')} logger
+ * @property {HttpSettings} settings
+ */
+
+/**
+ * One client request and its way to a backend; the pick context for the strategy.
+ */
+class Exchange {
+  /**
+   * @param {HttpContext} context
+   * @param {import('node:http').IncomingMessage} request
+   * @param {import('node:http').ServerResponse} response
+   * @param {boolean} expectContinue the client waits for a 100 before sending its body
+   */
+  constructor(context, request, response, expectContinue) {
+    this.context = context;
+    this.request = request;
+    this.response = response;
+    this.expectContinue = expectContinue;
+    this.clientAddress = clientAddressOf(request.socket.remoteAddress);
+    this.tried = null;
+    this.backend = null;
+    this.upstream = null;
+    this.upstreamSocket = null;
+    this.bytesReadBefore = 0;
+    this.connected = false;
+    this.responded = false;
+    this.retried = false;
+    this.timedOut = false;
+    this.done = false;
+    this.hasBody = request.headers['transfer-encoding'] !== undefined ||
+      (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0');
+    this.headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress);
+    this.socketOnClose = null;
+
+    const socket = request.socket;
+    socket[kInFlight] = (socket[kInFlight] || 0) + 1;
+    request[kExchange] = this;
+    response[kExchange] = this;
+    request.on('error', clientOnError);
+    response.on('error', clientOnError);
+    response.on('close', responseOnClose);
+    if (context.settings.keepAliveTimeout === 0) response.shouldKeepAlive = false;
+    if (response.socket === null) {
+      // Pipelined behind an unfinished response: if the client goes away,
+      // Node never emits 'close' on this response, so watch the socket.
+      this.socketOnClose = () => this.finish();
+      socket.on('close', this.socketOnClose);
+    }
+  }
+
+  /** Sends the request to the next backend the strategy picks. */
+  forward() {
+    const backend = this.context.balancer.acquire(this);
+    if (backend === null) {
+      const tried = this.tried === null ? 'none' : [...this.tried].map((b) => b.name).join(', ');
+      this.fail(new LilaError(codes.NO_BACKEND, 'no backend accepted the connection', 502), `tried: ${tried}`);
+      return;
+    }
+    this.backend = backend;
+    this.send(backend.agent);
+  }
+
+  /**
+   * Sends the request to `this.backend`.
+   *
+   * @param {import('node:http').Agent | false} agent the backend's pool, or false for a new connection
+   */
+  send(agent) {
+    this.connected = false;
+    this.upstreamSocket = null;
+    let upstream;
+    try {
+      upstream = createUpstreamRequest(this.backend, this.request, this.headers, this.context.settings, agent);
+    } catch (err) {
+      this.release();
+      this.fail(new LilaError(codes.BAD_REQUEST, 'this request cannot be forwarded', 400), err.message);
+      return;
+    }
+    upstream[kExchange] = this;
+    this.upstream = upstream;
+    upstream.on('socket', upstreamOnSocket);
+    upstream.on('response', upstreamOnResponse);
+    upstream.on('information', upstreamOnInformation);
+    upstream.on('error', upstreamOnError);
+    upstream.on('timeout', upstreamOnTimeout);
+    // A body waits in the client's stream until the upstream socket is
+    // connected, so a refused connect can go to the next backend intact.
+    if (!this.hasBody) upstream.end();
+  }
+
+  socketAssigned(upstream, socket) {
+    this.upstreamSocket = socket;
+    this.bytesReadBefore = socket.bytesRead;
+    if (socket.connecting) {
+      socket.setTimeout(this.context.settings.connectTimeout);
+      socket[kUpstream] = upstream;
+      socket.once('connect', upstreamSocketOnConnect);
+    } else {
+      this.upstreamConnected(upstream);
+    }
+  }
+
+  upstreamConnected(upstream) {
+    if (upstream !== this.upstream || this.done) return;
+    this.connected = true;
+    this.upstreamSocket.setTimeout(this.context.settings.timeout);
+    if (this.hasBody) {
+      // Ended by hand, so that trailers can follow the body.
+      this.request.pipe(upstream, { end: false });
+      this.request.on('end', requestOnEnd);
+    }
+  }
+
+  upstreamTimedOut(upstream) {
+    if (upstream !== this.upstream || this.done) return;
+    const settings = this.context.settings;
+    const err = this.connected
+      ? Object.assign(new Error(`silent for ${settings.timeout} ms`), { code: 'ETIMEDOUT' })
+      : Object.assign(new Error(`no connection within ${settings.connectTimeout} ms`), { code: 'ETIMEDOUT' });
+    this.timedOut = this.connected;
+    this.upstreamFailed(upstream, err);
+    upstream.destroy();
+  }
+
+  upstreamFailed(upstream, err) {
+    // Errors after the end (lila destroyed the upstream) or from an earlier attempt change nothing.
+    if (upstream !== this.upstream || this.done) return;
+    const backend = this.backend;
+    const logger = this.context.logger;
+    if (!this.connected) {
+      logger.debug(`backend ${backend.name}: ${describe(err)}`);
+      this.release();
+      (this.tried ??= new Set()).add(backend);
+      this.upstream = null;
+      this.forward();
+      return;
+    }
+    if (this.mayRetry(upstream)) {
+      // The backend closed an idle pooled socket as lila reused it.
+      logger.debug(`backend ${backend.name}: ${describe(err)} on a reused connection; retrying on a new one`);
+      this.retried = true;
+      this.send(false);
+      return;
+    }
+    this.release();
+    const what = `backend ${backend.name}: ${describe(err)}`;
+    if (this.timedOut) this.fail(new LilaError(codes.TIMEOUT, 'the backend did not answer in time', 504), what);
+    else this.fail(new LilaError(codes.UPSTREAM, 'the backend failed before answering', 502), what);
+  }
+
+  // Only an idempotent request without a body that got no byte back on a
+  // reused socket is sent again, once.
+  mayRetry(upstream) {
+    return !this.retried && !this.timedOut && !this.responded && !this.hasBody &&
+      upstream.reusedSocket && IDEMPOTENT.has(this.request.method) &&
+      this.upstreamSocket.bytesRead === this.bytesReadBefore;
+  }
+
+  respond(upstreamResponse) {
+    if (this.done) return;
+    this.responded = true;
+    const response = this.response;
+    upstreamResponse[kExchange] = this;
+    upstreamResponse.on('error', upstreamResponseOnError);
+    upstreamResponse.on('end', upstreamResponseOnEnd);
+    upstreamResponse.on('close', upstreamResponseOnClose);
+    // The backend's Date (or its absence) passes through unchanged.
+    response.sendDate = false;
+    try {
+      response.writeHead(
+        upstreamResponse.statusCode,
+        upstreamResponse.statusMessage || undefined,
+        forwardResponseHeaders(upstreamResponse.rawHeaders)
+      );
+    } catch (err) {
+      this.upstream.destroy();
+      this.release();
+      this.fail(new LilaError(codes.UPSTREAM, 'the backend sent an invalid response', 502), `backend ${this.backend.name}: ${err.message}`);
+      return;
+    }
+    upstreamResponse.pipe(response, { end: false });
+  }
+
+  /**
+   * Relays an interim response: 100 Continue to a client that asked for it,
+   * 103 Early Hints to HTTP/1.1 clients.
+   */
+  inform(info) {
+    if (this.done || this.request.httpVersionMinor === 0) return;
+    if (info.statusCode === 100) {
+      if (this.expectContinue) this.response.writeContinue();
+    } else if (info.statusCode === 103) {
+      const hints = {};
+      for (let i = 0; i < info.rawHeaders.length; i += 2) {
+        const name = info.rawHeaders[i].toLowerCase();
+        hints[name] = hints[name] === undefined ? info.rawHeaders[i + 1] : [].concat(hints[name], info.rawHeaders[i + 1]);
+      }
+      this.response.writeEarlyHints(hints);
+    }
+  }
+
+  /**
+   * Answers the client with lila's own error, or cuts the connection when a
+   * response has already begun so that the truncation is visible.
+   *
+   * @param {LilaError} error its message goes to the client, with its status
+   * @param {string} detail for the log, naming the backend
+   */
+  fail(error, detail) {
+    const response = this.response;
+    const request = this.request;
+    const logger = this.context.logger;
+    const status = error.status;
+    if (response.headersSent || response.destroyed) {
+      logger.warn(`${request.method} ${request.url} cut short: ${detail} (${error.code})`);
+      response.destroy();
+      return;
+    }
+    // A request lila cannot forward is the client's doing, not worth a warning.
+    const log = status === 400 ? logger.debug : logger.warn;
+    log.call(logger, `${status} for ${request.method} ${request.url}: ${detail} (${error.code})`);
+    const body = errorBody(status, error.message);
+    response.sendDate = true;
+    response.writeHead(status, {
+      'Content-Type': 'text/plain; charset=utf-8',
+      'Content-Length': Buffer.byteLength(body)
+    });
+    response.end(body);
+  }
+
+  release() {
+    if (this.backend !== null) {
+      this.context.balancer.release(this.backend);
+      this.backend = null;
+    }
+  }
+
+  /** The client side is over (response finished, or client gone): free everything once. */
+  finish() {
+    if (this.done) return;
+    this.done = true;
+    this.release();
+    this.request.socket[kInFlight]--;
+    const upstream = this.upstream;
+    // A completed upstream request is already back in the agent's pool.
+    if (upstream !== null && !upstream.destroyed) upstream.destroy();
+    if (this.socketOnClose !== null) this.request.socket.removeListener('close', this.socketOnClose);
+  }
+}
+
+/**
+ * How many requests of a client connection are between arrival and the end
+ * of their response; a connection with none may get a raw error response.
+ *
+ * @param {import('node:net').Socket} socket
+ * @returns {number}
+ */
+function requestsInFlight(socket) {
+  return socket[kInFlight] || 0;
+}
+
+module.exports = { Exchange, requestsInFlight };
+
+function describe(err) {
+  return err.code === 'ETIMEDOUT' ? err.message : err.code || err.message;
+}
+
+// Trailers arrive as [name, value, name, value, ...]; addTrailers wants pairs.
+function trailerPairs(rawTrailers) {
+  const pairs = [];
+  for (let i = 0; i < rawTrailers.length; i += 2) pairs.push([rawTrailers[i], rawTrailers[i + 1]]);
+  return pairs;
+}
+
+function clientOnError(err) {
+  const exchange = this[kExchange];
+  exchange.context.logger.debug(`client ${exchange.clientAddress}: ${describe(err)}`);
+}
+
+function responseOnClose() {
+  this[kExchange].finish();
+}
+
+function requestOnEnd() {
+  const exchange = this[kExchange];
+  const upstream = exchange.upstream;
+  if (exchange.done || upstream === null || upstream.destroyed) return;
+  if (this.rawTrailers.length > 0) upstream.addTrailers(trailerPairs(this.rawTrailers));
+  upstream.end();
+}
+
+function upstreamOnSocket(socket) {
+  this[kExchange].socketAssigned(this, socket);
+}
+
+function upstreamSocketOnConnect() {
+  const upstream = this[kUpstream];
+  this[kUpstream] = null;
+  upstream[kExchange].upstreamConnected(upstream);
+}
+
+function upstreamOnError(err) {
+  this[kExchange].upstreamFailed(this, err);
+}
+
+function upstreamOnTimeout() {
+  this[kExchange].upstreamTimedOut(this);
+}
+
+function upstreamOnResponse(upstreamResponse) {
+  this[kExchange].respond(upstreamResponse);
+}
+
+function upstreamOnInformation(info) {
+  this[kExchange].inform(info);
+}
+
+function upstreamResponseOnError(err) {
+  this[kExchange].context.logger.debug(`response from backend: ${describe(err)}`);
+}
+
+function upstreamResponseOnEnd() {
+  const response = this[kExchange].response;
+  if (response.destroyed) return;
+  if (this.rawTrailers.length > 0) response.addTrailers(trailerPairs(this.rawTrailers));
+  response.end();
+}
+
+function upstreamResponseOnClose() {
+  // Closed before its end (backend died mid-body): cut the client too.
+  if (this.complete) return;
+  const exchange = this[kExchange];
+  const name = exchange.backend === null ? 'backend' : `backend ${exchange.backend.name}`;
+  if (!exchange.done) exchange.fail(new LilaError(codes.UPSTREAM, 'the backend failed mid-response', 502), `${name}: response cut short`);
+}
