@@ -132,6 +132,31 @@ describe('lila (command line)', () => {
         line: 'lila: "--address" must not be empty'
       },
       {
+        name: 'a --timeout without a unit',
+        args: ['round-robin', 'a:1', '--timeout', '30'],
+        line: 'lila: "--timeout" must be a duration such as 500ms, 5s or 2m (at most 24 days), received "30"'
+      },
+      {
+        name: 'a --connect-timeout of 0',
+        args: ['round-robin', 'a:1', '--connect-timeout', '0'],
+        line: 'lila: "--connect-timeout" must be a duration such as 500ms, 5s or 2m (at most 24 days), received "0"'
+      },
+      {
+        name: 'a --header-timeout in days',
+        args: ['round-robin', 'a:1', '--header-timeout', '2d'],
+        line: 'lila: "--header-timeout" must be a duration such as 500ms, 5s or 2m (at most 24 days), received "2d"'
+      },
+      {
+        name: 'a negative --keepalive-timeout',
+        args: ['round-robin', 'a:1', '--keepalive-timeout=-1s'],
+        line: 'lila: "--keepalive-timeout" must be 0 (off) or a duration such as 500ms, 5s or 2m (at most 24 days), received "-1s"'
+      },
+      {
+        name: 'an unknown --host-header',
+        args: ['round-robin', 'a:1', '--host-header', 'upstream'],
+        line: 'lila: "--host-header" must be "client" or "backend", received "upstream"'
+      },
+      {
         name: 'a server listed twice',
         args: ['round-robin', 'a:1', '127.0.0.1:2', 'a:1'],
         line: 'lila: server "a:1" is listed twice'
@@ -182,7 +207,11 @@ describe('lila (command line)', () => {
         const result = await run([flag]);
 
         assert.ok(result.stdout.startsWith('Usage: lila <mode>'), result.stdout);
-        for (const word of ['--port', '--address', '--layer', '--help', '--version', 'round-robin', 'least-connections']) {
+        const words = [
+          '--port', '--address', '--layer', '--help', '--version', 'round-robin', 'least-connections',
+          '--connect-timeout', '--timeout', '--keepalive-timeout', '--header-timeout', '--host-header'
+        ];
+        for (const word of words) {
           assert.ok(result.stdout.includes(word), `usage does not mention ${word}`);
         }
         assert.equal(result.stderr, '');
@@ -236,6 +265,23 @@ describe('lila (command line)', () => {
       ]);
 
       assert.match(lila.line, /^lila: round-robin \(http\) listening on 127\.0\.0\.1:\d+ -> 3 servers$/);
+    });
+
+    it('passes the http options to the proxy', async () => {
+      const a = await startHttpBackend('A', (req, res) => {
+        if (req.url === '/host') res.end(req.headers.host);
+        // Anything else is never answered.
+      });
+
+      const lila = await start([
+        'round-robin', a.address, '-a', '127.0.0.1', '-p', '0',
+        '--timeout', '200ms', '--host-header', 'backend', '--keepalive-timeout', '0', '--connect-timeout', '1s'
+      ]);
+
+      const host = await request(lila.port, { agent: false, path: '/host' });
+      assert.equal(host.body, a.address);
+      assert.equal(host.headers.connection, 'close');
+      assert.equal((await request(lila.port, { agent: false, path: '/silent' })).status, 504);
     });
 
     it('listens on port 4444 by default', async () => {

@@ -1,7 +1,13 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const { forwardRequestHeaders, forwardResponseHeaders } = require('../lib/headers');
+const {
+  forwardRequestHeaders,
+  forwardResponseHeaders,
+  forwardedElement,
+  withHost,
+  backendAuthority
+} = require('../lib/headers');
 const { clientAddressOf } = require('../lib/address');
 
 describe('forwardRequestHeaders', () => {
@@ -12,16 +18,15 @@ describe('forwardRequestHeaders', () => {
       'Keep-Alive', 'timeout=5',
       'Proxy-Connection', 'keep-alive',
       'te', 'trailers',
-      'Trailer', 'X-Checksum',
+      'Transfer-Encoding', 'gzip',
       'Upgrade', 'websocket',
+      'Trailer', 'X-Checksum',
       'Accept', '*/*'
     ];
-    assert.deepEqual(forwardRequestHeaders(raw, '10.0.0.1'), [
+    assert.deepEqual(forwardRequestHeaders(raw, '10.0.0.1').slice(0, 6), [
       'Host', 'example.com',
-      'Accept', '*/*',
-      'X-Forwarded-For', '10.0.0.1',
-      'X-Forwarded-Proto', 'http',
-      'X-Forwarded-Host', 'example.com'
+      'Trailer', 'X-Checksum',
+      'Accept', '*/*'
     ]);
   });
 
@@ -38,7 +43,8 @@ describe('forwardRequestHeaders', () => {
       'Host', 'h',
       'X-Forwarded-For', '1.1.1.1, 2.2.2.2, 3.3.3.3, 10.0.0.1',
       'X-Forwarded-Proto', 'http',
-      'X-Forwarded-Host', 'h'
+      'X-Forwarded-Host', 'h',
+      'Forwarded', 'for=10.0.0.1;host=h;proto=http'
     ]);
   });
 
@@ -48,7 +54,8 @@ describe('forwardRequestHeaders', () => {
       'Host', 'real.example',
       'X-Forwarded-For', '10.0.0.1',
       'X-Forwarded-Proto', 'http',
-      'X-Forwarded-Host', 'real.example'
+      'X-Forwarded-Host', 'real.example',
+      'Forwarded', 'for=10.0.0.1;host=real.example;proto=http'
     ]);
   });
 
@@ -66,9 +73,60 @@ describe('forwardRequestHeaders', () => {
 
   it('adds no X-Forwarded-For entry when the client address is unknown', () => {
     assert.deepEqual(forwardRequestHeaders(['Host', 'h'], undefined), [
-      'Host', 'h', 'X-Forwarded-Proto', 'http', 'X-Forwarded-Host', 'h'
+      'Host', 'h',
+      'X-Forwarded-Proto', 'http',
+      'X-Forwarded-Host', 'h',
+      'Forwarded', 'for=unknown;host=h;proto=http'
     ]);
   });
+
+  it('appends its Forwarded element to every incoming one, in order', () => {
+    const raw = ['Forwarded', 'for=1.1.1.1', 'Host', 'h', 'forwarded', 'for=2.2.2.2;proto=https'];
+    const out = forwardRequestHeaders(raw, '10.0.0.1');
+    assert.deepEqual(out.slice(-2), ['Forwarded', 'for=1.1.1.1, for=2.2.2.2;proto=https, for=10.0.0.1;host=h;proto=http']);
+    assert.equal(out.filter((name) => /^forwarded$/i.test(name)).length, 1);
+  });
+});
+
+describe('forwardedElement', () => {
+  const cases = [
+    { client: '10.0.0.1', host: 'example.com', expected: 'for=10.0.0.1;host=example.com;proto=http' },
+    { client: '2001:db8::1', host: 'example.com', expected: 'for="[2001:db8::1]";host=example.com;proto=http' },
+    { client: '10.0.0.1', host: 'example.com:8080', expected: 'for=10.0.0.1;host="example.com:8080";proto=http' },
+    { client: '10.0.0.1', host: 'a"b\\c', expected: 'for=10.0.0.1;host="a\\"b\\\\c";proto=http' },
+    { client: undefined, host: null, expected: 'for=unknown;proto=http' }
+  ];
+  for (const { client, host, expected } of cases) {
+    it(`quotes what RFC 7239 needs quoted: ${client} and ${host}`, () => {
+      assert.equal(forwardedElement(client, host), expected);
+    });
+  }
+});
+
+describe('withHost', () => {
+  it('replaces Host, whatever its case, keeping the other headers in order', () => {
+    assert.deepEqual(withHost(['host', 'client.example', 'Accept', '*/*'], 'backend:8080'), [
+      'Accept', '*/*', 'Host', 'backend:8080'
+    ]);
+  });
+
+  it('adds Host when there was none', () => {
+    assert.deepEqual(withHost(['Accept', '*/*'], 'backend'), ['Accept', '*/*', 'Host', 'backend']);
+  });
+});
+
+describe('backendAuthority', () => {
+  const cases = [
+    { backend: { host: 'example.com', port: 80 }, expected: 'example.com' },
+    { backend: { host: 'example.com', port: 8080 }, expected: 'example.com:8080' },
+    { backend: { host: '::1', port: 8080 }, expected: '[::1]:8080' },
+    { backend: { host: '::1', port: 80 }, expected: '[::1]' }
+  ];
+  for (const { backend, expected } of cases) {
+    it(`turns ${backend.host} port ${backend.port} into ${expected}`, () => {
+      assert.equal(backendAuthority(backend), expected);
+    });
+  }
 });
 
 describe('forwardResponseHeaders', () => {

@@ -3,6 +3,7 @@
 const crypto = require('node:crypto');
 const http = require('node:http');
 const net = require('node:net');
+const { spawn } = require('node:child_process');
 const { once } = require('node:events');
 const { createProxy, Logger } = require('../lib');
 
@@ -105,6 +106,53 @@ async function refusingPort() {
   const { port } = server.address();
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+/**
+ * An address where connects neither succeed nor fail: a listener in a
+ * stopped child process, its accept queue full, so the kernel drops new SYNs
+ * and a connect stays pending until the connecting side gives up.
+ *
+ * @returns {Promise<string>} `127.0.0.1:<port>`
+ */
+async function blackHoleAddress() {
+  const child = spawn(process.execPath, ['-e', `
+    const server = require('node:net').createServer();
+    server.listen({ host: '127.0.0.1', port: 0, backlog: 1 }, () => console.log(server.address().port));
+  `], { stdio: ['ignore', 'pipe', 'inherit'] });
+  onCleanup(() => {
+    child.kill('SIGKILL');
+    return once(child, 'exit');
+  });
+  const [data] = await once(child.stdout, 'data');
+  const port = Number(data);
+  child.kill('SIGSTOP');
+  // Two connections fill a backlog of 1; they stay in the kernel's queue.
+  const fillers = [];
+  for (let i = 0; i < 2; i++) {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    fillers.push(once(socket, 'connect'));
+    onCleanup(() => socket.destroy());
+  }
+  await Promise.all(fillers);
+  return `127.0.0.1:${port}`;
+}
+
+/**
+ * Writes raw bytes to a port and collects every byte received until the
+ * other side closes the connection.
+ *
+ * @param {number} port
+ * @param {string | Buffer} bytes
+ * @returns {Promise<string>}
+ */
+async function rawRequest(port, bytes) {
+  const socket = net.connect(port, '127.0.0.1');
+  onCleanup(() => socket.destroy());
+  socket.on('error', () => {});
+  socket.write(bytes);
+  return (await collect(socket)).toString('latin1');
 }
 
 /**
@@ -211,6 +259,8 @@ module.exports = {
   startTcpBackend,
   startProxy,
   refusingPort,
+  blackHoleAddress,
+  rawRequest,
   request,
   until,
   deferred,
