@@ -52,4 +52,26 @@ class LilaError extends Error {
   }
 }
 
-module.exports = { LilaError, codes };
+/**
+ * An upstream timeout, shaped like a socket error so it is logged and
+ * handled the same way.
+ *
+ * @param {string} message what did not happen in time, e.g. `silent for 60000 ms`
+ * @returns {Error & {code: 'ETIMEDOUT'}}
+ */
+function timeoutError(message) {
+  return Object.assign(new Error(message), { code: 'ETIMEDOUT' });
+}
+
+/**
+ * A socket error in a log line: its code (`ECONNRESET`), or for lila's own
+ * timeouts and code-less errors, the message.
+ *
+ * @param {Error & {code?: string}} err
+ * @returns {string}
+ */
+function describeError(err) {
+  return err.code === 'ETIMEDOUT' || !err.code ? err.message : err.code;
+}
+
+module.exports = { LilaError, codes, timeoutError, describeError };

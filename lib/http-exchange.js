@@ -4,7 +4,7 @@ const { forwardRequestHeaders, forwardResponseHeaders } = require('./headers');
 const { createUpstreamRequest } = require('./http-upstream');
 const { clientAddressOf } = require('./address');
 const { errorBody } = require('./http-error-response');
-const { LilaError, codes } = require('./errors');
+const { LilaError, codes, timeoutError, describeError } = require('./errors');
 
 const kExchange = Symbol('kExchange');
 const kUpstream = Symbol('kUpstream');
@@ -143,8 +143,8 @@ class Exchange {
     if (upstream !== this.upstream || this.done) return;
     const settings = this.context.settings;
     const err = this.connected
-      ? Object.assign(new Error(`silent for ${settings.timeout} ms`), { code: 'ETIMEDOUT' })
-      : Object.assign(new Error(`no connection within ${settings.connectTimeout} ms`), { code: 'ETIMEDOUT' });
+      ? timeoutError(`silent for ${settings.timeout} ms`)
+      : timeoutError(`no connection within ${settings.connectTimeout} ms`);
     this.timedOut = this.connected;
     this.upstreamFailed(upstream, err);
     upstream.destroy();
@@ -156,7 +156,7 @@ class Exchange {
     const backend = this.backend;
     const logger = this.context.logger;
     if (!this.connected) {
-      logger.debug(`backend ${backend.name}: ${describe(err)}`);
+      logger.debug(`backend ${backend.name}: ${describeError(err)}`);
       this.release();
       (this.tried ??= new Set()).add(backend);
       this.upstream = null;
@@ -165,13 +165,13 @@ class Exchange {
     }
     if (this.mayRetry(upstream)) {
       // The backend closed an idle pooled socket as lila reused it.
-      logger.debug(`backend ${backend.name}: ${describe(err)} on a reused connection; retrying on a new one`);
+      logger.debug(`backend ${backend.name}: ${describeError(err)} on a reused connection; retrying on a new one`);
       this.retried = true;
       this.send(false);
       return;
     }
     this.release();
-    const what = `backend ${backend.name}: ${describe(err)}`;
+    const what = `backend ${backend.name}: ${describeError(err)}`;
     if (this.timedOut) this.fail(new LilaError(codes.TIMEOUT, 'the backend did not answer in time', 504), what);
     else this.fail(new LilaError(codes.UPSTREAM, 'the backend failed before answering', 502), what);
   }
@@ -289,10 +289,6 @@ function requestsInFlight(socket) {
 
 module.exports = { Exchange, requestsInFlight };
 
-function describe(err) {
-  return err.code === 'ETIMEDOUT' ? err.message : err.code || err.message;
-}
-
 // Trailers arrive as [name, value, name, value, ...]; addTrailers wants pairs.
 function trailerPairs(rawTrailers) {
   const pairs = [];
@@ -302,7 +298,7 @@ function trailerPairs(rawTrailers) {
 
 function clientOnError(err) {
   const exchange = this[kExchange];
-  exchange.context.logger.debug(`client ${exchange.clientAddress}: ${describe(err)}`);
+  exchange.context.logger.debug(`client ${exchange.clientAddress}: ${describeError(err)}`);
 }
 
 function responseOnClose() {
@@ -344,7 +340,7 @@ function upstreamOnInformation(info) {
 }
 
 function upstreamResponseOnError(err) {
-  this[kExchange].context.logger.debug(`response from backend: ${describe(err)}`);
+  this[kExchange].context.logger.debug(`response from backend: ${describeError(err)}`);
 }
 
 function upstreamResponseOnEnd() {

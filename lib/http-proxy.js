@@ -4,7 +4,7 @@ const http = require('node:http');
 const { Exchange, requestsInFlight } = require('./http-exchange');
 const { Tunnel } = require('./http-tunnel');
 const { rawErrorResponse } = require('./http-error-response');
-const { codes } = require('./errors');
+const { codes, describeError } = require('./errors');
 
 // lifo keeps the hot sockets busy and lets the others idle out; idle sockets
 // close after 4 s, before the 5 s keep-alive timeout of Node and Apache
@@ -50,7 +50,7 @@ function createHttpServer(balancer, logger, settings) {
   });
   server.on('clientError', (err, socket) => {
     const [status, reason, code] = CLIENT_ERRORS[err.code] || MALFORMED;
-    logger.debug(`client ${socket.remoteAddress}: ${status}, ${err.code || err.message} (${code})`);
+    logger.debug(`client ${socket.remoteAddress}: ${status}, ${describeError(err)} (${code})`);
     // Mid-way through other responses a raw answer would corrupt them.
     if (err.code === 'ECONNRESET' || !socket.writable || requestsInFlight(socket) > 0) {
       socket.destroy();

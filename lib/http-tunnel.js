@@ -5,7 +5,7 @@ const { createUpstreamRequest } = require('./http-upstream');
 const { closedCleanly } = require('./closed-cleanly');
 const { clientAddressOf } = require('./address');
 const { rawErrorResponse } = require('./http-error-response');
-const { LilaError, codes } = require('./errors');
+const { LilaError, codes, timeoutError, describeError } = require('./errors');
 
 const kTunnel = Symbol('kTunnel');
 
@@ -73,7 +73,7 @@ class Tunnel {
     const backend = this.backend;
     this.release();
     if (this.client.destroyed) return;
-    const what = `backend ${backend.name}: ${err.code === 'ETIMEDOUT' ? err.message : err.code || err.message}`;
+    const what = `backend ${backend.name}: ${describeError(err)}`;
     if (!this.connected) {
       this.context.logger.debug(what);
       (this.tried ??= new Set()).add(backend);
@@ -149,7 +149,7 @@ class Tunnel {
 module.exports = { Tunnel };
 
 function clientOnError(err) {
-  this[kTunnel].context.logger.debug(`client ${this[kTunnel].clientAddress}: ${err.code || err.message}`);
+  this[kTunnel].context.logger.debug(`client ${this[kTunnel].clientAddress}: ${describeError(err)}`);
 }
 
 function clientOnClose() {
@@ -189,14 +189,13 @@ function upstreamOnError(err) {
 
 function upstreamOnTimeout() {
   const tunnel = this[kTunnel];
-  const err = new Error(tunnel.connected ? 'timed out waiting for the response' : 'timed out connecting');
-  err.code = 'ETIMEDOUT';
+  const err = timeoutError(tunnel.connected ? 'timed out waiting for the response' : 'timed out connecting');
   tunnel.upstreamFailed(this, err, tunnel.connected);
   this.destroy();
 }
 
 function upstreamSocketOnError(err) {
-  this[kTunnel].context.logger.debug(`upstream of a tunnel: ${err.code || err.message}`);
+  this[kTunnel].context.logger.debug(`upstream of a tunnel: ${describeError(err)}`);
 }
 
 function upstreamSocketOnClose() {
@@ -206,7 +205,7 @@ function upstreamSocketOnClose() {
 }
 
 function upstreamResponseOnError(err) {
-  this[kTunnel].context.logger.debug(`response from backend: ${err.code || err.message}`);
+  this[kTunnel].context.logger.debug(`response from backend: ${describeError(err)}`);
 }
 
 function upstreamResponseOnClose() {

@@ -6,7 +6,7 @@ const { createHttpServer } = require('./http-proxy');
 const { createTcpServer } = require('./tcp-proxy');
 const { formatHostPort } = require('./address');
 const { validateChoice, validateDuration, validatePort } = require('./validate');
-const { LilaError, codes } = require('./errors');
+const { LilaError, codes, describeError } = require('./errors');
 
 const LAYERS = ['http', 'tcp'];
 // The implementations of the http layer; the first is the default.
@@ -84,7 +84,7 @@ class Proxy {
         this.server.removeListener('error', onError);
         // Once listening, only accept() fails here (EMFILE, ...): keep serving.
         this.server.on('error', (err) => {
-          this.logger.warn(`cannot accept a connection: ${err.code || err.message}`);
+          this.logger.warn(`cannot accept a connection: ${describeError(err)}`);
         });
         resolve(this.server.address());
       });

@@ -3,6 +3,7 @@
 const net = require('node:net');
 const { clientAddressOf } = require('./address');
 const { closedCleanly } = require('./closed-cleanly');
+const { describeError } = require('./errors');
 
 const kSession = Symbol('kSession');
 
@@ -66,7 +67,7 @@ class Session {
 module.exports = { createTcpServer };
 
 function clientOnError(err) {
-  this[kSession].logger.debug(`client ${this[kSession].clientAddress}: ${err.code || err.message}`);
+  this[kSession].logger.debug(`client ${this[kSession].clientAddress}: ${describeError(err)}`);
 }
 
 function clientOnClose() {
@@ -92,7 +93,7 @@ function upstreamOnTimeout() {
 
 function upstreamOnError(err) {
   const session = this[kSession];
-  session.logger.debug(`backend ${session.backend.name}: ${err.code || err.message}`);
+  session.logger.debug(`backend ${session.backend.name}: ${describeError(err)}`);
 }
 
 function upstreamOnClose() {
