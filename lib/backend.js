@@ -17,8 +17,11 @@ class Backend {
     this.backup = server.backup === true;
     // Connections (tcp) or requests (http) from pick to end, connect attempts included.
     this.active = 0;
-    // The http layer's keep-alive pool of upstream sockets for this backend.
-    this.agent = null;
+    // Peak-EWMA response time in ms as of latencyAt (see peak-ewma.js).
+    this.latency = 0;
+    this.latencyAt = 0;
+    // Taken out of the balancer; what is active finishes.
+    this.removed = false;
   }
 }
 

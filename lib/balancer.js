@@ -1,38 +1,75 @@
 'use strict';
 
+const EventEmitter = require('node:events');
 const Backend = require('./backend');
 const eligible = require('./balancers/eligible');
-const { parseServer } = require('./server-address');
+const { parseServer, checkWeight } = require('./server-address');
 const { resolveStrategy } = require('./balancers');
+const { recordLatency } = require('./peak-ewma');
 const { LilaError, codes } = require('./errors');
 
 /**
  * @typedef {object} PickContext What a strategy may look at; any field may be missing.
  * @property {string} [clientAddress] the client's IP address
  * @property {Set<Backend> | null} [tried] backends that already failed this request or connection
- * @property {import('node:http').IncomingMessage} [request] the http request (http layer only)
+ * @property {{url: string, headers: Record<string, string | string[] | undefined>}} [request]
+ *   the http request (http layer only): its target and lower-case headers
+ */
+
+/**
+ * @typedef {object} BalancerOptions
+ * @property {string} [hashKey] for `hash`: `ip` (default), `header:<name>`,
+ *   `query:<name>`, `cookie:<name>` or `path`
+ * @property {() => number} [random] uniform in [0, 1), for `random`, `p2c` and `ewma`
+ * @property {() => number} [now] monotonic clock in ms, for `ewma`
+ * @property {string} [cwd] where a relative module path starts
+ * @property {{warn: (message: string) => void}} [logger] told when a strategy's pick throws
  */
 
 /**
  * A set of backends and the strategy that chooses among them. Both proxy
  * layers use it the same way: `acquire` when a connection or request starts
  * on a backend, `release` exactly once when it ends, so counters stay exact.
+ * Members can change while it runs (`add`, `remove`, `setWeight`).
+ *
+ * Events: `add` (backend), `remove` (backend), and `drained` (backend) once a
+ * removed backend has nothing active, so its connections can be closed.
  */
-class Balancer {
+class Balancer extends EventEmitter {
   /**
-   * @param {string} mode a registered strategy name, e.g. `round-robin`
-   * @param {(string | object)[]} servers `host:port[,weight=N][,backup]` strings or parsed servers
-   * @throws {LilaError} for an unknown mode, no servers, or an invalid server
+   * @param {string | Function} mode a strategy name (`round-robin`, ...), a path to a
+   *   balancer module, or a strategy class
+   * @param {(string | object)[]} servers `host:port[,weight=N][,backup]` strings or
+   *   `{host, port, name?, weight?, backup?}` objects
+   * @param {BalancerOptions} [options]
+   * @throws {LilaError} for an unknown mode or module, no servers, or an invalid server
    */
-  constructor(mode, servers) {
-    const Strategy = resolveStrategy(mode);
+  constructor(mode, servers, options = {}) {
+    super();
+    const Strategy = resolveStrategy(mode, options.cwd);
     if (!Array.isArray(servers) || servers.length === 0) {
       throw new LilaError(codes.NO_SERVERS, 'no servers given; list them as host:port after the mode');
     }
-    this.mode = mode;
+    this.mode = typeof mode === 'function' ? mode.name : mode;
+    this.now = options.now || performance.now.bind(performance);
+    this.logger = options.logger || null;
     /** @type {Backend[]} */
-    this.backends = toBackends(servers);
-    this.strategy = new Strategy(this.backends);
+    this.backends = [];
+    for (const server of servers) this.backends.push(this.toBackend(server));
+    this.strategy = createStrategy(Strategy, this.backends, options, this.mode);
+    // Strategies that index backends by load hear of every count change.
+    this.tracksLoad = typeof this.strategy.acquired === 'function' && typeof this.strategy.released === 'function';
+    this.lastPickError = '';
+  }
+
+  /**
+   * The current backends, in the order given. Read it (map over it) but
+   * change it only through `add`, `remove` and `setWeight`.
+   *
+   * @returns {Backend[]}
+   */
+  get members() {
+    return this.backends;
   }
 
   /**
@@ -42,7 +79,13 @@ class Balancer {
    * @returns {Backend | null} null when no backend is available
    */
   pick(ctx) {
-    const backend = this.strategy.pick(ctx);
+    let backend;
+    try {
+      backend = this.strategy.pick(ctx);
+    } catch (err) {
+      this.pickFailed(err);
+      return null;
+    }
     // A strategy that hands back a backend it must not is treated as "nobody".
     if (backend === null || backend === undefined || !eligible(backend, ctx)) return null;
     return backend;
@@ -56,7 +99,10 @@ class Balancer {
    */
   acquire(ctx) {
     const backend = this.pick(ctx);
-    if (backend !== null) backend.active++;
+    if (backend !== null) {
+      backend.active++;
+      if (this.tracksLoad) this.tell('acquired', backend);
+    }
     return backend;
   }
 
@@ -67,22 +113,130 @@ class Balancer {
    */
   release(backend) {
     backend.active--;
+    if (this.tracksLoad) this.tell('released', backend);
+    if (backend.removed && backend.active === 0) this.emit('drained', backend);
+  }
+
+  /**
+   * Records how long a backend took to answer (http: until the response head;
+   * tcp: to accept the connection), for latency-aware strategies.
+   *
+   * @param {Backend} backend
+   * @param {number} ms
+   */
+  observe(backend, ms) {
+    recordLatency(backend, ms, this.now());
+  }
+
+  /**
+   * Adds a backend; it gets picks at once.
+   *
+   * @param {string | object} server as in the constructor
+   * @returns {Backend}
+   * @throws {LilaError} `LILA_ERR_INVALID_SERVER` when invalid or already a member
+   */
+  add(server) {
+    const backend = this.toBackend(server);
+    this.backends.push(backend);
+    this.changed();
+    this.emit('add', backend);
+    return backend;
+  }
+
+  /**
+   * Removes a backend from new picks; what is active on it finishes, then
+   * `drained` is emitted.
+   *
+   * @param {string} name as in `backend.name`, e.g. `localhost:8001`
+   * @returns {Backend | null} the removed backend, null when there is no such member
+   */
+  remove(name) {
+    const index = this.backends.findIndex((backend) => backend.name === name);
+    if (index === -1) return null;
+    const [backend] = this.backends.splice(index, 1);
+    backend.removed = true;
+    this.changed();
+    this.emit('remove', backend);
+    // Next tick, so that a caller can listen for it after remove() returns.
+    if (backend.active === 0) process.nextTick(() => this.emit('drained', backend));
+    return backend;
+  }
+
+  /**
+   * Changes a backend's weight; 0 takes it out of new picks while what is
+   * active on it finishes.
+   *
+   * @param {string} name
+   * @param {number} weight an integer between 0 and 1000
+   * @returns {Backend | null} null when there is no such member
+   * @throws {LilaError} `LILA_ERR_INVALID_SERVER` for an invalid weight
+   */
+  setWeight(name, weight) {
+    checkWeight(weight, name);
+    const backend = this.backends.find((member) => member.name === name);
+    if (backend === undefined) return null;
+    backend.weight = weight;
+    this.changed();
+    return backend;
+  }
+
+  toBackend(server) {
+    const parsed = typeof server === 'string' ? parseServer(server) : normalizeServer(server);
+    if (this.backends.some((backend) => backend.name === parsed.name)) {
+      throw new LilaError(codes.INVALID_SERVER, `server "${parsed.name}" is listed twice`);
+    }
+    return new Backend(parsed);
+  }
+
+  // A hook of a module of one's own may throw; the request must not.
+  tell(hook, backend) {
+    try {
+      this.strategy[hook](backend);
+    } catch (err) {
+      this.pickFailed(err);
+    }
+  }
+
+  changed() {
+    if (typeof this.strategy.update === 'function') this.strategy.update();
+  }
+
+  pickFailed(err) {
+    // One line per distinct failure, not one per request.
+    const message = err instanceof Error ? err.message : String(err);
+    if (message === this.lastPickError) return;
+    this.lastPickError = message;
+    if (this.logger !== null) this.logger.warn(`strategy "${this.mode}" failed to pick a backend: ${message}`);
   }
 }
 
 module.exports = Balancer;
 
-function toBackends(servers) {
-  const byName = new Map();
-  for (const server of servers) {
-    const parsed = typeof server === 'string' ? parseServer(server) : server;
-    if (byName.has(parsed.name)) {
-      throw new LilaError(
-        codes.INVALID_SERVER,
-        `server "${parsed.name}" is listed twice`
-      );
-    }
-    byName.set(parsed.name, new Backend(parsed));
+function createStrategy(Strategy, backends, options, mode) {
+  let strategy;
+  try {
+    // `available` lets modules of one's own apply the rules built-ins follow.
+    strategy = new Strategy(backends, { ...options, available: eligible });
+  } catch (err) {
+    if (err instanceof LilaError) throw err;
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new LilaError(codes.INVALID_MODULE, `balancer "${mode}" failed to start: ${reason}`);
   }
-  return [...byName.values()];
+  if (strategy === null || typeof strategy !== 'object' || typeof strategy.pick !== 'function') {
+    throw new LilaError(codes.INVALID_MODULE, `balancer "${mode}" must be a class with a pick(context) method`);
+  }
+  return strategy;
+}
+
+// A server object from library users: the same checks as a server argument.
+function normalizeServer(server) {
+  if (server === null || typeof server !== 'object') {
+    throw new LilaError(codes.INVALID_SERVER, `server must be "host:port" or {host, port}, received ${String(server)}`);
+  }
+  const host = String(server.host);
+  const parsed = parseServer(`${host.includes(':') ? `[${host}]` : host}:${server.port}`);
+  if (server.weight !== undefined) parsed.weight = checkWeight(server.weight, parsed.name);
+  parsed.backup = server.backup === true;
+  if (server.name !== undefined) parsed.name = String(server.name);
+  return parsed;
 }

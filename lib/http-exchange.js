@@ -27,6 +27,7 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
  * @property {import('./balancer')} balancer
  * @property {import('./logger')} logger
  * @property {HttpSettings} settings
+ * @property {import('./upstream-pools')} pools keep-alive agents by backend
  */
 
 /**
@@ -50,6 +51,7 @@ class Exchange {
     this.upstream = null;
     this.upstreamSocket = null;
     this.bytesReadBefore = 0;
+    this.sentAt = 0;
     this.connected = false;
     this.responded = false;
     this.retried = false;
@@ -85,7 +87,7 @@ class Exchange {
       return;
     }
     this.backend = backend;
-    this.send(backend.agent);
+    this.send(this.context.pools.get(backend));
   }
 
   /**
@@ -94,6 +96,7 @@ class Exchange {
    * @param {import('node:http').Agent | false} agent the backend's pool, or false for a new connection
    */
   send(agent) {
+    this.sentAt = this.context.balancer.now();
     this.connected = false;
     this.upstreamSocket = null;
     let upstream;
@@ -187,6 +190,8 @@ class Exchange {
   respond(upstreamResponse) {
     if (this.done) return;
     this.responded = true;
+    const balancer = this.context.balancer;
+    balancer.observe(this.backend, balancer.now() - this.sentAt);
     const response = this.response;
     upstreamResponse[kExchange] = this;
     upstreamResponse.on('error', upstreamResponseOnError);

@@ -3,13 +3,9 @@
 const http = require('node:http');
 const { Exchange, requestsInFlight } = require('./http-exchange');
 const { Tunnel } = require('./http-tunnel');
+const UpstreamPools = require('./upstream-pools');
 const { rawErrorResponse } = require('./http-error-response');
 const { codes, describeError } = require('./errors');
-
-// lifo keeps the hot sockets busy and lets the others idle out; idle sockets
-// close after 4 s, before the 5 s keep-alive timeout of Node and Apache
-// backends (nginx: 75 s), so lila rarely reuses a socket the backend is closing.
-const AGENT_OPTIONS = { keepAlive: true, scheduling: 'lifo', timeout: 4000 };
 
 // What lila answers to a client whose request head it cannot use.
 const CLIENT_ERRORS = {
@@ -20,7 +16,8 @@ const MALFORMED = [400, 'malformed request', codes.BAD_REQUEST];
 
 /**
  * Creates the http layer: a core `http` server that balances every request on
- * its own and forwards it through one keep-alive `http.Agent` per backend;
+ * its own and forwards it through one keep-alive `http.Agent` per backend
+ * (upstream-pools.js);
  * upgrade requests become tunnels.
  *
  * @param {import('./balancer')} balancer
@@ -29,8 +26,8 @@ const MALFORMED = [400, 'malformed request', codes.BAD_REQUEST];
  * @returns {http.Server}
  */
 function createHttpServer(balancer, logger, settings) {
-  for (const backend of balancer.backends) backend.agent = new http.Agent(AGENT_OPTIONS);
-  const context = { balancer, logger, settings };
+  const pools = new UpstreamPools(balancer);
+  const context = { balancer, logger, settings, pools };
   const server = http.createServer({
     headersTimeout: settings.headerTimeout,
     // Bodies may take long; silence is caught by the upstream's timeout.
@@ -64,6 +61,8 @@ function createHttpServer(balancer, logger, settings) {
     logger.debug(`client ${socket.remoteAddress}: 501, CONNECT ${request.url} (${codes.METHOD_NOT_SUPPORTED})`);
     answerAndClose(socket, 501, 'CONNECT is not supported: lila is a reverse proxy');
   });
+  // Once every connection has ended; a balancer may outlive its proxy.
+  server.on('close', () => pools.destroy());
   return server;
 }
 

@@ -18,7 +18,29 @@ function createProxy(options) {
   return new Proxy(options);
 }
 
+/**
+ * Creates a balancer to use in-process, with no proxy: `pick(context)` (or
+ * `acquire` and `release` to count what is active), `add(server)`,
+ * `remove(name)`, `setWeight(name, weight)` and `members`.
+ *
+ * @example
+ * const balancer = createBalancer('least-connections', ['db1:5432', 'db2:5432']);
+ * const backend = balancer.acquire();
+ * // ... use backend.host and backend.port, then:
+ * balancer.release(backend);
+ *
+ * @param {string | Function} mode a strategy name, a path to a balancer module, or a strategy class
+ * @param {(string | object)[]} servers `host:port[,weight=N][,backup]` strings or
+ *   `{host, port, name?, weight?, backup?}` objects
+ * @param {import('./balancer').BalancerOptions} [options]
+ * @returns {Balancer}
+ */
+function createBalancer(mode, servers, options) {
+  return new Balancer(mode, servers, options);
+}
+
 module.exports = {
+  createBalancer,
   createProxy,
   Proxy,
   Balancer,

@@ -5,6 +5,7 @@ const Logger = require('./logger');
 const { createHttpServer } = require('./http-proxy');
 const { createTcpServer } = require('./tcp-proxy');
 const { formatHostPort } = require('./address');
+const { parseHashKey } = require('./hash-key');
 const { validateChoice, validateDuration, validatePort } = require('./validate');
 const { LilaError, codes, describeError } = require('./errors');
 
@@ -33,8 +34,13 @@ const LISTEN_ERRORS = {
 class Proxy {
   /**
    * @param {object} options
-   * @param {string} options.mode a strategy name, e.g. `round-robin`
-   * @param {(string | object)[]} options.servers `host:port[,weight=N][,backup]` strings
+   * @param {string | Function} [options.mode] a strategy name (`round-robin`, ...), a path
+   *   to a balancer module, or a strategy class
+   * @param {(string | object)[]} [options.servers] `host:port[,weight=N][,backup]` strings
+   *   or `{host, port, weight?, backup?}` objects
+   * @param {Balancer} [options.balancer] an existing balancer, instead of mode and servers
+   * @param {string} [options.hashKey] for `hash`: `ip` (default), `header:<name>`,
+   *   `query:<name>`, `cookie:<name>` or `path`; the tcp layer only has `ip`
    * @param {'http' | 'tcp'} [options.layer] defaults to `http`
    * @param {Logger} [options.logger] defaults to info lines on stderr
    * @param {'node'} [options.engine] the http layer's implementation
@@ -52,7 +58,15 @@ class Proxy {
     this.logger = options.logger || new Logger();
     this.engine = validateChoice(options.engine === undefined ? HTTP_ENGINES[0] : options.engine, HTTP_ENGINES, 'engine');
     this.settings = httpSettings(options);
-    this.balancer = new Balancer(options.mode, options.servers);
+    this.balancer = options.balancer instanceof Balancer
+      ? options.balancer
+      : new Balancer(options.mode, options.servers, { hashKey: options.hashKey, logger: this.logger });
+    if (this.layer === 'tcp' && options.hashKey !== undefined && parseHashKey(options.hashKey).source !== 'ip') {
+      throw new LilaError(
+        codes.INVALID_OPTION,
+        `"--hash-key ${options.hashKey}" needs the http layer; the tcp layer can hash only the client ip`
+      );
+    }
     this.server = this.layer === 'tcp'
       ? createTcpServer(this.balancer, this.logger, this.settings)
       : createHttpServer(this.balancer, this.logger, this.settings);
@@ -99,10 +113,7 @@ class Proxy {
    */
   close() {
     return new Promise((resolve) => {
-      this.server.close(() => {
-        for (const backend of this.backends) if (backend.agent !== null) backend.agent.destroy();
-        resolve();
-      });
+      this.server.close(() => resolve());
       if (this.layer === 'http') this.server.closeIdleConnections();
     });
   }

@@ -28,7 +28,20 @@ function parseServer(spec) {
   return server;
 }
 
-module.exports = { parseServer };
+/**
+ * Checks a backend weight: an integer between 0 and 1000.
+ *
+ * @param {unknown} weight
+ * @param {string} server the server it is for, as the user wrote it
+ * @returns {number}
+ * @throws {LilaError} `LILA_ERR_INVALID_SERVER`
+ */
+function checkWeight(weight, server) {
+  if (Number.isInteger(weight) && weight >= 0 && weight <= MAX_WEIGHT) return weight;
+  throw invalid(server, `has weight "${weight}"; a weight is an integer between 0 and ${MAX_WEIGHT}`);
+}
+
+module.exports = { parseServer, checkWeight };
 
 function parseAddress(spec, address) {
   let host;
@@ -69,11 +82,7 @@ function applyParameter(spec, server, param) {
   }
   if (param.startsWith('weight=')) {
     const text = param.slice(7);
-    const weight = DIGITS.test(text) ? Number(text) : NaN;
-    if (!(weight >= 0 && weight <= MAX_WEIGHT)) {
-      throw invalid(spec, `has weight "${text}"; a weight is an integer between 0 and ${MAX_WEIGHT}`);
-    }
-    server.weight = weight;
+    server.weight = checkWeight(DIGITS.test(text) ? Number(text) : text, spec);
     return;
   }
   throw invalid(spec, `has an unknown parameter "${param}" (known: weight=N, backup)`);

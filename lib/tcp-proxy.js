@@ -35,6 +35,7 @@ class Session {
     this.client = client;
     this.clientAddress = clientAddressOf(client.remoteAddress);
     this.tried = null;
+    this.connectStartedAt = 0;
     this.backend = null;
     this.upstream = null;
     this.connected = false;
@@ -53,6 +54,7 @@ class Session {
     }
     this.backend = backend;
     this.connected = false;
+    this.connectStartedAt = this.balancer.now();
     const upstream = net.connect({ host: backend.host, port: backend.port, allowHalfOpen: true });
     upstream[kSession] = this;
     this.upstream = upstream;
@@ -78,6 +80,7 @@ function clientOnClose() {
 function upstreamOnConnect() {
   const session = this[kSession];
   session.connected = true;
+  session.balancer.observe(session.backend, session.balancer.now() - session.connectStartedAt);
   // Connected sessions may idle as long as their protocol likes.
   this.setTimeout(0);
   session.client.pipe(this);

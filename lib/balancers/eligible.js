@@ -9,6 +9,8 @@
  * @returns {boolean}
  */
 function eligible(backend, ctx) {
+  // Weight 0 drains a backend: no new picks, open connections finish.
+  if (backend.weight <= 0) return false;
   // A backend already tried for this request failed to connect: never twice.
   return !(ctx && ctx.tried && ctx.tried.has(backend));
 }

@@ -1,18 +1,25 @@
 'use strict';
 
-const eligible = require('./eligible');
+const LoadHeap = require('./load-heap');
 
 /**
  * The backend with the fewest active connections (tcp) or in-flight requests
- * (http) at the moment of the pick; ties go round in rotation.
+ * (http) per unit of weight; on a tie, the one picked longest ago. Kept in a
+ * heap that the balancer updates on every acquire and release, so a pick
+ * costs O(log n), not a scan of every backend.
  */
 class LeastConnections {
   /**
-   * @param {import('../backend')[]} backends the live member list, read on every pick
+   * @param {import('../backend')[]} backends the live member list
    */
   constructor(backends) {
     this.backends = backends;
-    this.next = 0;
+    this.update();
+  }
+
+  /** Rebuilds the heap after the members, their weights or their counts change. */
+  update() {
+    this.heap = new LoadHeap(this.backends.filter((backend) => backend.weight > 0));
   }
 
   /**
@@ -20,23 +27,17 @@ class LeastConnections {
    * @returns {import('../backend') | null} null when nobody is available
    */
   pick(ctx) {
-    const backends = this.backends;
-    const n = backends.length;
-    let best = null;
-    let bestIndex = 0;
-    // Scanning from the rotation point and keeping the first strict minimum
-    // rotates among backends that tie.
-    for (let i = 0; i < n; i++) {
-      const index = (this.next + i) % n;
-      const backend = backends[index];
-      if (!eligible(backend, ctx)) continue;
-      if (best === null || backend.active < best.active) {
-        best = backend;
-        bestIndex = index;
-      }
-    }
-    if (best !== null) this.next = (bestIndex + 1) % n;
-    return best;
+    return this.heap.take(ctx);
+  }
+
+  /** @param {import('../backend')} backend its active count just went up */
+  acquired(backend) {
+    this.heap.reposition(backend);
+  }
+
+  /** @param {import('../backend')} backend its active count just went down */
+  released(backend) {
+    this.heap.reposition(backend);
   }
 }
 
