@@ -2,8 +2,6 @@
 
 const assert = require('node:assert/strict');
 const net = require('node:net');
-const path = require('node:path');
-const { spawn } = require('node:child_process');
 const { once } = require('node:events');
 const { version } = require('../package.json');
 const {
@@ -13,13 +11,13 @@ const {
   startHttpBackend,
   startTcpBackend,
   request,
-  collect
+  collect,
+  runLila,
+  startLila
 } = require('./helpers');
 
-const LILA = path.join(__dirname, '..', 'lila');
 const TRY_HELP = 'Try "lila --help" for more information.';
 const STACK_LINE = /^\s+at /m;
-const STARTUP_LINE = /^lila: (\S+) \((\S+)\) listening on (\S+) -> (\d+) servers?\n/m;
 
 describe('lila (command line)', () => {
   afterEach(cleanup);
@@ -29,12 +27,13 @@ describe('lila (command line)', () => {
       {
         name: 'no arguments at all',
         args: [],
-        line: 'lila: no mode given; choose one of round-robin, least-connections'
+        line: 'lila: no mode given; choose one of round-robin, least-connections, ip-hash, hash, random, p2c, ewma, or a path to a module'
       },
       {
         name: 'an unknown mode',
         args: ['foo', '127.0.0.1:1'],
-        line: 'lila: unknown mode "foo" (known modes: round-robin, least-connections)'
+        line: 'lila: unknown mode "foo" (known modes: round-robin, least-connections, ip-hash, hash, random, p2c, ewma, ' +
+          'or a path to a balancer module such as ./my-balancer.js)'
       },
       {
         name: 'no servers',
@@ -165,7 +164,7 @@ describe('lila (command line)', () => {
 
     for (const { name, args, line } of cases) {
       it(`exits 2 with one message and a hint for ${name}`, async () => {
-        const result = await run(args);
+        const result = await runLila(args);
 
         assert.doesNotMatch(result.stderr, STACK_LINE);
         assert.doesNotMatch(result.stderr, /Error:/);
@@ -184,7 +183,7 @@ describe('lila (command line)', () => {
       onCleanup(() => new Promise((resolve) => taken.close(resolve)));
       const { port } = taken.address();
 
-      const result = await run(['round-robin', '127.0.0.1:1', '-a', '127.0.0.1', '-p', String(port)]);
+      const result = await runLila(['round-robin', '127.0.0.1:1', '-a', '127.0.0.1', '-p', String(port)]);
 
       assert.equal(result.stderr, `lila: cannot listen on 127.0.0.1:${port}: address already in use\n`);
       assert.equal(result.stdout, '');
@@ -193,7 +192,7 @@ describe('lila (command line)', () => {
 
     it('exits 1 with one line when the address is not on this machine', async () => {
       // 192.0.2.0/24 is TEST-NET-1 (RFC 5737), never assigned to a real host.
-      const result = await run(['round-robin', '127.0.0.1:1', '-a', '192.0.2.1', '-p', '0']);
+      const result = await runLila(['round-robin', '127.0.0.1:1', '-a', '192.0.2.1', '-p', '0']);
 
       assert.equal(result.stderr, 'lila: cannot listen on 192.0.2.1:0: address not available on this machine\n');
       assert.equal(result.stdout, '');
@@ -204,7 +203,7 @@ describe('lila (command line)', () => {
   describe('help and version', () => {
     for (const flag of ['--help', '-h']) {
       it(`prints the usage on stdout and exits 0 for ${flag}`, async () => {
-        const result = await run([flag]);
+        const result = await runLila([flag]);
 
         assert.ok(result.stdout.startsWith('Usage: lila <mode>'), result.stdout);
         const words = [
@@ -221,7 +220,7 @@ describe('lila (command line)', () => {
 
     for (const flag of ['--version', '-V']) {
       it(`prints the package version and exits 0 for ${flag}`, async () => {
-        const result = await run([flag]);
+        const result = await runLila([flag]);
 
         assert.equal(result.stdout, `${version}\n`);
         assert.equal(result.stderr, '');
@@ -247,7 +246,7 @@ describe('lila (command line)', () => {
         const a = await startTcpBackend('A');
         const b = await startTcpBackend('B');
 
-        const lila = await start(args(a.address, b.address));
+        const lila = await startLila(args(a.address, b.address));
 
         assert.equal(lila.mode, 'round-robin');
         assert.equal(lila.layer, 'tcp');
@@ -260,7 +259,7 @@ describe('lila (command line)', () => {
     }
 
     it('starts with the lila 1.x command line without resolving names', async () => {
-      const lila = await start([
+      const lila = await startLila([
         'round-robin', 'localhost:1337', 'example.com:80', '127.0.0.1:7777', '-a', '127.0.0.1', '-p', '0'
       ]);
 
@@ -273,7 +272,7 @@ describe('lila (command line)', () => {
         // Anything else is never answered.
       });
 
-      const lila = await start([
+      const lila = await startLila([
         'round-robin', a.address, '-a', '127.0.0.1', '-p', '0',
         '--timeout', '200ms', '--host-header', 'backend', '--keepalive-timeout', '0', '--connect-timeout', '1s'
       ]);
@@ -287,7 +286,7 @@ describe('lila (command line)', () => {
     it('listens on port 4444 by default', async () => {
       const a = await startHttpBackend('A');
 
-      const lila = await start(['round-robin', a.address, '-a', '127.0.0.1']);
+      const lila = await startLila(['round-robin', a.address, '-a', '127.0.0.1']);
 
       assert.equal(lila.line, 'lila: round-robin (http) listening on 127.0.0.1:4444 -> 1 server');
       const response = await request(4444, { agent: false });
@@ -300,7 +299,7 @@ describe('lila (command line)', () => {
     for (const signal of ['SIGTERM', 'SIGINT']) {
       it(`exits 0 on ${signal} and frees the port`, async () => {
         const a = await startHttpBackend('A');
-        const lila = await start(['round-robin', a.address, '-a', '127.0.0.1', '-p', '0']);
+        const lila = await startLila(['round-robin', a.address, '-a', '127.0.0.1', '-p', '0']);
 
         // At once after the startup line: the handlers must already be there.
         lila.child.kill(signal);
@@ -329,7 +328,7 @@ describe('lila (command line)', () => {
         req.resume();
         res.end('A');
       });
-      const lila = await start(['round-robin', a.address, '-a', '127.0.0.1', '-p', '0']);
+      const lila = await startLila(['round-robin', a.address, '-a', '127.0.0.1', '-p', '0']);
 
       const garbage = net.connect(lila.port, '127.0.0.1');
       onCleanup(() => garbage.destroy());
@@ -356,75 +355,3 @@ describe('lila (command line)', () => {
     });
   });
 });
-
-/**
- * Spawns the real executable; its cleanup kills it if it still runs and
- * waits until it has exited.
- *
- * @param {string[]} args
- * @returns {{child: import('node:child_process').ChildProcess, stdout: string, stderr: string,
- *   closed: Promise<{code: number | null, signal: string | null}>}}
- */
-function spawnLila(args) {
-  const child = spawn(process.execPath, [LILA, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const lila = { child, stdout: '', stderr: '', closed: null };
-  child.stdout.setEncoding('utf8');
-  child.stderr.setEncoding('utf8');
-  child.stdout.on('data', (text) => { lila.stdout += text; });
-  child.stderr.on('data', (text) => { lila.stderr += text; });
-  lila.closed = new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code, signal) => resolve({ code, signal }));
-  });
-  onCleanup(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    return lila.closed.catch(() => {});
-  });
-  return lila;
-}
-
-/**
- * Runs lila to its end.
- *
- * @param {string[]} args
- * @returns {Promise<{code: number | null, signal: string | null, stdout: string, stderr: string}>}
- */
-async function run(args) {
-  const lila = spawnLila(args);
-  const { code, signal } = await lila.closed;
-  return { code, signal, stdout: lila.stdout, stderr: lila.stderr };
-}
-
-/**
- * Starts lila and resolves once it has printed its startup line; rejects,
- * with what it printed, if it exits first.
- *
- * @param {string[]} args
- * @returns {Promise<ReturnType<typeof spawnLila> & {line: string, mode: string, layer: string,
- *   host: string, port: number, count: number}>}
- */
-async function start(args) {
-  const lila = spawnLila(args);
-  await new Promise((resolve, reject) => {
-    const onData = () => {
-      if (!STARTUP_LINE.test(lila.stderr)) return;
-      lila.child.stderr.removeListener('data', onData);
-      resolve();
-    };
-    lila.child.stderr.on('data', onData);
-    lila.closed.then(({ code, signal }) => {
-      reject(new Error(`lila ${args.join(' ')} exited (code ${code}, signal ${signal}) ` +
-        `before it was listening; stderr:\n${lila.stderr}`));
-    }, reject);
-  });
-  const [line, mode, layer, where, count] = STARTUP_LINE.exec(lila.stderr);
-  const colon = where.lastIndexOf(':');
-  return Object.assign(lila, {
-    line: line.slice(0, -1),
-    mode,
-    layer,
-    host: where.slice(0, colon),
-    port: Number(where.slice(colon + 1)),
-    count: Number(count)
-  });
-}

@@ -5,8 +5,11 @@ const http = require('node:http');
 const net = require('node:net');
 const { spawn } = require('node:child_process');
 const { once } = require('node:events');
+const path = require('node:path');
 const { createProxy, Logger } = require('../lib');
 
+const LILA = path.join(__dirname, '..', 'lila');
+const STARTUP_LINE = /^lila: (\S+) \((\S+)\) listening on (\S+) -> (\d+) servers?\n/m;
 const cleanups = [];
 
 /**
@@ -267,8 +270,86 @@ module.exports = {
   activeCounts,
   sha256,
   collect,
-  untilEnd
+  untilEnd,
+  spawnLila,
+  runLila,
+  startLila
 };
+
+/**
+ * Spawns the real `lila` executable; its cleanup kills it if it still runs
+ * and waits until it has exited.
+ *
+ * @param {string[]} args
+ * @param {{cwd?: string}} [options] where relative paths in args start
+ * @returns {{child: import('node:child_process').ChildProcess, stdout: string, stderr: string,
+ *   closed: Promise<{code: number | null, signal: string | null}>}}
+ */
+function spawnLila(args, options = {}) {
+  const child = spawn(process.execPath, [LILA, ...args], { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lila = { child, stdout: '', stderr: '', closed: null };
+  child.stdout.setEncoding('utf8');
+  child.stderr.setEncoding('utf8');
+  child.stdout.on('data', (text) => { lila.stdout += text; });
+  child.stderr.on('data', (text) => { lila.stderr += text; });
+  lila.closed = new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ code, signal }));
+  });
+  onCleanup(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    return lila.closed.catch(() => {});
+  });
+  return lila;
+}
+
+/**
+ * Runs lila to its end.
+ *
+ * @param {string[]} args
+ * @param {{cwd?: string}} [options]
+ * @returns {Promise<{code: number | null, signal: string | null, stdout: string, stderr: string}>}
+ */
+async function runLila(args, options) {
+  const lila = spawnLila(args, options);
+  const { code, signal } = await lila.closed;
+  return { code, signal, stdout: lila.stdout, stderr: lila.stderr };
+}
+
+/**
+ * Starts lila and resolves once it has printed its startup line; rejects,
+ * with what it printed, if it exits first.
+ *
+ * @param {string[]} args
+ * @param {{cwd?: string}} [options]
+ * @returns {Promise<ReturnType<typeof spawnLila> & {line: string, mode: string, layer: string,
+ *   host: string, port: number, count: number}>}
+ */
+async function startLila(args, options) {
+  const lila = spawnLila(args, options);
+  await new Promise((resolve, reject) => {
+    const onData = () => {
+      if (!STARTUP_LINE.test(lila.stderr)) return;
+      lila.child.stderr.removeListener('data', onData);
+      resolve();
+    };
+    lila.child.stderr.on('data', onData);
+    lila.closed.then(({ code, signal }) => {
+      reject(new Error(`lila ${args.join(' ')} exited (code ${code}, signal ${signal}) ` +
+        `before it was listening; stderr:\n${lila.stderr}`));
+    }, reject);
+  });
+  const [line, mode, layer, where, count] = STARTUP_LINE.exec(lila.stderr);
+  const colon = where.lastIndexOf(':');
+  return Object.assign(lila, {
+    line: line.slice(0, -1),
+    mode,
+    layer,
+    host: where.slice(0, colon),
+    port: Number(where.slice(colon + 1)),
+    count: Number(count)
+  });
+}
 
 function closeHttpServer(server) {
   server.closeAllConnections();
