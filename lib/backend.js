@@ -1,8 +1,8 @@
 'use strict';
 
 /**
- * A configured server and its live state. Proxies write the state,
- * strategies only read it.
+ * A configured server and its live state. Proxies and health write the
+ * state, strategies only read it.
  */
 class Backend {
   /**
@@ -14,7 +14,21 @@ class Backend {
     this.host = server.host;
     this.port = server.port;
     this.weight = server.weight === undefined ? 1 : server.weight;
+    // What strategies use: the weight, or a part of it during slow start.
+    this.effectiveWeight = this.weight;
     this.backup = server.backup === true;
+    // Health (health.js): 'up' or 'down', why, and since when (ms since the epoch).
+    this.state = 'up';
+    this.reason = 'started';
+    this.since = Date.now();
+    // Failures counted for passive health since failuresSince.
+    this.failures = 0;
+    this.failuresSince = 0;
+    // A down backend may take one trial request (open), or has one under way (pending).
+    this.trialOpen = false;
+    this.trialPending = false;
+    // When a down backend gets its trial, 0 when not known.
+    this.retryAt = 0;
     // Connections (tcp) or requests (http) from pick to end, connect attempts included.
     this.active = 0;
     // Peak-EWMA response time in ms as of latencyAt (see peak-ewma.js).

@@ -33,7 +33,9 @@ const { LilaError, codes } = require('./errors');
  * Members can change while it runs (`add`, `remove`, `setWeight`).
  *
  * Events: `add` (backend), `remove` (backend), and `drained` (backend) once a
- * removed backend has nothing active, so its connections can be closed.
+ * removed backend has nothing active, so its connections can be closed;
+ * `down` and `up` (backend) when health changes a backend's state;
+ * `changed` after members or (effective) weights changed.
  */
 class Balancer extends EventEmitter {
   /**
@@ -53,10 +55,19 @@ class Balancer extends EventEmitter {
     this.mode = typeof mode === 'function' ? mode.name : mode;
     this.now = options.now || performance.now.bind(performance);
     this.logger = options.logger || null;
-    /** @type {Backend[]} */
+    this.Strategy = Strategy;
+    this.strategyOptions = options;
+    /** @type {Backend[]} every member, in the order given */
     this.backends = [];
-    for (const server of servers) this.backends.push(this.toBackend(server));
-    this.strategy = createStrategy(Strategy, this.backends, options, this.mode);
+    // Primaries and backups each have a strategy of their own: backups are
+    // picked from only when no primary is available.
+    this.primaries = [];
+    this.backups = [];
+    this.strategy = null;
+    this.backupStrategy = null;
+    for (const server of servers) this.join(this.toBackend(server));
+    this.strategy = createStrategy(Strategy, this.primaries, options, this.mode);
+    if (this.backups.length > 0) this.backupStrategy = createStrategy(Strategy, this.backups, options, this.mode);
     // Strategies that index backends by load hear of every count change.
     this.tracksLoad = typeof this.strategy.acquired === 'function' && typeof this.strategy.released === 'function';
     this.lastPickError = '';
@@ -79,16 +90,9 @@ class Balancer extends EventEmitter {
    * @returns {Backend | null} null when no backend is available
    */
   pick(ctx) {
-    let backend;
-    try {
-      backend = this.strategy.pick(ctx);
-    } catch (err) {
-      this.pickFailed(err);
-      return null;
-    }
-    // A strategy that hands back a backend it must not is treated as "nobody".
-    if (backend === null || backend === undefined || !eligible(backend, ctx)) return null;
-    return backend;
+    const backend = this.pickWith(this.strategy, ctx);
+    if (backend !== null || this.backupStrategy === null) return backend;
+    return this.pickWith(this.backupStrategy, ctx);
   }
 
   /**
@@ -101,6 +105,11 @@ class Balancer extends EventEmitter {
     const backend = this.pick(ctx);
     if (backend !== null) {
       backend.active++;
+      // Only a down backend's one trial request gets past eligible().
+      if (backend.state !== 'up') {
+        backend.trialOpen = false;
+        backend.trialPending = true;
+      }
       if (this.tracksLoad) this.tell('acquired', backend);
     }
     return backend;
@@ -113,6 +122,11 @@ class Balancer extends EventEmitter {
    */
   release(backend) {
     backend.active--;
+    if (backend.trialPending) {
+      // The trial ended with no answer either way (the client left): the next request tries.
+      backend.trialPending = false;
+      backend.trialOpen = backend.state !== 'up';
+    }
     if (this.tracksLoad) this.tell('released', backend);
     if (backend.removed && backend.active === 0) this.emit('drained', backend);
   }
@@ -137,7 +151,10 @@ class Balancer extends EventEmitter {
    */
   add(server) {
     const backend = this.toBackend(server);
-    this.backends.push(backend);
+    this.join(backend);
+    if (backend.backup && this.backupStrategy === null) {
+      this.backupStrategy = createStrategy(this.Strategy, this.backups, this.strategyOptions, this.mode);
+    }
     this.changed();
     this.emit('add', backend);
     return backend;
@@ -154,6 +171,8 @@ class Balancer extends EventEmitter {
     const index = this.backends.findIndex((backend) => backend.name === name);
     if (index === -1) return null;
     const [backend] = this.backends.splice(index, 1);
+    const group = backend.backup ? this.backups : this.primaries;
+    group.splice(group.indexOf(backend), 1);
     backend.removed = true;
     this.changed();
     this.emit('remove', backend);
@@ -176,8 +195,27 @@ class Balancer extends EventEmitter {
     const backend = this.backends.find((member) => member.name === name);
     if (backend === undefined) return null;
     backend.weight = weight;
+    backend.effectiveWeight = weight;
     this.changed();
     return backend;
+  }
+
+  pickWith(strategy, ctx) {
+    let backend;
+    try {
+      backend = strategy.pick(ctx);
+    } catch (err) {
+      this.pickFailed(err);
+      return null;
+    }
+    // A strategy that hands back a backend it must not is treated as "nobody".
+    if (backend === null || backend === undefined || !eligible(backend, ctx)) return null;
+    return backend;
+  }
+
+  join(backend) {
+    this.backends.push(backend);
+    (backend.backup ? this.backups : this.primaries).push(backend);
   }
 
   toBackend(server) {
@@ -191,14 +229,18 @@ class Balancer extends EventEmitter {
   // A hook of a module of one's own may throw; the request must not.
   tell(hook, backend) {
     try {
-      this.strategy[hook](backend);
+      (backend.backup ? this.backupStrategy : this.strategy)[hook](backend);
     } catch (err) {
       this.pickFailed(err);
     }
   }
 
+  /** Tells the strategies, then `changed` listeners, that members or weights changed. */
   changed() {
-    if (typeof this.strategy.update === 'function') this.strategy.update();
+    for (const strategy of [this.strategy, this.backupStrategy]) {
+      if (strategy !== null && typeof strategy.update === 'function') strategy.update();
+    }
+    this.emit('changed');
   }
 
   pickFailed(err) {

@@ -1,6 +1,7 @@
 'use strict';
 
 const { STATUS_CODES } = require('node:http');
+const { LilaError, codes } = require('./errors');
 
 /**
  * The short text body of an answer lila makes itself, naming lila and the
@@ -22,14 +23,27 @@ function errorBody(status, reason) {
  * @param {string} reason
  * @returns {string}
  */
-function rawErrorResponse(status, reason) {
+function rawErrorResponse(status, reason, retryAfter) {
   const body = errorBody(status, reason);
   return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
     'Content-Type: text/plain; charset=utf-8\r\n' +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    (retryAfter === undefined ? '' : `Retry-After: ${retryAfter}\r\n`) +
     'Connection: close\r\n' +
     `Date: ${new Date().toUTCString()}\r\n` +
     `\r\n${body}`;
 }
 
-module.exports = { errorBody, rawErrorResponse };
+/**
+ * lila's answer when no backend may be picked at all (all down or drained).
+ *
+ * @param {import('./health')} health says when to try again
+ * @returns {LilaError & {retryAfter: number}} a 503 with `retryAfter` seconds
+ */
+function unavailable(health) {
+  return Object.assign(new LilaError(codes.UNAVAILABLE, 'no backend is available', 503), {
+    retryAfter: health.retryAfter()
+  });
+}
+
+module.exports = { errorBody, rawErrorResponse, unavailable };

@@ -3,7 +3,7 @@
 const { forwardRequestHeaders, forwardResponseHeaders } = require('./headers');
 const { createUpstreamRequest } = require('./http-upstream');
 const { clientAddressOf } = require('./address');
-const { errorBody } = require('./http-error-response');
+const { errorBody, unavailable } = require('./http-error-response');
 const { LilaError, codes, timeoutError, describeError } = require('./errors');
 
 const kExchange = Symbol('kExchange');
@@ -28,6 +28,7 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
  * @property {import('./logger')} logger
  * @property {HttpSettings} settings
  * @property {import('./upstream-pools')} pools keep-alive agents by backend
+ * @property {import('./health')} health where outcomes are reported
  */
 
 /**
@@ -82,7 +83,11 @@ class Exchange {
   forward() {
     const backend = this.context.balancer.acquire(this);
     if (backend === null) {
-      const tried = this.tried === null ? 'none' : [...this.tried].map((b) => b.name).join(', ');
+      if (this.tried === null) {
+        this.fail(unavailable(this.context.health), 'no backend is available');
+        return;
+      }
+      const tried = [...this.tried].map((b) => b.name).join(', ');
       this.fail(new LilaError(codes.NO_BACKEND, 'no backend accepted the connection', 502), `tried: ${tried}`);
       return;
     }
@@ -160,6 +165,7 @@ class Exchange {
     const logger = this.context.logger;
     if (!this.connected) {
       logger.debug(`backend ${backend.name}: ${describeError(err)}`);
+      this.context.health.failed(backend, describeError(err));
       this.release();
       (this.tried ??= new Set()).add(backend);
       this.upstream = null;
@@ -173,6 +179,7 @@ class Exchange {
       this.send(false);
       return;
     }
+    if (!this.responded) this.context.health.failed(backend, describeError(err));
     this.release();
     const what = `backend ${backend.name}: ${describeError(err)}`;
     if (this.timedOut) this.fail(new LilaError(codes.TIMEOUT, 'the backend did not answer in time', 504), what);
@@ -190,8 +197,11 @@ class Exchange {
   respond(upstreamResponse) {
     if (this.done) return;
     this.responded = true;
-    const balancer = this.context.balancer;
+    const { balancer, health, settings } = this.context;
     balancer.observe(this.backend, balancer.now() - this.sentAt);
+    const status = upstreamResponse.statusCode;
+    if (status >= 500 && settings.failOn5xx) health.failed(this.backend, `answered ${status}`);
+    else health.succeeded(this.backend);
     const response = this.response;
     upstreamResponse[kExchange] = this;
     upstreamResponse.on('error', upstreamResponseOnError);
@@ -249,15 +259,15 @@ class Exchange {
       response.destroy();
       return;
     }
-    // A request lila cannot forward is the client's doing, not worth a warning.
-    const log = status === 400 ? logger.debug : logger.warn;
+    // A request lila cannot forward is the client's doing, and "none
+    // available" is logged once by health: neither is worth a line each.
+    const log = status === 400 || status === 503 ? logger.debug : logger.warn;
     log.call(logger, `${status} for ${request.method} ${request.url}: ${detail} (${error.code})`);
     const body = errorBody(status, error.message);
     response.sendDate = true;
-    response.writeHead(status, {
-      'Content-Type': 'text/plain; charset=utf-8',
-      'Content-Length': Buffer.byteLength(body)
-    });
+    const headers = { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) };
+    if (error.retryAfter !== undefined) headers['Retry-After'] = String(error.retryAfter);
+    response.writeHead(status, headers);
     response.end(body);
   }
 

@@ -23,11 +23,12 @@ const MALFORMED = [400, 'malformed request', codes.BAD_REQUEST];
  * @param {import('./balancer')} balancer
  * @param {import('./logger')} logger
  * @param {import('./http-exchange').HttpSettings} settings
+ * @param {import('./health')} health told of every request's outcome
  * @returns {http.Server}
  */
-function createHttpServer(balancer, logger, settings) {
+function createHttpServer(balancer, logger, settings, health) {
   const pools = new UpstreamPools(balancer);
-  const context = { balancer, logger, settings, pools };
+  const context = { balancer, logger, settings, pools, health };
   const server = http.createServer({
     headersTimeout: settings.headerTimeout,
     // Bodies may take long; silence is caught by the upstream's timeout.

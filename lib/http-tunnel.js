@@ -4,7 +4,7 @@ const { forwardRequestHeaders, forwardResponseHeaders } = require('./headers');
 const { createUpstreamRequest } = require('./http-upstream');
 const { closedCleanly } = require('./closed-cleanly');
 const { clientAddressOf } = require('./address');
-const { rawErrorResponse } = require('./http-error-response');
+const { rawErrorResponse, unavailable } = require('./http-error-response');
 const { LilaError, codes, timeoutError, describeError } = require('./errors');
 
 const kTunnel = Symbol('kTunnel');
@@ -45,7 +45,8 @@ class Tunnel {
   open() {
     const backend = this.context.balancer.acquire(this);
     if (backend === null) {
-      this.refuse(new LilaError(codes.NO_BACKEND, 'no backend accepted the connection', 502), 'no backend accepted the connection');
+      if (this.tried === null) this.refuse(unavailable(this.context.health), 'no backend is available');
+      else this.refuse(new LilaError(codes.NO_BACKEND, 'no backend accepted the connection', 502), 'no backend accepted the connection');
       return;
     }
     this.backend = backend;
@@ -71,6 +72,7 @@ class Tunnel {
   upstreamFailed(upstream, err, timedOut) {
     if (upstream !== this.upstream) return;
     const backend = this.backend;
+    this.context.health.failed(backend, describeError(err));
     this.release();
     if (this.client.destroyed) return;
     const what = `backend ${backend.name}: ${describeError(err)}`;
@@ -133,8 +135,10 @@ class Tunnel {
   /** Answers the client with lila's own error on the raw socket and closes it. */
   refuse(error, detail) {
     const request = this.request;
-    this.context.logger.warn(`${error.status} for upgrade ${request.method} ${request.url}: ${detail} (${error.code})`);
-    if (!this.client.destroyed) this.client.end(rawErrorResponse(error.status, error.message));
+    const logger = this.context.logger;
+    const log = error.status === 503 ? logger.debug : logger.warn;
+    log.call(logger, `${error.status} for upgrade ${request.method} ${request.url}: ${detail} (${error.code})`);
+    if (!this.client.destroyed) this.client.end(rawErrorResponse(error.status, error.message, error.retryAfter));
   }
 
   /** Stops counting the tunnel against its backend; once per backend. */
@@ -176,11 +180,15 @@ function upstreamSocketOnConnect() {
 }
 
 function upstreamOnUpgrade(upstreamResponse, socket, upstreamHead) {
-  this[kTunnel].join(upstreamResponse, socket, upstreamHead);
+  const tunnel = this[kTunnel];
+  tunnel.context.health.succeeded(tunnel.backend);
+  tunnel.join(upstreamResponse, socket, upstreamHead);
 }
 
 function upstreamOnResponse(upstreamResponse) {
-  this[kTunnel].relay(upstreamResponse);
+  const tunnel = this[kTunnel];
+  tunnel.context.health.succeeded(tunnel.backend);
+  tunnel.relay(upstreamResponse);
 }
 
 function upstreamOnError(err) {

@@ -6,7 +6,8 @@ const { createHttpServer } = require('./http-proxy');
 const { createTcpServer } = require('./tcp-proxy');
 const { formatHostPort } = require('./address');
 const { parseHashKey } = require('./hash-key');
-const { validateChoice, validateDuration, validatePort } = require('./validate');
+const Health = require('./health');
+const { validateChoice, validateCount, validateDuration, validatePath, validatePort } = require('./validate');
 const { LilaError, codes, describeError } = require('./errors');
 
 const LAYERS = ['http', 'tcp'];
@@ -19,6 +20,19 @@ const HTTP_DEFAULTS = {
   keepAliveTimeout: 5000,
   headerTimeout: 10000,
   hostHeader: 'client'
+};
+// nginx's max_fails and fail_timeout, HAProxy's inter, rise and fall.
+const HEALTH_DEFAULTS = {
+  maxFails: 1,
+  failTimeout: 10000,
+  failOn5xx: false,
+  slowStart: 0,
+  healthCheck: false,
+  healthInterval: 5000,
+  healthTimeout: 2000,
+  healthRise: 2,
+  healthFall: 3,
+  healthPath: '/'
 };
 const LISTEN_ERRORS = {
   EADDRINUSE: 'address already in use',
@@ -51,6 +65,19 @@ class Proxy {
    * @param {number} [options.headerTimeout] ms for a client's request head (default 10000)
    * @param {'client' | 'backend'} [options.hostHeader] Host sent upstream: the client's
    *   (default) or the backend's `host:port`
+   * @param {number} [options.maxFails] failures within failTimeout that take a backend down;
+   *   0 turns passive health off (default 1)
+   * @param {number} [options.failTimeout] ms failures are counted over, and a backend stays
+   *   down before its trial request (default 10000)
+   * @param {boolean} [options.failOn5xx] http: a 5xx response counts as a failure (default false)
+   * @param {number} [options.slowStart] ms over which a backend back up ramps to its weight;
+   *   0 is off (default)
+   * @param {boolean} [options.healthCheck] run active health checks (default false)
+   * @param {number} [options.healthInterval] ms between checks of a backend (default 5000)
+   * @param {number} [options.healthTimeout] ms a check may take (default 2000)
+   * @param {number} [options.healthRise] good checks in a row to come up (default 2)
+   * @param {number} [options.healthFall] failed checks in a row to go down (default 3)
+   * @param {string} [options.healthPath] path of the http check (default `/`)
    * @throws {LilaError} for invalid options or servers
    */
   constructor(options) {
@@ -67,9 +94,10 @@ class Proxy {
         `"--hash-key ${options.hashKey}" needs the http layer; the tcp layer can hash only the client ip`
       );
     }
+    this.health = new Health(this.balancer, healthSettings(options), this.logger, { layer: this.layer });
     this.server = this.layer === 'tcp'
-      ? createTcpServer(this.balancer, this.logger, this.settings)
-      : createHttpServer(this.balancer, this.logger, this.settings);
+      ? createTcpServer(this.balancer, this.logger, this.settings, this.health)
+      : createHttpServer(this.balancer, this.logger, this.settings, this.health);
   }
 
   /** @returns {import('./backend')[]} the backends, in the order given */
@@ -96,6 +124,7 @@ class Proxy {
       this.server.once('error', onError);
       this.server.listen(port, host, () => {
         this.server.removeListener('error', onError);
+        this.health.start();
         // Once listening, only accept() fails here (EMFILE, ...): keep serving.
         this.server.on('error', (err) => {
           this.logger.warn(`cannot accept a connection: ${describeError(err)}`);
@@ -112,6 +141,7 @@ class Proxy {
    * @returns {Promise<void>}
    */
   close() {
+    this.health.stop();
     return new Promise((resolve) => {
       this.server.close(() => resolve());
       if (this.layer === 'http') this.server.closeIdleConnections();
@@ -131,6 +161,23 @@ function httpSettings(options) {
     timeout: validateDuration(pick('timeout'), 'timeout'),
     keepAliveTimeout: validateDuration(pick('keepAliveTimeout'), 'keepAliveTimeout', { allowZero: true }),
     headerTimeout: validateDuration(pick('headerTimeout'), 'headerTimeout'),
-    hostHeader: validateChoice(pick('hostHeader'), HOST_HEADERS, 'hostHeader')
+    hostHeader: validateChoice(pick('hostHeader'), HOST_HEADERS, 'hostHeader'),
+    failOn5xx: options.failOn5xx === true
+  };
+}
+
+function healthSettings(options) {
+  const pick = (name) => (options[name] === undefined ? HEALTH_DEFAULTS[name] : options[name]);
+  return {
+    maxFails: validateCount(pick('maxFails'), 'maxFails', 0),
+    failTimeout: validateDuration(pick('failTimeout'), 'failTimeout'),
+    failOn5xx: pick('failOn5xx') === true,
+    slowStart: validateDuration(pick('slowStart'), 'slowStart', { allowZero: true }),
+    healthCheck: pick('healthCheck') === true,
+    healthInterval: validateDuration(pick('healthInterval'), 'healthInterval'),
+    healthTimeout: validateDuration(pick('healthTimeout'), 'healthTimeout'),
+    healthRise: validateCount(pick('healthRise'), 'healthRise', 1),
+    healthFall: validateCount(pick('healthFall'), 'healthFall', 1),
+    healthPath: validatePath(pick('healthPath'), 'healthPath')
   };
 }

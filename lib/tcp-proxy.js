@@ -14,13 +14,14 @@ const kSession = Symbol('kSession');
  * @param {import('./balancer')} balancer
  * @param {import('./logger')} logger
  * @param {{connectTimeout: number}} settings ms to connect before trying the next backend
+ * @param {import('./health')} health told of every connect's outcome
  * @returns {net.Server}
  */
-function createTcpServer(balancer, logger, settings) {
+function createTcpServer(balancer, logger, settings, health) {
   // Half-open on both sides forwards a half-close; pausing keeps the client's
   // first bytes unread until an upstream connection accepts them.
   return net.createServer({ allowHalfOpen: true, pauseOnConnect: true }, (client) => {
-    new Session(balancer, logger, settings, client).connect();
+    new Session(balancer, logger, settings, health, client).connect();
   });
 }
 
@@ -28,10 +29,13 @@ function createTcpServer(balancer, logger, settings) {
  * One client connection and its upstream; the pick context for the strategy.
  */
 class Session {
-  constructor(balancer, logger, settings, client) {
+  constructor(balancer, logger, settings, health, client) {
     this.balancer = balancer;
     this.logger = logger;
     this.settings = settings;
+    this.health = health;
+    // Why the current connect attempt failed, for passive health; '' while none did.
+    this.failure = '';
     this.client = client;
     this.clientAddress = clientAddressOf(client.remoteAddress);
     this.tried = null;
@@ -54,6 +58,7 @@ class Session {
     }
     this.backend = backend;
     this.connected = false;
+    this.failure = '';
     this.connectStartedAt = this.balancer.now();
     const upstream = net.connect({ host: backend.host, port: backend.port, allowHalfOpen: true });
     upstream[kSession] = this;
@@ -81,6 +86,7 @@ function upstreamOnConnect() {
   const session = this[kSession];
   session.connected = true;
   session.balancer.observe(session.backend, session.balancer.now() - session.connectStartedAt);
+  session.health.succeeded(session.backend);
   // Connected sessions may idle as long as their protocol likes.
   this.setTimeout(0);
   session.client.pipe(this);
@@ -90,18 +96,22 @@ function upstreamOnConnect() {
 // Closing counts as a refusal: upstreamOnClose tries the next backend.
 function upstreamOnTimeout() {
   const session = this[kSession];
-  session.logger.debug(`backend ${session.backend.name}: no connection within ${session.settings.connectTimeout} ms`);
+  session.failure = `no connection within ${session.settings.connectTimeout} ms`;
+  session.logger.debug(`backend ${session.backend.name}: ${session.failure}`);
   this.destroy();
 }
 
 function upstreamOnError(err) {
   const session = this[kSession];
+  if (!session.connected) session.failure = describeError(err);
   session.logger.debug(`backend ${session.backend.name}: ${describeError(err)}`);
 }
 
 function upstreamOnClose() {
   const session = this[kSession];
   const backend = session.backend;
+  // A connect the client's leaving cut short is nobody's failure.
+  if (!session.connected && session.failure !== '') session.health.failed(backend, session.failure);
   session.balancer.release(backend);
   session.backend = null;
   const client = session.client;

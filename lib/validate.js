@@ -71,4 +71,34 @@ function validateDuration(value, name, options = {}) {
   return ms;
 }
 
-module.exports = { validatePort, validateChoice, validateDuration };
+/**
+ * Checks a count: an integer from `min` up.
+ *
+ * @param {unknown} value a number, or the text the user typed
+ * @param {string} name the option as the user knows it, e.g. `--max-fails`
+ * @param {number} min the smallest allowed
+ * @returns {number}
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
+ */
+function validateCount(value, name, min) {
+  const count = typeof value === 'number' ? value : DIGITS.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(count) || count < min) {
+    throw new LilaError(codes.INVALID_OPTION, `"${name}" must be an integer of ${min} or more, received "${value}"`);
+  }
+  return count;
+}
+
+/**
+ * Checks a request path: starts with `/`, no spaces or control characters.
+ *
+ * @param {unknown} value
+ * @param {string} name the option as the user knows it, e.g. `--health-path`
+ * @returns {string}
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
+ */
+function validatePath(value, name) {
+  if (typeof value === 'string' && value.startsWith('/') && !/[\s\u0000-\u001f\u007f]/.test(value)) return value;
+  throw new LilaError(codes.INVALID_OPTION, `"${name}" must be a path starting with "/", received "${value}"`);
+}
+
+module.exports = { validatePort, validateChoice, validateDuration, validateCount, validatePath };

@@ -10,7 +10,9 @@
  */
 function eligible(backend, ctx) {
   // Weight 0 drains a backend: no new picks, open connections finish.
-  if (backend.weight <= 0) return false;
+  if (backend.effectiveWeight <= 0) return false;
+  // A down backend takes only its one trial request.
+  if (backend.state !== 'up' && !backend.trialOpen) return false;
   // A backend already tried for this request failed to connect: never twice.
   return !(ctx && ctx.tried && ctx.tried.has(backend));
 }

@@ -41,5 +41,5 @@ module.exports = PeakEwma;
 function cost(backend, now) {
   const latency = currentLatency(backend, now);
   if (latency === 0 && backend.active > 0) return UNMEASURED_PENALTY;
-  return (latency * (backend.active + 1)) / backend.weight;
+  return (latency * (backend.active + 1)) / backend.effectiveWeight;
 }

@@ -32,7 +32,7 @@ class Hash {
 
   /** Rebuilds the table after the members or their weights change. */
   update() {
-    this.members = this.backends.filter((backend) => backend.weight > 0);
+    this.members = this.backends.filter((backend) => backend.effectiveWeight > 0);
     this.table = buildMaglevTable(this.members);
     this.fallback.update();
   }

@@ -19,7 +19,7 @@ class LeastConnections {
 
   /** Rebuilds the heap after the members, their weights or their counts change. */
   update() {
-    this.heap = new LoadHeap(this.backends.filter((backend) => backend.weight > 0));
+    this.heap = new LoadHeap(this.backends.filter((backend) => backend.effectiveWeight > 0));
   }
 
   /**

@@ -76,8 +76,8 @@ class LoadHeap {
   less(slotA, slotB) {
     const a = this.heap[slotA];
     const b = this.heap[slotB];
-    const x = this.members[a].active * this.members[b].weight;
-    const y = this.members[b].active * this.members[a].weight;
+    const x = this.members[a].active * this.members[b].effectiveWeight;
+    const y = this.members[b].active * this.members[a].effectiveWeight;
     return x < y || (x === y && this.stamp[a] < this.stamp[b]);
   }
 

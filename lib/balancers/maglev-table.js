@@ -38,8 +38,8 @@ function buildMaglevTable(members) {
     const member = members[order[k]];
     position[k] = hashString(member.name, OFFSET_SEED) % size;
     skip[k] = (hashString(member.name, SKIP_SEED) % (size - 1)) + 1;
-    weight[k] = member.weight;
-    if (member.weight > maxWeight) maxWeight = member.weight;
+    weight[k] = member.effectiveWeight;
+    if (member.effectiveWeight > maxWeight) maxWeight = member.effectiveWeight;
   }
 
   let filled = 0;

@@ -30,7 +30,7 @@ class PowerOfTwoChoices extends Random {
    * @returns {import('../backend')}
    */
   better(a, b) {
-    return b.active * a.weight < a.active * b.weight ? b : a;
+    return b.active * a.effectiveWeight < a.active * b.effectiveWeight ? b : a;
   }
 }
 

@@ -24,7 +24,7 @@ class Random {
 
   /** Rebuilds the weight table after the members or their weights change. */
   update() {
-    this.table = new AliasTable(this.backends.map((backend) => backend.weight));
+    this.table = new AliasTable(this.backends.map((backend) => backend.effectiveWeight));
   }
 
   /**

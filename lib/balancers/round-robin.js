@@ -4,6 +4,8 @@ const eligible = require('./eligible');
 
 // Schedule entries computed at a time: bounds the work of one pick.
 const CHUNK = 256;
+// Sixteenths of a weight count, as HAProxy's BE_WEIGHT_SCALE.
+const WEIGHT_SCALE = 16;
 
 /**
  * Smooth weighted round-robin, nginx's algorithm (ngx_http_upstream_round_robin.c):
@@ -25,13 +27,16 @@ class RoundRobin {
   /** Rebuilds the schedule after the members or their weights change. */
   update() {
     const members = [];
-    for (const backend of this.backends) if (backend.weight > 0) members.push(backend);
-    const divisor = members.reduce((g, backend) => gcd(g, backend.weight), 0);
+    for (const backend of this.backends) if (backend.effectiveWeight > 0) members.push(backend);
+    // Whole numbers for the schedule; slow start makes weights fractional.
+    const scaled = members.map((backend) => Math.max(1, Math.round(backend.effectiveWeight * WEIGHT_SCALE)));
+    const divisor = scaled.reduce(gcd, 0);
     this.members = members;
-    this.weights = members.map((backend) => backend.weight / divisor);
+    this.weights = scaled.map((weight) => weight / divisor);
     this.total = this.weights.reduce((sum, weight) => sum + weight, 0);
     this.current = new Float64Array(members.length);
-    this.schedule = new Int32Array(this.total);
+    // Grown as the period is computed: a long period costs memory only once played.
+    this.schedule = new Int32Array(Math.min(this.total, 4096));
     this.filled = 0;
     this.cursor = 0;
     this.scanNext = 0;
@@ -42,7 +47,7 @@ class RoundRobin {
    * @returns {import('../backend') | null} null when nobody is available
    */
   pick(ctx) {
-    const length = this.schedule.length;
+    const length = this.total;
     // Unavailable backends lose their turns to the next in the schedule; past
     // a few misses a plain scan finds someone without walking a long period.
     const tries = Math.min(length, 2 * this.members.length);
@@ -65,9 +70,15 @@ class RoundRobin {
 
   // Computes the next turns of the period, nginx-style.
   extend() {
-    const { weights, current, schedule, total } = this;
+    const { weights, current, total } = this;
     const n = weights.length;
     const end = Math.min(this.filled + CHUNK, total);
+    if (end > this.schedule.length) {
+      const grown = new Int32Array(Math.min(total, this.schedule.length * 2));
+      grown.set(this.schedule);
+      this.schedule = grown;
+    }
+    const schedule = this.schedule;
     for (let turn = this.filled; turn < end; turn++) {
       let best = 0;
       for (let i = 0; i < n; i++) {
