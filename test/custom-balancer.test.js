@@ -42,8 +42,8 @@ describe('balancer modules', () => {
         [await send({ 'X-Backend': '0' }), await send({ 'X-Backend': '1' }), await send({ 'X-Backend': '2' })],
         ['A', 'B', 'C']
       );
-      // The module answers null: nobody takes the request.
-      assert.equal(await send({ 'X-Backend': '7' }), 502);
+      // The module answers null: nobody is available.
+      assert.equal(await send({ 'X-Backend': '7' }), 503);
       assert.doesNotMatch(lila.stderr, STACK_LINE);
     });
 
@@ -161,11 +161,13 @@ describe('balancer modules', () => {
       const strategy = balancer.strategy;
 
       assert.equal(strategy.options.hashKey, 'path');
-      assert.equal(strategy.backends, balancer.members);
+      // The live list of primaries: a module sees members come and go.
+      assert.deepEqual(strategy.backends, balancer.members);
       balancer.add('c:1');
       balancer.setWeight('a:1', 2);
       balancer.remove('b:1');
       assert.equal(strategy.updates, 3);
+      assert.deepEqual(strategy.backends.map((b) => b.name), ['a:1', 'c:1']);
       assert.equal(balancer.pick().name, 'c:1');
     });
 
@@ -177,7 +179,7 @@ describe('balancer modules', () => {
       assert.equal((await request(proxy.port, { agent: false, headers: { 'X-Backend': '0' } })).body, 'A');
     });
 
-    it('answers 502 when pick throws, warning once per distinct failure', async () => {
+    it('answers 503 when pick throws, as for null, warning once per distinct failure', async () => {
       const backend = await startHttpBackend('A');
       class Throws {
         pick(ctx) {
@@ -193,7 +195,7 @@ describe('balancer modules', () => {
       const statuses = [];
       for (const url of ['/x1', '/x2', '/y', '/x3']) statuses.push((await request(proxy.port, { agent: false, path: url })).status);
 
-      assert.deepEqual(statuses, [502, 502, 502, 502]);
+      assert.deepEqual(statuses, [503, 503, 503, 503]);
       assert.deepEqual(log.split('\n').filter((line) => line.includes('failed to pick')), [
         'lila: warn: strategy "Throws" failed to pick a backend: cannot pick for x',
         'lila: warn: strategy "Throws" failed to pick a backend: cannot pick for others',

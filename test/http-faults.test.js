@@ -290,9 +290,13 @@ for (const engine of HTTP_ENGINES) {
         const proxy = await startProxy({ engine, logger, mode: 'round-robin', servers: [backend.address] });
 
         await request(proxy.port, { agent: false, path: '/lost' });
+        await request(proxy.port, { agent: false, path: '/after' });
 
-        assert.equal(lines.length, 1);
-        assert.match(lines[0], new RegExp(`^lila: warn: 502 for GET /lost: backend ${backend.address}: `));
+        // Then passive health takes the backend down, once, and says so once.
+        assert.equal(lines.length, 3, lines.join(''));
+        assert.match(lines[0], new RegExp(`^lila: warn: backend ${backend.address} is down: `));
+        assert.match(lines[1], /^lila: warn: no backend is available: every backend is down/);
+        assert.match(lines[2], new RegExp(`^lila: warn: 502 for GET /lost: backend ${backend.address}: `));
       });
 
       it('answers a client that half-closes mid-head with 400 and keeps serving', async () => {
