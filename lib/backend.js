@@ -1,5 +1,7 @@
 'use strict';
 
+const { TrafficStats } = require('./traffic-stats');
+
 /**
  * A configured server and its live state. Proxies and health write the
  * state, strategies only read it.
@@ -36,6 +38,11 @@ class Backend {
     this.latencyAt = 0;
     // Taken out of the balancer; what is active finishes.
     this.removed = false;
+    // Every failure health was told of, and the last one's reason.
+    this.failuresTotal = 0;
+    this.lastError = '';
+    // Requests and connections that ended here, for the admin API.
+    this.stats = new TrafficStats();
   }
 }
 

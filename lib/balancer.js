@@ -3,7 +3,7 @@
 const EventEmitter = require('node:events');
 const Backend = require('./backend');
 const eligible = require('./balancers/eligible');
-const { parseServer, checkWeight } = require('./server-address');
+const { parseServer, checkWeight, isValidName } = require('./server-address');
 const { resolveStrategy } = require('./balancers');
 const { recordLatency } = require('./peak-ewma');
 const { LilaError, codes } = require('./errors');
@@ -50,7 +50,7 @@ class Balancer extends EventEmitter {
     super();
     const Strategy = resolveStrategy(mode, options.cwd);
     if (!Array.isArray(servers) || servers.length === 0) {
-      throw new LilaError(codes.NO_SERVERS, 'no servers given; list them as host:port after the mode');
+      throw new LilaError(codes.NO_SERVERS, 'no servers given; list them as host:port after the mode, or in a hosts file (--hosts)');
     }
     this.mode = typeof mode === 'function' ? mode.name : mode;
     this.now = options.now || performance.now.bind(performance);
@@ -71,6 +71,7 @@ class Balancer extends EventEmitter {
     // Strategies that index backends by load hear of every count change.
     this.tracksLoad = typeof this.strategy.acquired === 'function' && typeof this.strategy.released === 'function';
     this.lastPickError = '';
+    this.deferChanges = false;
   }
 
   /**
@@ -200,6 +201,63 @@ class Balancer extends EventEmitter {
     return backend;
   }
 
+  /**
+   * Makes the members those of `servers` (a reload): new ones join, missing
+   * ones are removed (what is active on them finishes), changed weights
+   * apply, and unchanged backends keep their state and counters. A backend
+   * whose address or backup flag changed is replaced. All or nothing: an
+   * invalid list changes nothing.
+   *
+   * @param {(string | object)[]} servers as in the constructor
+   * @returns {{added: Backend[], removed: Backend[], reweighted: Backend[]}}
+   * @throws {LilaError} for an invalid server, a name listed twice, or no servers
+   */
+  sync(servers) {
+    if (!Array.isArray(servers) || servers.length === 0) {
+      throw new LilaError(codes.NO_SERVERS, 'no servers given; list them as host:port after the mode, or in a hosts file (--hosts)');
+    }
+    const wanted = new Map();
+    for (const server of servers) {
+      const parsed = typeof server === 'string' ? parseServer(server) : normalizeServer(server);
+      if (wanted.has(parsed.name)) throw new LilaError(codes.INVALID_SERVER, `server "${parsed.name}" is listed twice`);
+      wanted.set(parsed.name, parsed);
+    }
+    const current = new Map(this.backends.map((backend) => [backend.name, backend]));
+    // One rebuild of the strategies at the end, not one per change.
+    this.deferChanges = true;
+    try {
+      return this.apply(wanted, current);
+    } finally {
+      this.deferChanges = false;
+      this.changed();
+    }
+  }
+
+  apply(wanted, current) {
+    const removed = [];
+    for (const [name, backend] of current) {
+      const want = wanted.get(name);
+      if (want === undefined || want.host !== backend.host || want.port !== backend.port || want.backup !== backend.backup) {
+        removed.push(this.remove(name));
+        current.delete(name);
+      }
+    }
+    const added = [];
+    const reweighted = [];
+    for (const [name, want] of wanted) {
+      const backend = current.get(name);
+      if (backend === undefined) added.push(this.add(want));
+      else if (backend.weight !== want.weight) reweighted.push(this.setWeight(name, want.weight));
+    }
+    // Round-robin goes in the order given: the file's.
+    const order = [...wanted.keys()];
+    const byOrder = (a, b) => order.indexOf(a.name) - order.indexOf(b.name);
+    this.backends.sort(byOrder);
+    this.primaries.sort(byOrder);
+    this.backups.sort(byOrder);
+    return { added, removed, reweighted };
+  }
+
   pickWith(strategy, ctx) {
     let backend;
     try {
@@ -237,6 +295,7 @@ class Balancer extends EventEmitter {
 
   /** Tells the strategies, then `changed` listeners, that members or weights changed. */
   changed() {
+    if (this.deferChanges) return;
     for (const strategy of [this.strategy, this.backupStrategy]) {
       if (strategy !== null && typeof strategy.update === 'function') strategy.update();
     }
@@ -279,6 +338,11 @@ function normalizeServer(server) {
   const parsed = parseServer(`${host.includes(':') ? `[${host}]` : host}:${server.port}`);
   if (server.weight !== undefined) parsed.weight = checkWeight(server.weight, parsed.name);
   parsed.backup = server.backup === true;
-  if (server.name !== undefined) parsed.name = String(server.name);
+  if (server.name !== undefined) {
+    if (!isValidName(server.name)) {
+      throw new LilaError(codes.INVALID_SERVER, `server "${parsed.name}" has name "${server.name}"; a name is 1 to 128 letters, digits and . _ : - [ ]`);
+    }
+    parsed.name = server.name;
+  }
   return parsed;
 }

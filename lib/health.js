@@ -69,6 +69,8 @@ class Health {
    * @param {string} reason e.g. `ECONNREFUSED`
    */
   failed(backend, reason) {
+    backend.failuresTotal++;
+    backend.lastError = reason;
     if (backend.trialPending) {
       backend.trialPending = false;
       this.markDown(backend, `trial failed: ${reason}`, true);

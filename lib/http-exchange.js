@@ -12,6 +12,8 @@ const kInFlight = Symbol('kInFlight');
 
 // RFC 9110 §9.2.2; only these may be sent twice.
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
+// The status recorded for a client that left before any response, as nginx logs it.
+const CLIENT_LEFT = 499;
 
 /**
  * @typedef {object} HttpSettings
@@ -29,6 +31,7 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
  * @property {HttpSettings} settings
  * @property {import('./upstream-pools')} pools keep-alive agents by backend
  * @property {import('./health')} health where outcomes are reported
+ * @property {import('./traffic')} traffic where ended requests are counted
  */
 
 /**
@@ -49,6 +52,10 @@ class Exchange {
     this.clientAddress = clientAddressOf(request.socket.remoteAddress);
     this.tried = null;
     this.backend = null;
+    // The last backend acquired, kept after release for the traffic record.
+    this.servedBy = null;
+    this.startedAt = context.balancer.now();
+    this.bytesSent = 0;
     this.upstream = null;
     this.upstreamSocket = null;
     this.bytesReadBefore = 0;
@@ -70,7 +77,7 @@ class Exchange {
     request.on('error', clientOnError);
     response.on('error', clientOnError);
     response.on('close', responseOnClose);
-    if (context.settings.keepAliveTimeout === 0) response.shouldKeepAlive = false;
+    if (context.settings.keepAliveTimeout === 0 || context.settings.draining) response.shouldKeepAlive = false;
     if (response.socket === null) {
       // Pipelined behind an unfinished response: if the client goes away,
       // Node never emits 'close' on this response, so watch the socket.
@@ -92,6 +99,7 @@ class Exchange {
       return;
     }
     this.backend = backend;
+    this.servedBy = backend;
     this.send(this.context.pools.get(backend));
   }
 
@@ -207,8 +215,10 @@ class Exchange {
     upstreamResponse.on('error', upstreamResponseOnError);
     upstreamResponse.on('end', upstreamResponseOnEnd);
     upstreamResponse.on('close', upstreamResponseOnClose);
+    if (this.context.logger.accessEnabled) upstreamResponse.on('data', upstreamResponseOnData);
     // The backend's Date (or its absence) passes through unchanged.
     response.sendDate = false;
+    if (settings.draining) response.shouldKeepAlive = false;
     try {
       response.writeHead(
         upstreamResponse.statusCode,
@@ -265,6 +275,7 @@ class Exchange {
     log.call(logger, `${status} for ${request.method} ${request.url}: ${detail} (${error.code})`);
     const body = errorBody(status, error.message);
     response.sendDate = true;
+    if (this.context.settings.draining) response.shouldKeepAlive = false;
     const headers = { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) };
     if (error.retryAfter !== undefined) headers['Retry-After'] = String(error.retryAfter);
     response.writeHead(status, headers);
@@ -288,6 +299,9 @@ class Exchange {
     // A completed upstream request is already back in the agent's pool.
     if (upstream !== null && !upstream.destroyed) upstream.destroy();
     if (this.socketOnClose !== null) this.request.socket.removeListener('close', this.socketOnClose);
+    const { balancer, traffic } = this.context;
+    const status = this.response.headersSent ? this.response.statusCode : CLIENT_LEFT;
+    traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent);
   }
 }
 
@@ -356,6 +370,10 @@ function upstreamOnInformation(info) {
 
 function upstreamResponseOnError(err) {
   this[kExchange].context.logger.debug(`response from backend: ${describeError(err)}`);
+}
+
+function upstreamResponseOnData(chunk) {
+  this[kExchange].bytesSent += chunk.length;
 }
 
 function upstreamResponseOnEnd() {

@@ -24,11 +24,12 @@ const MALFORMED = [400, 'malformed request', codes.BAD_REQUEST];
  * @param {import('./logger')} logger
  * @param {import('./http-exchange').HttpSettings} settings
  * @param {import('./health')} health told of every request's outcome
+ * @param {import('./traffic')} traffic where ended requests are counted
  * @returns {http.Server}
  */
-function createHttpServer(balancer, logger, settings, health) {
+function createHttpServer(balancer, logger, settings, health, traffic) {
   const pools = new UpstreamPools(balancer);
-  const context = { balancer, logger, settings, pools, health };
+  const context = { balancer, logger, settings, pools, health, traffic };
   const server = http.createServer({
     headersTimeout: settings.headerTimeout,
     // Bodies may take long; silence is caught by the upstream's timeout.
@@ -37,6 +38,9 @@ function createHttpServer(balancer, logger, settings, health) {
     connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(settings.headerTimeout / 4)))
   });
   server.keepAliveTimeout = settings.keepAliveTimeout;
+  server.on('connection', () => {
+    traffic.connections++;
+  });
   server.on('request', (request, response) => {
     new Exchange(context, request, response, false).forward();
   });

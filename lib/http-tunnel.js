@@ -30,6 +30,10 @@ class Tunnel {
     this.clientAddress = clientAddressOf(client.remoteAddress);
     this.tried = null;
     this.backend = null;
+    this.servedBy = null;
+    this.startedAt = context.balancer.now();
+    // What the client got: 101, a relayed status, or lila's own; 499 until then.
+    this.status = 499;
     this.upstream = null;
     this.upstreamSocket = null;
     this.connected = false;
@@ -50,6 +54,7 @@ class Tunnel {
       return;
     }
     this.backend = backend;
+    this.servedBy = backend;
     this.connected = false;
     let upstream;
     try {
@@ -97,6 +102,7 @@ class Tunnel {
       return;
     }
     this.upstreamSocket = socket;
+    this.status = 101;
     socket.setTimeout(0);
     let head = `HTTP/1.1 101 ${upstreamResponse.statusMessage}\r\n`;
     const raw = upstreamResponse.rawHeaders;
@@ -119,6 +125,7 @@ class Tunnel {
     upstreamResponse.on('close', upstreamResponseOnClose);
     if (client.destroyed) return;
     const status = upstreamResponse.statusCode;
+    this.status = status;
     let head = `HTTP/1.1 ${status} ${upstreamResponse.statusMessage}\r\n`;
     const headers = forwardResponseHeaders(upstreamResponse.rawHeaders);
     for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
@@ -138,7 +145,9 @@ class Tunnel {
     const logger = this.context.logger;
     const log = error.status === 503 ? logger.debug : logger.warn;
     log.call(logger, `${error.status} for upgrade ${request.method} ${request.url}: ${detail} (${error.code})`);
-    if (!this.client.destroyed) this.client.end(rawErrorResponse(error.status, error.message, error.retryAfter));
+    if (this.client.destroyed) return;
+    this.status = error.status;
+    this.client.end(rawErrorResponse(error.status, error.message, error.retryAfter));
   }
 
   /** Stops counting the tunnel against its backend; once per backend. */
@@ -163,6 +172,9 @@ function clientOnClose() {
   } else if (tunnel.upstream !== null && !tunnel.upstream.destroyed) {
     tunnel.upstream.destroy();
   }
+  const { balancer, traffic } = tunnel.context;
+  // Bytes the client received after the upgrade head, as for a tcp connection.
+  traffic.request(tunnel.servedBy, tunnel.status, balancer.now() - tunnel.startedAt, tunnel.request, tunnel.clientAddress, this.bytesWritten);
 }
 
 // Tunnels never share upstream sockets (agent: false), so each one connects.

@@ -7,6 +7,7 @@ const Logger = require('./logger');
 const { strategies } = require('./balancers');
 const { parseServer } = require('./server-address');
 const { LilaError, codes } = require('./errors');
+const { createAdminServer } = require('./admin-server');
 
 /**
  * Creates a load balancer; call `listen()` on it to start.
@@ -42,6 +43,7 @@ function createBalancer(mode, servers, options) {
 module.exports = {
   createBalancer,
   createProxy,
+  createAdminServer,
   Proxy,
   Balancer,
   Backend,

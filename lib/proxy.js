@@ -7,6 +7,7 @@ const { createTcpServer } = require('./tcp-proxy');
 const { formatHostPort } = require('./address');
 const { parseHashKey } = require('./hash-key');
 const Health = require('./health');
+const Traffic = require('./traffic');
 const { validateChoice, validateCount, validateDuration, validatePath, validatePort } = require('./validate');
 const { LilaError, codes, describeError } = require('./errors');
 
@@ -34,6 +35,8 @@ const HEALTH_DEFAULTS = {
   healthFall: 3,
   healthPath: '/'
 };
+// How often a draining http proxy closes keep-alive connections gone idle.
+const IDLE_SWEEP_MS = 50;
 const LISTEN_ERRORS = {
   EADDRINUSE: 'address already in use',
   EACCES: 'permission denied',
@@ -95,9 +98,16 @@ class Proxy {
       );
     }
     this.health = new Health(this.balancer, healthSettings(options), this.logger, { layer: this.layer });
+    this.traffic = new Traffic(this.logger);
     this.server = this.layer === 'tcp'
-      ? createTcpServer(this.balancer, this.logger, this.settings, this.health)
-      : createHttpServer(this.balancer, this.logger, this.settings, this.health);
+      ? createTcpServer(this.balancer, this.logger, this.settings, this.health, this.traffic)
+      : createHttpServer(this.balancer, this.logger, this.settings, this.health, this.traffic);
+    /** Client connections open now, for the drain's deadline. */
+    this.connections = new Set();
+    this.server.on('connection', (socket) => {
+      this.connections.add(socket);
+      socket.once('close', () => this.connections.delete(socket));
+    });
   }
 
   /** @returns {import('./backend')[]} the backends, in the order given */
@@ -147,6 +157,35 @@ class Proxy {
       if (this.layer === 'http') this.server.closeIdleConnections();
     });
   }
+
+  /**
+   * Graceful shutdown: stops accepting, lets requests and connections in
+   * flight finish (http responses from now on carry `Connection: close`, and
+   * keep-alive connections close as soon as they are idle), and closes what
+   * is still open when `timeout` ms have passed.
+   *
+   * @param {number} timeout ms
+   * @returns {Promise<{closed: number}>} connections still open at the deadline, closed then
+   */
+  drain(timeout) {
+    this.settings.draining = true;
+    const closing = this.close();
+    return new Promise((resolve) => {
+      // Responses that began before the drain end on keep-alive connections.
+      const idle = this.layer === 'http' ? setInterval(() => this.server.closeIdleConnections(), IDLE_SWEEP_MS) : null;
+      const deadline = setTimeout(() => {
+        const closed = this.connections.size;
+        for (const socket of this.connections) socket.destroy();
+        done(closed);
+      }, timeout);
+      const done = (closed) => {
+        clearInterval(idle);
+        clearTimeout(deadline);
+        resolve({ closed });
+      };
+      closing.then(() => done(0));
+    });
+  }
 }
 
 module.exports = Proxy;
@@ -162,7 +201,9 @@ function httpSettings(options) {
     keepAliveTimeout: validateDuration(pick('keepAliveTimeout'), 'keepAliveTimeout', { allowZero: true }),
     headerTimeout: validateDuration(pick('headerTimeout'), 'headerTimeout'),
     hostHeader: validateChoice(pick('hostHeader'), HOST_HEADERS, 'hostHeader'),
-    failOn5xx: options.failOn5xx === true
+    failOn5xx: options.failOn5xx === true,
+    // Set by drain(): responses from then on close their connection.
+    draining: false
   };
 }
 

@@ -6,14 +6,18 @@ const { LilaError, codes } = require('./errors');
 const MAX_WEIGHT = 1000;
 const HOSTNAME = /^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_.])?$/;
 const DIGITS = /^[0-9]+$/;
+// What the admin API's URLs and metrics labels carry without trouble.
+const NAME = /^[A-Za-z0-9._:\[\]-]{1,128}$/;
 
 /**
  * Parses one server argument: `host:port`, `1.2.3.4:port` or `[v6]:port`,
- * optionally followed by comma-separated parameters (`weight=N`, `backup`).
+ * optionally followed by comma-separated parameters (`weight=N`, `backup`,
+ * `name=X` to call the backend something other than its address).
  *
  * @param {string} spec the argument as the user wrote it
  * @returns {{name: string, host: string, port: number, weight: number, backup: boolean}}
- *   `name` is `host:port` as written (IPv6 in brackets); `host` is what to connect to
+ *   `name` is `host:port` as written (IPv6 in brackets) unless `name=X` is given;
+ *   `host` is what to connect to
  * @throws {LilaError} `LILA_ERR_INVALID_SERVER` naming the argument and the problem
  */
 function parseServer(spec) {
@@ -41,7 +45,18 @@ function checkWeight(weight, server) {
   throw invalid(server, `has weight "${weight}"; a weight is an integer between 0 and ${MAX_WEIGHT}`);
 }
 
-module.exports = { parseServer, checkWeight };
+/**
+ * Whether a backend name is one lila accepts (`name=X`, the admin API):
+ * what a URL path segment and a metrics label carry plainly.
+ *
+ * @param {unknown} name
+ * @returns {boolean}
+ */
+function isValidName(name) {
+  return typeof name === 'string' && NAME.test(name);
+}
+
+module.exports = { parseServer, checkWeight, isValidName };
 
 function parseAddress(spec, address) {
   let host;
@@ -80,12 +95,18 @@ function applyParameter(spec, server, param) {
     server.backup = true;
     return;
   }
+  if (param.startsWith('name=')) {
+    const name = param.slice(5);
+    if (!isValidName(name)) throw invalid(spec, `has name "${name}"; a name is 1 to 128 letters, digits and . _ : - [ ]`);
+    server.name = name;
+    return;
+  }
   if (param.startsWith('weight=')) {
     const text = param.slice(7);
     server.weight = checkWeight(DIGITS.test(text) ? Number(text) : text, spec);
     return;
   }
-  throw invalid(spec, `has an unknown parameter "${param}" (known: weight=N, backup)`);
+  throw invalid(spec, `has an unknown parameter "${param}" (known: weight=N, backup, name=X)`);
 }
 
 function invalid(spec, problem) {

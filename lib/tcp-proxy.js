@@ -15,13 +15,15 @@ const kSession = Symbol('kSession');
  * @param {import('./logger')} logger
  * @param {{connectTimeout: number}} settings ms to connect before trying the next backend
  * @param {import('./health')} health told of every connect's outcome
+ * @param {import('./traffic')} traffic where ended connections are counted
  * @returns {net.Server}
  */
-function createTcpServer(balancer, logger, settings, health) {
+function createTcpServer(balancer, logger, settings, health, traffic) {
   // Half-open on both sides forwards a half-close; pausing keeps the client's
   // first bytes unread until an upstream connection accepts them.
   return net.createServer({ allowHalfOpen: true, pauseOnConnect: true }, (client) => {
-    new Session(balancer, logger, settings, health, client).connect();
+    traffic.connections++;
+    new Session(balancer, logger, settings, health, traffic, client).connect();
   });
 }
 
@@ -29,11 +31,15 @@ function createTcpServer(balancer, logger, settings, health) {
  * One client connection and its upstream; the pick context for the strategy.
  */
 class Session {
-  constructor(balancer, logger, settings, health, client) {
+  constructor(balancer, logger, settings, health, traffic, client) {
     this.balancer = balancer;
     this.logger = logger;
     this.settings = settings;
     this.health = health;
+    this.traffic = traffic;
+    this.startedAt = balancer.now();
+    // The last backend acquired, kept after release for the traffic record.
+    this.servedBy = null;
     // Why the current connect attempt failed, for passive health; '' while none did.
     this.failure = '';
     this.client = client;
@@ -57,6 +63,7 @@ class Session {
       return;
     }
     this.backend = backend;
+    this.servedBy = backend;
     this.connected = false;
     this.failure = '';
     this.connectStartedAt = this.balancer.now();
@@ -78,8 +85,13 @@ function clientOnError(err) {
 }
 
 function clientOnClose() {
-  const upstream = this[kSession].upstream;
+  const session = this[kSession];
+  const upstream = session.upstream;
   if (upstream !== null && !closedCleanly(this)) upstream.destroy();
+  // A connection no backend accepted counts as lila's own.
+  const backend = session.connected ? session.servedBy : null;
+  const ms = session.balancer.now() - session.startedAt;
+  session.traffic.session(backend, ms, session.clientAddress, this.bytesRead, this.bytesWritten);
 }
 
 function upstreamOnConnect() {
