@@ -1,5 +1,6 @@
 'use strict';
 
+const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const readline = require('node:readline');
@@ -24,9 +25,10 @@ main().catch((err) => {
   process.exitCode = 1;
 });
 
-// `npm run bench [-- --duration <s>]`: direct, lila tcp and lila http, one line per configuration.
+// `npm run bench [-- --duration <s>] [--access-log]`: direct, lila tcp and lila http (and with
+// --access-log, lila http writing an access line per request to a file), one line per configuration.
 async function main() {
-  const duration = durationFrom(process.argv.slice(2), process.env.LILA_BENCH_DURATION);
+  const { duration, accessLog } = optionsFrom(process.argv.slice(2), process.env.LILA_BENCH_DURATION);
   const children = [];
   try {
     const backends = await startChild(children, BACKENDS, ['3'], 'stdout', parsePorts);
@@ -35,6 +37,10 @@ async function main() {
     for (const layer of LAYERS) {
       const args = ['round-robin', '--layer', layer, '-a', '127.0.0.1', '-p', '0', ...servers];
       targets.push({ name: `lila ${layer}`, port: await startChild(children, LILA, args, 'stderr', parseLilaPort) });
+    }
+    if (accessLog) {
+      const args = ['round-robin', '--access-log', '-a', '127.0.0.1', '-p', '0', ...servers];
+      targets.push({ name: 'http +log', port: await startLogging(children, args) });
     }
     printHeader(duration);
     for (const connections of CONNECTIONS) {
@@ -106,14 +112,34 @@ async function stopChild(child) {
   await exited;
 }
 
-function durationFrom(args, env) {
-  const { values } = parseArgs({ args, options: { duration: { type: 'string', short: 'd' } } });
+// lila with its stderr in a file, as a service manager would take it: the
+// bench does not read the access lines, so only lila pays for them.
+async function startLogging(children, args) {
+  const file = path.join(os.tmpdir(), `lila-bench-${process.pid}.log`);
+  const fd = fs.openSync(file, 'w');
+  const child = spawn(process.execPath, [LILA, ...args], { stdio: ['ignore', 'ignore', fd] });
+  fs.closeSync(fd);
+  children.push(child);
+  child.once('exit', () => fs.rmSync(file, { force: true }));
+  for (;;) {
+    const port = parseLilaPort(fs.readFileSync(file, 'utf8').split('\n')[0]);
+    if (port !== undefined) return port;
+    if (child.exitCode !== null) throw new Error('lila exited before it was ready');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+function optionsFrom(args, env) {
+  const { values } = parseArgs({
+    args,
+    options: { duration: { type: 'string', short: 'd' }, 'access-log': { type: 'boolean' } }
+  });
   const text = values.duration !== undefined ? values.duration : env !== undefined ? env : String(DEFAULT_SECONDS);
   const seconds = Number(text);
   if (!(seconds > 0) || !Number.isInteger(seconds)) {
     throw new RangeError(`"--duration" must be a whole number of seconds, received "${text}"`);
   }
-  return seconds;
+  return { duration: seconds, accessLog: values['access-log'] === true };
 }
 
 function printHeader(duration) {
