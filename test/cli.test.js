@@ -38,7 +38,7 @@ describe('lila (command line)', () => {
       {
         name: 'no servers',
         args: ['round-robin'],
-        line: 'lila: no servers given; list them as host:port after the mode'
+        line: 'lila: no servers given; list them as host:port after the mode, or in a hosts file (--hosts)'
       },
       {
         name: 'a host without a port',
@@ -108,7 +108,7 @@ describe('lila (command line)', () => {
       {
         name: 'an unknown server parameter',
         args: ['round-robin', 'a:1,foo'],
-        line: 'lila: server "a:1,foo" has an unknown parameter "foo" (known: weight=N, backup)'
+        line: 'lila: server "a:1,foo" has an unknown parameter "foo" (known: weight=N, backup, name=X)'
       },
       {
         name: 'a server with a scheme',
@@ -306,7 +306,8 @@ describe('lila (command line)', () => {
         const { code, signal: killedBy } = await lila.closed;
 
         assert.deepEqual({ code, signal: killedBy }, { code: 0, signal: null });
-        assert.equal(lila.stderr, `${lila.line}\nlila: ${signal} received, stopped\n`);
+        assert.equal(lila.stderr, `${lila.line}\nlila: ${signal} received, draining for up to 10000 ms\n` +
+          'lila: stopped: every request and connection finished\n');
         const again = net.createServer();
         again.listen(lila.port, '127.0.0.1');
         onCleanup(() => new Promise((resolve) => again.close(resolve)));

@@ -9,7 +9,8 @@ const path = require('node:path');
 const { createProxy, Logger } = require('../lib');
 
 const LILA = path.join(__dirname, '..', 'lila');
-const STARTUP_LINE = /^lila: (\S+) \((\S+)\) listening on (\S+) -> (\d+) servers?\n/m;
+// Text or JSON, with or without " from <hosts file>".
+const STARTUP_LINE = /^(?:lila: |\{.*"msg":")(\S+) \((\S+)\) listening on (\S+) -> (\d+) servers?[^\n]*\n/m;
 const cleanups = [];
 
 /**
@@ -273,7 +274,8 @@ module.exports = {
   untilEnd,
   spawnLila,
   runLila,
-  startLila
+  startLila,
+  nextLine
 };
 
 /**
@@ -348,6 +350,44 @@ async function startLila(args, options) {
     host: where.slice(0, colon),
     port: Number(where.slice(colon + 1)),
     count: Number(count)
+  });
+}
+
+/**
+ * Resolves with the first whole line matching `pattern` that lila writes
+ * from now on, and when the test saw it; rejects after `ms` or if lila exits.
+ * Call it before sending what makes lila write the line.
+ *
+ * @param {Awaited<ReturnType<typeof startLila>>} lila
+ * @param {RegExp} pattern without flags, anchored by this function at both ends of a line
+ * @param {number} [ms]
+ * @returns {Promise<{line: string, at: number}>}
+ */
+function nextLine(lila, pattern, ms = 3000) {
+  const from = lila.stderr.length;
+  const whole = new RegExp(`^${pattern.source}\\n`, 'm');
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      finish();
+      reject(new Error(`no line matching ${pattern} within ${ms} ms; lila's stderr:\n${lila.stderr}`));
+    }, ms);
+    const onData = () => {
+      const match = whole.exec(lila.stderr.slice(from));
+      if (match === null) return;
+      finish();
+      resolve({ line: match[0].slice(0, -1), at: performance.now() });
+    };
+    const onClose = () => {
+      finish();
+      reject(new Error(`lila exited before writing a line matching ${pattern}; stderr:\n${lila.stderr}`));
+    };
+    const finish = () => {
+      clearTimeout(timer);
+      lila.child.stderr.removeListener('data', onData);
+      lila.child.removeListener('close', onClose);
+    };
+    lila.child.stderr.on('data', onData);
+    lila.child.once('close', onClose);
   });
 }
 

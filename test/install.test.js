@@ -1,0 +1,251 @@
+'use strict';
+
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { spawn, spawnSync } = require('node:child_process');
+const { version } = require('../package.json');
+const { onCleanup, cleanup, startHttpBackend, request, sha256 } = require('./helpers');
+
+const ROOT = path.join(__dirname, '..');
+const FORMULA = path.join(ROOT, 'packaging', 'homebrew', 'lila.rb');
+const STARTUP_LINE = /^lila: (\S+) \((\S+)\) listening on 127\.0\.0\.1:(\d+) -> (\d+) servers?\n/m;
+const TRY_HELP = 'Try "lila --help" for more information.';
+// Installed and bundled executables run through `#!/usr/bin/env node`: make that the node
+// running the tests, and npm the one beside it when there is one.
+const ENV = { ...process.env, PATH: [path.dirname(process.execPath), process.env.PATH].join(path.delimiter) };
+
+describe('install paths', function () {
+  this.timeout(60000);
+
+  const directories = [];
+  // Directories outlive single tests (the packed tarball, the build); removed after all of them.
+  const temporaryDirectory = () => {
+    const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-install-'));
+    directories.push(directory);
+    return directory;
+  };
+  let packed;
+
+  before(async () => {
+    const destination = temporaryDirectory();
+    const result = await run('npm', ['pack', '--json', '--pack-destination', destination], { cwd: ROOT });
+    assert.equal(result.code, 0, result.stderr);
+    const [summary] = JSON.parse(result.stdout);
+    const file = path.join(destination, summary.filename);
+    packed = { file, files: summary.files.map((entry) => entry.path), sha256: sha256(fs.readFileSync(file)) };
+  });
+
+  afterEach(cleanup);
+
+  after(() => {
+    for (const directory of directories) fs.rmSync(directory, { recursive: true, force: true });
+  });
+
+  describe('npm package', () => {
+    it('contains only README.md, LICENSE, package.json, lila and lib/', () => {
+      const allowed = new Set(['README.md', 'package.json', 'lila', 'LICENSE', 'LICENSE.md', 'LICENSE.txt']);
+      const extra = packed.files.filter((file) => !allowed.has(file) && !file.startsWith('lib/'));
+      assert.deepEqual(extra, []);
+
+      const expected = ['README.md', 'package.json', 'lila', ...listFiles(path.join(ROOT, 'lib'), 'lib')];
+      for (const license of ['LICENSE', 'LICENSE.md', 'LICENSE.txt']) {
+        if (fs.existsSync(path.join(ROOT, license))) expected.push(license);
+      }
+      assert.deepEqual([...packed.files].sort(), expected.sort());
+    });
+
+    it('installs globally from the tarball without the network and balances requests', async () => {
+      const prefix = temporaryDirectory();
+      const install = await run('npm', [
+        'install', '--global', '--prefix', prefix, '--cache', path.join(prefix, '.npm-cache'),
+        '--offline', '--no-audit', '--no-fund', '--no-update-notifier', packed.file
+      ]);
+      assert.equal(install.code, 0, install.stderr);
+      const lila = path.join(prefix, 'bin', 'lila');
+
+      const result = await run(lila, ['--version']);
+      assert.deepEqual(result, { code: 0, signal: null, stdout: `${version}\n`, stderr: '' });
+
+      await assertBalancesAcrossTwo(lila, { cwd: prefix });
+    });
+  });
+
+  describe('single-file build', () => {
+    let alone;
+    let lila;
+
+    before(async () => {
+      const result = await run(process.execPath, [path.join(ROOT, 'scripts', 'build.js')], { cwd: ROOT });
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stdout, /^dist\/lila: \d+ modules, \d+ bytes\n$/);
+      alone = temporaryDirectory();
+      lila = path.join(alone, 'lila');
+      fs.copyFileSync(path.join(ROOT, 'dist', 'lila'), lila);
+    });
+
+    it('writes dist/lila as one executable node script', () => {
+      const built = path.join(ROOT, 'dist', 'lila');
+      assert.equal(fs.statSync(built).mode & 0o777, 0o755);
+      assert.equal(fs.readFileSync(built, 'utf8').split('\n')[0], '#!/usr/bin/env node');
+      assert.deepEqual(fs.readdirSync(alone), ['lila']);
+    });
+
+    it('prints the version and the usage when copied alone into a folder', async () => {
+      const versionResult = await run(lila, ['--version'], { cwd: alone });
+      assert.deepEqual(versionResult, { code: 0, signal: null, stdout: `${version}\n`, stderr: '' });
+
+      const help = await run(lila, ['--help'], { cwd: alone });
+      assert.equal(help.code, 0);
+      assert.ok(help.stdout.startsWith('Usage: lila'), help.stdout);
+      assert.equal(help.stderr, '');
+    });
+
+    it('exits 2 with one line and a hint for a usage error', async () => {
+      const result = await run(lila, ['round-robin', 'localhost'], { cwd: alone });
+
+      assert.deepEqual(result.stderr.split('\n'), [
+        'lila: server "localhost" needs a port, as in "localhost:8080"', TRY_HELP, ''
+      ]);
+      assert.equal(result.stdout, '');
+      assert.deepEqual({ code: result.code, signal: result.signal }, { code: 2, signal: null });
+    });
+
+    it('balances requests across two backends', async () => {
+      await assertBalancesAcrossTwo(lila, { cwd: alone });
+    });
+
+    it('loads a balancer module given by absolute path and by relative path', async () => {
+      const module = path.join(alone, 'first.js');
+      fs.writeFileSync(module, 'module.exports = class { constructor(b) { this.b = b; } pick() { return this.b[0]; } };\n');
+      const a = await startHttpBackend('A');
+      const b = await startHttpBackend('B');
+
+      for (const mode of [module, './first.js']) {
+        const proxy = await startExecutable(lila, [mode, a.address, b.address, '-a', '127.0.0.1', '-p', '0'], { cwd: alone });
+        const bodies = [];
+        for (let i = 0; i < 3; i++) bodies.push((await request(proxy.port, { agent: false })).body);
+        assert.deepEqual(bodies, ['A', 'A', 'A'], `mode ${mode}`);
+      }
+    });
+
+    it('names a missing balancer module as lila does', async () => {
+      const result = await run(lila, ['./missing.js', '127.0.0.1:1'], { cwd: alone });
+
+      assert.deepEqual(result.stderr.split('\n'), ['lila: cannot load balancer module "./missing.js": no such file', TRY_HELP, '']);
+      assert.equal(result.code, 2);
+    });
+  });
+
+  describe('Homebrew formula', () => {
+    const formula = fs.readFileSync(FORMULA, 'utf8');
+
+    it('installs the npm tarball of the version in package.json', () => {
+      const url = /^\s*url "([^"]+)"$/m.exec(formula);
+      assert.ok(url, 'the formula has no url');
+      assert.equal(url[1], `https://registry.npmjs.org/lila-lb/-/lila-lb-${version}.tgz`);
+      assert.match(formula, /^\s*sha256 "[0-9a-f]{64}"$/m);
+      assert.match(formula, /^\s*depends_on "node"$/m);
+    });
+
+    it('has the sha256 of the tarball npm pack makes (release check: LILA_RELEASE=1)', function () {
+      // Every change to lib/ or README.md changes the tarball, while the formula must keep the
+      // sha256 of what npm serves for this version; they match only when releasing.
+      if (!process.env.LILA_RELEASE) this.skip();
+      assert.equal(/^\s*sha256 "([0-9a-f]{64})"$/m.exec(formula)[1], packed.sha256);
+    });
+
+    it('is valid Ruby', function () {
+      const check = spawnSync('ruby', ['-c', FORMULA], { encoding: 'utf8' });
+      if (check.error && check.error.code === 'ENOENT') this.skip();
+      assert.equal(check.status, 0, check.stderr);
+      assert.equal(check.stdout, 'Syntax OK\n');
+    });
+  });
+});
+
+/**
+ * Starts `lila` (an installed or bundled executable) as round-robin in front of backends A and B
+ * and checks that two requests go to A, then B.
+ *
+ * @param {string} lila
+ * @param {{cwd: string}} options
+ */
+async function assertBalancesAcrossTwo(lila, options) {
+  const a = await startHttpBackend('A');
+  const b = await startHttpBackend('B');
+
+  const proxy = await startExecutable(lila, ['round-robin', a.address, b.address, '-a', '127.0.0.1', '-p', '0'], options);
+
+  assert.equal(proxy.mode, 'round-robin');
+  assert.equal(proxy.count, 2);
+  const bodies = [];
+  for (let i = 0; i < 2; i++) bodies.push((await request(proxy.port, { agent: false })).body);
+  assert.deepEqual(bodies, ['A', 'B']);
+}
+
+/**
+ * Runs a command to its end; its cleanup kills it if it still runs.
+ *
+ * @param {string} command
+ * @param {string[]} args
+ * @param {{cwd?: string}} [options]
+ * @returns {Promise<{code: number | null, signal: string | null, stdout: string, stderr: string}>}
+ */
+async function run(command, args, options = {}) {
+  const child = launch(command, args, options);
+  const { code, signal } = await child.closed;
+  return { code, signal, stdout: child.stdout, stderr: child.stderr };
+}
+
+/**
+ * Starts an executable lila and resolves once it has printed its startup line on 127.0.0.1.
+ *
+ * @param {string} command
+ * @param {string[]} args
+ * @param {{cwd?: string}} [options]
+ * @returns {Promise<{mode: string, port: number, count: number, stderr: string}>}
+ */
+async function startExecutable(command, args, options) {
+  const child = launch(command, args, options);
+  await new Promise((resolve, reject) => {
+    const onData = () => {
+      if (!STARTUP_LINE.test(child.stderr)) return;
+      child.process.stderr.removeListener('data', onData);
+      resolve();
+    };
+    child.process.stderr.on('data', onData);
+    child.closed.then(({ code, signal }) => {
+      reject(new Error(`${command} exited (code ${code}, signal ${signal}) before it was listening; stderr:\n${child.stderr}`));
+    }, reject);
+  });
+  const [, mode, , port, count] = STARTUP_LINE.exec(child.stderr);
+  return { mode, port: Number(port), count: Number(count), stderr: child.stderr };
+}
+
+function launch(command, args, options = {}) {
+  const child = spawn(command, args, { cwd: options.cwd || os.tmpdir(), env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+  const launched = { process: child, stdout: '', stderr: '', closed: null };
+  child.stdout.setEncoding('utf8');
+  child.stderr.setEncoding('utf8');
+  child.stdout.on('data', (text) => { launched.stdout += text; });
+  child.stderr.on('data', (text) => { launched.stderr += text; });
+  launched.closed = new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ code, signal }));
+  });
+  onCleanup(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    return launched.closed.catch(() => {});
+  });
+  return launched;
+}
+
+// Dot files (editor swap files, .DS_Store) are never packed by npm.
+function listFiles(directory, prefix) {
+  const entries = fs.readdirSync(directory, { withFileTypes: true }).filter((entry) => !entry.name.startsWith('.'));
+  return entries.flatMap((entry) => (entry.isDirectory()
+    ? listFiles(path.join(directory, entry.name), `${prefix}/${entry.name}`)
+    : [`${prefix}/${entry.name}`]));
+}
