@@ -56,6 +56,8 @@ class Exchange {
     this.servedBy = null;
     this.startedAt = context.balancer.now();
     this.bytesSent = 0;
+    // Set when lila answers on the raw connection instead of this response.
+    this.finalStatus = 0;
     this.upstream = null;
     this.upstreamSocket = null;
     this.bytesReadBefore = 0;
@@ -71,7 +73,7 @@ class Exchange {
     this.socketOnClose = null;
 
     const socket = request.socket;
-    socket[kInFlight] = (socket[kInFlight] || 0) + 1;
+    (socket[kInFlight] ??= new Set()).add(this);
     request[kExchange] = this;
     response[kExchange] = this;
     request.on('error', clientOnError);
@@ -294,29 +296,39 @@ class Exchange {
     if (this.done) return;
     this.done = true;
     this.release();
-    this.request.socket[kInFlight]--;
+    this.request.socket[kInFlight].delete(this);
     const upstream = this.upstream;
     // A completed upstream request is already back in the agent's pool.
     if (upstream !== null && !upstream.destroyed) upstream.destroy();
     if (this.socketOnClose !== null) this.request.socket.removeListener('close', this.socketOnClose);
     const { balancer, traffic } = this.context;
-    const status = this.response.headersSent ? this.response.statusCode : CLIENT_LEFT;
+    const status = this.finalStatus !== 0 ? this.finalStatus : this.response.headersSent ? this.response.statusCode : CLIENT_LEFT;
     traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent);
   }
 }
 
 /**
- * How many requests of a client connection are between arrival and the end
- * of their response; a connection with none may get a raw error response.
+ * Ends every request in flight on a client connection whose input lila
+ * gives up on (its parser failed mid-body), before any response began:
+ * their upstream requests are destroyed, so a backend never gets a request
+ * whose end lila could not see.
  *
  * @param {import('node:net').Socket} socket
- * @returns {number}
+ * @param {number} status what lila answers on the connection, for the traffic record
+ * @returns {boolean} false when a response has already begun: the connection can only be cut
  */
-function requestsInFlight(socket) {
-  return socket[kInFlight] || 0;
+function abandonRequests(socket, status) {
+  const exchanges = socket[kInFlight];
+  if (exchanges === undefined) return true;
+  for (const exchange of exchanges) if (exchange.response.headersSent) return false;
+  for (const exchange of [...exchanges]) {
+    exchange.finalStatus = status;
+    exchange.finish();
+  }
+  return true;
 }
 
-module.exports = { Exchange, requestsInFlight };
+module.exports = { Exchange, abandonRequests };
 
 // Trailers arrive as [name, value, name, value, ...]; addTrailers wants pairs.
 function trailerPairs(rawTrailers) {

@@ -1,10 +1,11 @@
 'use strict';
 
 const http = require('node:http');
-const { Exchange, requestsInFlight } = require('./http-exchange');
+const { Exchange, abandonRequests } = require('./http-exchange');
+const { requestProblem } = require('./request-checks');
 const { Tunnel } = require('./http-tunnel');
 const UpstreamPools = require('./upstream-pools');
-const { rawErrorResponse } = require('./http-error-response');
+const { rawErrorResponse, errorBody } = require('./http-error-response');
 const { codes, describeError } = require('./errors');
 
 // What lila answers to a client whose request head it cannot use.
@@ -13,6 +14,8 @@ const CLIENT_ERRORS = {
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'the request headers did not arrive in time', codes.REQUEST_TIMEOUT]
 };
 const MALFORMED = [400, 'malformed request', codes.BAD_REQUEST];
+// A connection lila refused a request on: what follows on it is not forwarded.
+const kRejected = Symbol('kRejected');
 
 /**
  * Creates the http layer: a core `http` server that balances every request on
@@ -31,6 +34,8 @@ function createHttpServer(balancer, logger, settings, health, traffic) {
   const pools = new UpstreamPools(balancer);
   const context = { balancer, logger, settings, pools, health, traffic };
   const server = http.createServer({
+    // Checked by requestProblem(), which also stops what is pipelined behind.
+    requireHostHeader: false,
     headersTimeout: settings.headerTimeout,
     // Bodies may take long; silence is caught by the upstream's timeout.
     requestTimeout: 0,
@@ -42,19 +47,31 @@ function createHttpServer(balancer, logger, settings, health, traffic) {
     traffic.connections++;
   });
   server.on('request', (request, response) => {
-    new Exchange(context, request, response, false).forward();
+    if (accepted(context, request, response)) new Exchange(context, request, response, false).forward();
   });
   server.on('checkContinue', (request, response) => {
-    new Exchange(context, request, response, true).forward();
+    if (accepted(context, request, response)) new Exchange(context, request, response, true).forward();
   });
   server.on('upgrade', (request, socket, head) => {
-    new Tunnel(context, request, socket, head).open();
+    const problem = requestProblem(request);
+    if (problem === null) {
+      new Tunnel(context, request, socket, head).open();
+      return;
+    }
+    socket.on('error', noop);
+    logger.debug(`client ${socket.remoteAddress}: ${problem.status}, ${problem.reason} (${codes.BAD_REQUEST})`);
+    answerAndClose(socket, problem.status, problem.reason);
   });
   server.on('clientError', (err, socket) => {
     const [status, reason, code] = CLIENT_ERRORS[err.code] || MALFORMED;
     logger.debug(`client ${socket.remoteAddress}: ${status}, ${describeError(err)} (${code})`);
-    // Mid-way through other responses a raw answer would corrupt them.
-    if (err.code === 'ECONNRESET' || !socket.writable || requestsInFlight(socket) > 0) {
+    if (socket[kRejected]) {
+      // lila has answered already; the rest of the input does not matter.
+      socket.end();
+      return;
+    }
+    // Mid-way through a response a raw answer would corrupt it: only cut then.
+    if (err.code === 'ECONNRESET' || !socket.writable || !abandonRequests(socket, status)) {
       socket.destroy();
       return;
     }
@@ -72,6 +89,28 @@ function createHttpServer(balancer, logger, settings, health, traffic) {
 }
 
 module.exports = { createHttpServer };
+
+// Refuses (400, connection closed) a request head RFC 9112 says a server must
+// refuse, and ignores requests pipelined behind it: none of them is forwarded.
+function accepted(context, request, response) {
+  const socket = request.socket;
+  if (socket[kRejected]) {
+    request.resume();
+    return false;
+  }
+  const problem = requestProblem(request);
+  if (problem === null) return true;
+  socket[kRejected] = true;
+  context.logger.debug(`client ${socket.remoteAddress}: ${problem.status}, ${problem.reason} (${codes.BAD_REQUEST})`);
+  request.on('error', noop);
+  response.on('error', noop);
+  response.shouldKeepAlive = false;
+  const body = errorBody(problem.status, problem.reason);
+  response.writeHead(problem.status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+  response.end(body);
+  context.traffic.request(null, problem.status, 0, request, socket.remoteAddress, 0);
+  return false;
+}
 
 // Ends a connection lila gives up on with its own answer, letting the answer
 // reach a client that is still sending, then closes it for good.
