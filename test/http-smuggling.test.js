@@ -96,6 +96,13 @@ const CASES = [
     bytes: post(['Transfer-Encoding: chunked', 'Transfer-Encoding: gzip'], chunk('hello') + LAST_CHUNK + SMUGGLED),
     status: 400
   },
+  // RFC 9112 §6.1: a server SHOULD answer 501 to a transfer coding it does not understand;
+  // forwarding `gzip, chunked` as plain chunked would hand the backend a body it cannot read.
+  {
+    name: 'Transfer-Encoding: gzip, chunked',
+    bytes: post(['Transfer-Encoding: gzip, chunked'], chunk('hello') + LAST_CHUNK + SMUGGLED),
+    status: 501
+  },
   { name: 'Transfer-Encoding: xchunked', bytes: post(['Transfer-Encoding: xchunked'], chunk('hello') + LAST_CHUNK + SMUGGLED), status: 400 },
   { name: 'Transfer-Encoding: "chunked" in quotes', bytes: post(['Transfer-Encoding: "chunked"'], chunk('hello') + LAST_CHUNK + SMUGGLED), status: 400 },
   {
