@@ -32,6 +32,23 @@ class Logger {
     this.traceEnabled = this.level >= LEVELS.trace;
     /** Whether access lines are written; the proxies skip their bookkeeping otherwise. */
     this.accessEnabled = options.access === true && this.level > LEVELS.silent;
+    // Access lines wait for the end of the event loop turn and go out in one
+    // write: one system call per turn, not per request (stderr to a file or
+    // a pipe writes synchronously).
+    this.pending = '';
+    this.flushing = null;
+  }
+
+  /** Writes the access lines still waiting; call it before exiting. */
+  flush() {
+    if (this.flushing !== null) {
+      clearImmediate(this.flushing);
+      this.flushing = null;
+    }
+    if (this.pending === '') return;
+    const text = this.pending;
+    this.pending = '';
+    this.stream.write(text);
   }
 
   /** @param {string} message @param {object} [fields] */
@@ -65,20 +82,30 @@ class Logger {
    * @param {object} fields
    */
   access(fields) {
-    if (this.accessEnabled) this.write('info', 'access', fields);
+    if (!this.accessEnabled) return;
+    this.pending += this.format('info', 'access', fields);
+    this.flushing ??= setImmediate(() => {
+      this.flushing = null;
+      this.flush();
+    });
   }
 
   write(level, message, fields) {
+    // Access lines logged before this one go first.
+    if (this.pending !== '') this.flush();
+    this.stream.write(this.format(level, message, fields));
+  }
+
+  format(level, message, fields) {
     if (this.json) {
       const line = { time: new Date().toISOString(), level, msg: message };
-      this.stream.write(`${JSON.stringify(fields === undefined ? line : Object.assign(line, fields))}\n`);
-      return;
+      return `${JSON.stringify(fields === undefined ? line : Object.assign(line, fields))}\n`;
     }
     let line = level === 'info' ? `lila: ${message}` : `lila: ${level}: ${message}`;
     if (fields !== undefined) {
       for (const key of Object.keys(fields)) line += ` ${key}=${textValue(fields[key])}`;
     }
-    this.stream.write(`${line}\n`);
+    return `${line}\n`;
   }
 }
 

@@ -78,8 +78,22 @@ describe('logging', () => {
       for (const [options, count] of [[{}, 0], [{ access: true, level: 'error' }, 1], [{ access: true, level: 'silent' }, 0]]) {
         const { lines, logger } = capture(options);
         logger.access({ status: 200 });
+        logger.flush();
         assert.equal(lines.length, count, JSON.stringify(options));
       }
+    });
+
+    it('writes the access lines of one event loop turn in one write, before any later line', async () => {
+      const writes = [];
+      const logger = new Logger({ access: true, stream: { write: (text) => writes.push(text) } });
+      logger.access({ n: 1 });
+      logger.access({ n: 2 });
+      assert.deepEqual(writes, []);
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(writes, ['lila: access n=1\nlila: access n=2\n']);
+      logger.access({ n: 3 });
+      logger.warn('later');
+      assert.deepEqual(writes.slice(1), ['lila: access n=3\n', 'lila: warn: later\n']);
     });
   });
 
