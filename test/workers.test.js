@@ -1,0 +1,216 @@
+'use strict';
+
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { execFile } = require('node:child_process');
+const { promisify } = require('node:util');
+const {
+  cleanup,
+  onCleanup,
+  deferred,
+  startHttpBackend,
+  request,
+  until,
+  startLila,
+  nextLine
+} = require('./helpers');
+
+// The worker processes of a lila primary.
+async function workerPids(lila) {
+  try {
+    const { stdout } = await promisify(execFile)('pgrep', ['-P', String(lila.child.pid)]);
+    return stdout.trim().split('\n').filter(Boolean).map(Number).sort();
+  } catch {
+    return [];
+  }
+}
+
+// Waits until an async predicate holds, for at most 5 s.
+async function eventually(predicate, what) {
+  const deadline = Date.now() + 5000;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise(setImmediate);
+  }
+}
+
+// Starts lila with workers and waits until they are all up.
+async function startWorkers(args, count = 2) {
+  const lila = await startLila([...args, '--workers', String(count)]);
+  await eventually(async () => (await workerPids(lila)).length === count, `${count} workers`);
+  return lila;
+}
+
+function adminPortOf(lila) {
+  return Number(/admin API listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(lila.stderr)[1]);
+}
+
+async function bodies(port, count) {
+  const result = [];
+  for (let i = 0; i < count; i++) result.push((await request(port, { agent: false })).body);
+  return result;
+}
+
+describe('workers', function () {
+  this.timeout(20000);
+  afterEach(cleanup);
+
+  it('serves traffic from several processes on one port, and says so once', async () => {
+    const a = await startHttpBackend('A');
+    const lila = await startWorkers(['round-robin', a.address, '-a', '127.0.0.1', '-p', '0'], 2);
+
+    assert.deepEqual(await bodies(lila.port, 10), Array(10).fill('A'));
+    assert.match(lila.line, /-> 1 server, 2 workers$/);
+    assert.equal(lila.stderr.match(/listening on/g).length, 1);
+  });
+
+  it('replaces a killed worker without failing requests on the others', async () => {
+    const a = await startHttpBackend('A');
+    const lila = await startWorkers(['round-robin', a.address, '-a', '127.0.0.1', '-p', '0'], 2);
+    const [victim, survivor] = await workerPids(lila);
+    const replaced = nextLine(lila, new RegExp(`lila: warn: worker ${victim} exited \\(SIGKILL\\); starting another in 100 ms`));
+
+    process.kill(victim, 'SIGKILL');
+    await replaced;
+    // Between the death and the replacement, the survivor takes every connection.
+    const during = await bodies(lila.port, 20);
+    await eventually(async () => {
+      const pids = await workerPids(lila);
+      return pids.length === 2 && pids.includes(survivor) && !pids.includes(victim);
+    }, 'a new worker beside the survivor');
+    const after = await bodies(lila.port, 20);
+
+    assert.deepEqual([...during, ...after], Array(40).fill('A'));
+  });
+
+  it('gives up with exit 1 when workers keep dying', async () => {
+    const a = await startHttpBackend('A');
+    const lila = await startWorkers(['round-robin', a.address, '-a', '127.0.0.1', '-p', '0'], 1);
+    const killed = new Set();
+    while (lila.child.exitCode === null) {
+      const pids = (await workerPids(lila)).filter((pid) => !killed.has(pid));
+      for (const pid of pids) {
+        killed.add(pid);
+        process.kill(pid, 'SIGKILL');
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const { code } = await lila.closed;
+
+    assert.equal(code, 1);
+    assert.match(lila.stderr, /lila: error: worker \d+ exited \(SIGKILL\): 5 workers died within 10000 ms, giving up\n$/);
+  });
+
+  it('reloads the hosts file in every worker on SIGHUP', async () => {
+    const [a, b] = await Promise.all(['A', 'B'].map((name) => startHttpBackend(name)));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-workers-'));
+    onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'hosts');
+    fs.writeFileSync(file, `${a.address}\n`);
+    const lila = await startWorkers(['round-robin', '--hosts', file, '-a', '127.0.0.1', '-p', '0'], 2);
+    assert.deepEqual(new Set(await bodies(lila.port, 6)), new Set(['A']));
+
+    fs.writeFileSync(file, `${b.address}\n`);
+    process.kill(lila.child.pid, 'SIGHUP');
+    await until(() => (lila.stderr.match(/SIGHUP: reloaded/g) || []).length === 2, 'both workers reloaded');
+
+    assert.deepEqual(new Set(await bodies(lila.port, 10)), new Set(['B']));
+  });
+
+  it('drains every worker on SIGTERM and exits 0 once they have', async () => {
+    const held = deferred();
+    const arrived = deferred();
+    const a = await startHttpBackend('A', (req, res) => {
+      req.resume();
+      if (req.url !== '/hold') return res.end('A');
+      arrived.resolve();
+      held.promise.then(() => res.end('held'));
+    });
+    const lila = await startWorkers(['round-robin', a.address, '-a', '127.0.0.1', '-p', '0'], 2);
+    const answer = request(lila.port, { agent: false, path: '/hold' });
+    await arrived.promise;
+
+    const draining = nextLine(lila, /lila: SIGTERM received, draining 2 workers for up to 10000 ms/);
+    process.kill(lila.child.pid, 'SIGTERM');
+    await draining;
+    assert.equal(lila.child.exitCode, null);
+    held.resolve();
+    const response = await answer;
+    const { code } = await lila.closed;
+
+    assert.deepEqual([response.status, response.body, code], [200, 'held', 0]);
+    assert.match(lila.stderr, /lila: stopped: every worker has exited\n$/);
+  });
+
+  it('adds up every worker in the admin API, and applies changes to all of them', async () => {
+    const [a, b] = await Promise.all(['A', 'B'].map((name) => startHttpBackend(name)));
+    const lila = await startWorkers(['round-robin', a.address, '-a', '127.0.0.1', '-p', '0', '--admin', '0'], 2);
+    await until(() => /admin API listening/.test(lila.stderr), 'the admin API');
+    const admin = adminPortOf(lila);
+    await eventually(async () => JSON.parse((await request(admin, { agent: false, path: '/status' })).body).workers === 2, 'both workers answer');
+    await bodies(lila.port, 12);
+
+    const status = JSON.parse((await request(admin, { agent: false, path: '/status' })).body);
+    const metrics = (await request(admin, { agent: false, path: '/metrics' })).body;
+    const added = await request(admin, {
+      agent: false,
+      method: 'POST',
+      path: '/backends',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ address: b.address })
+    });
+    await request(admin, { agent: false, method: 'POST', path: `/backends/${encodeURIComponent(a.address)}/drain` });
+
+    assert.deepEqual([status.workers, status.backends[0].requests, status.backends[0].up_in_workers], [2, 12, 2]);
+    assert.match(metrics, new RegExp(`^lila_requests_total\\{backend="${a.address}",code="200"\\} 12$`, 'm'));
+    assert.match(metrics, new RegExp(`^lila_backend_up\\{backend="${a.address}"\\} 1$`, 'm'));
+    assert.equal(added.status, 201);
+    assert.deepEqual(new Set(await bodies(lila.port, 10)), new Set(['B']));
+  });
+});
+
+describe('cluster admin merging', () => {
+  const { mergeMetrics, mergeStatus } = require('../lib/cluster-admin');
+
+  it('adds samples up across workers, except up (lowest), weight (highest) and start times (earliest)', () => {
+    const worker = (requests, up, start) => [
+      '# HELP lila_requests_total Requests.',
+      '# TYPE lila_requests_total counter',
+      `lila_requests_total{backend="a:1",code="200"} ${requests}`,
+      '# HELP lila_backend_up Up.',
+      '# TYPE lila_backend_up gauge',
+      `lila_backend_up{backend="a:1"} ${up}`,
+      '# HELP lila_start_time_seconds Start.',
+      '# TYPE lila_start_time_seconds gauge',
+      `lila_start_time_seconds ${start}`,
+      ''
+    ].join('\n');
+
+    assert.equal(mergeMetrics([worker(3, 1, 200), worker(4, 0, 100)]), [
+      '# HELP lila_requests_total Requests.',
+      '# TYPE lila_requests_total counter',
+      'lila_requests_total{backend="a:1",code="200"} 7',
+      '# HELP lila_backend_up Up.',
+      '# TYPE lila_backend_up gauge',
+      'lila_backend_up{backend="a:1"} 0',
+      '# HELP lila_start_time_seconds Start.',
+      '# TYPE lila_start_time_seconds gauge',
+      'lila_start_time_seconds 100',
+      ''
+    ].join('\n'));
+  });
+
+  it('adds counts up per backend and calls a backend up only where every worker has it up', () => {
+    const status = (state, requests) => ({
+      mode: 'p2c', layer: 'http', uptime_seconds: requests, connections: 1,
+      backends: [{ name: 'a:1', state, reason: state, since: 's', active: 1, requests, connections: 0, failures: 0, last_error: null }]
+    });
+    const merged = mergeStatus([status('up', 5), status('down', 7)]);
+    assert.deepEqual(merged, {
+      mode: 'p2c', layer: 'http', workers: 2, uptime_seconds: 7, connections: 2,
+      backends: [{ name: 'a:1', state: 'down', reason: 'down', since: 's', active: 2, requests: 12, connections: 0, failures: 0, last_error: null, up_in_workers: 1 }]
+    });
+  });
+});
