@@ -8,6 +8,10 @@ const { rawErrorResponse, unavailable } = require('./http-error-response');
 const { LilaError, codes, timeoutError, describeError } = require('./errors');
 
 const kTunnel = Symbol('kTunnel');
+// The status recorded for a client that left before any answer, as nginx logs it.
+const NO_ANSWER_YET = 499;
+// Bytes a client may send after its upgrade request before the switch, held until then.
+const EARLY_LIMIT = 64 * 1024;
 
 /**
  * One upgrade request (WebSocket or any other protocol): sent to the picked
@@ -32,8 +36,8 @@ class Tunnel {
     this.backend = null;
     this.servedBy = null;
     this.startedAt = context.balancer.now();
-    // What the client got: 101, a relayed status, or lila's own; 499 until then.
-    this.status = 499;
+    // What the client got: 101, a relayed status, or lila's own.
+    this.status = NO_ANSWER_YET;
     this.upstream = null;
     this.upstreamSocket = null;
     this.connected = false;
@@ -42,6 +46,12 @@ class Tunnel {
     client[kTunnel] = this;
     client.on('error', clientOnError);
     client.on('close', clientOnClose);
+    // Read from now on, so that a client leaving before the switch is seen;
+    // what it sends meanwhile waits here for the tunnel.
+    this.early = [];
+    this.earlyBytes = 0;
+    client.on('data', clientOnEarlyData);
+    client.on('end', clientOnEnd);
     client.setTimeout(0);
   }
 
@@ -75,8 +85,16 @@ class Tunnel {
   }
 
   upstreamFailed(upstream, err, timedOut) {
-    if (upstream !== this.upstream) return;
+    // A timeout is followed by the error of the destroy: handle the first only.
+    if (upstream !== this.upstream || this.backend === null) return;
     const backend = this.backend;
+    this.upstream = null;
+    if (this.status !== NO_ANSWER_YET) {
+      // The backend answered; failing now cuts the relayed response short.
+      this.release();
+      this.client.destroy();
+      return;
+    }
     this.context.health.failed(backend, describeError(err));
     this.release();
     if (this.client.destroyed) return;
@@ -110,6 +128,9 @@ class Tunnel {
     client.write(`${head}\r\n`);
     if (upstreamHead.length > 0) client.write(upstreamHead);
     if (this.head.length > 0) socket.write(this.head);
+    client.removeListener('data', clientOnEarlyData);
+    for (const chunk of this.early) socket.write(chunk);
+    this.early = null;
     client.pipe(socket);
     socket.pipe(client);
   }
@@ -120,6 +141,7 @@ class Tunnel {
    */
   relay(upstreamResponse) {
     const client = this.client;
+    this.early = null;
     upstreamResponse[kTunnel] = this;
     upstreamResponse.on('error', upstreamResponseOnError);
     upstreamResponse.on('close', upstreamResponseOnClose);
@@ -150,6 +172,15 @@ class Tunnel {
     this.client.end(rawErrorResponse(error.status, error.message, error.retryAfter));
   }
 
+  /** The client left before an answer: its upstream request goes, counted as nobody's failure. */
+  abandon() {
+    const upstream = this.upstream;
+    if (upstream === null || this.upstreamSocket !== null) return;
+    this.upstream = null;
+    this.release();
+    upstream.destroy();
+  }
+
   /** Stops counting the tunnel against its backend; once per backend. */
   release() {
     if (this.backend !== null) {
@@ -165,12 +196,29 @@ function clientOnError(err) {
   this[kTunnel].context.logger.debug(`client ${this[kTunnel].clientAddress}: ${describeError(err)}`);
 }
 
+function clientOnEarlyData(chunk) {
+  const tunnel = this[kTunnel];
+  if (tunnel.early === null) return;
+  tunnel.early.push(chunk);
+  tunnel.earlyBytes += chunk.length;
+  // Enough waiting: stop reading until the tunnel takes it.
+  if (tunnel.earlyBytes >= EARLY_LIMIT) this.pause();
+}
+
+// A client that half-closes before the switch will not use the tunnel.
+function clientOnEnd() {
+  const tunnel = this[kTunnel];
+  if (tunnel.upstreamSocket !== null || tunnel.status !== NO_ANSWER_YET) return;
+  tunnel.abandon();
+  this.destroy();
+}
+
 function clientOnClose() {
   const tunnel = this[kTunnel];
   if (tunnel.upstreamSocket !== null) {
     if (!closedCleanly(this)) tunnel.upstreamSocket.destroy();
-  } else if (tunnel.upstream !== null && !tunnel.upstream.destroyed) {
-    tunnel.upstream.destroy();
+  } else {
+    tunnel.abandon();
   }
   const { balancer, traffic } = tunnel.context;
   // Bytes the client received after the upgrade head, as for a tcp connection.

@@ -13,6 +13,8 @@ const {
   startHttpBackend,
   startProxy,
   refusingPort,
+  blackHoleAddress,
+  rawRequest,
   request,
   until,
   deferred,
@@ -314,6 +316,82 @@ for (const engine of HTTP_ENGINES) {
 
         assert.deepEqual(answer, { status: 502, body: 'lila: 502 Bad Gateway: no backend accepted the connection\n' });
         assert.deepEqual(activeCounts(proxy), [0, 0]);
+      });
+    });
+
+    describe('timeouts and clients that leave', () => {
+      const UPGRADE = 'GET /chat HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n';
+
+      it('answers 502 when the only backend does not accept in time, and keeps serving', async () => {
+        const proxy = await startProxy({ engine, mode: 'round-robin', servers: [await blackHoleAddress()], connectTimeout: 100 });
+
+        const first = (await rawRequest(proxy.port, UPGRADE)).toString();
+        const second = (await rawRequest(proxy.port, UPGRADE)).toString();
+
+        assert.match(first, /^HTTP\/1\.1 502 /);
+        // Passive health took the backend down: nothing is available now.
+        assert.match(second, /^HTTP\/1\.1 503 /);
+        assert.deepEqual(activeCounts(proxy), [0]);
+      });
+
+      it('answers 504 when the backend never answers the upgrade, and keeps serving', async () => {
+        const silent = await startHttpBackend('S', () => {});
+        silent.on('upgrade', (req, socket) => {
+          socket.on('error', () => {});
+          onCleanup(() => socket.destroy());
+        });
+        const proxy = await startProxy({ engine, mode: 'round-robin', servers: [silent.address], timeout: 100, maxFails: 0 });
+
+        const answers = [];
+        for (let i = 0; i < 2; i++) answers.push((await rawRequest(proxy.port, UPGRADE)).toString());
+
+        for (const answer of answers) assert.match(answer, /^HTTP\/1\.1 504 /);
+        assert.deepEqual(activeCounts(proxy), [0]);
+      });
+
+      it('holds what the client sends before the switch and hands it to the backend after it', async () => {
+        const arrived = deferred();
+        const backend = await startHttpBackend('B', () => {});
+        backend.on('upgrade', (req, socket) => {
+          socket.on('error', () => {});
+          onCleanup(() => socket.destroy());
+          arrived.resolve(socket);
+        });
+        const proxy = await startProxy({ engine, mode: 'round-robin', servers: [backend.address] });
+        const client = net.connect(proxy.port, '127.0.0.1');
+        client.on('error', () => {});
+        onCleanup(() => client.destroy());
+        client.write(UPGRADE);
+        const upstream = await arrived.promise;
+        client.write('early bytes');
+        await until(() => proxy.backends[0].active === 1, 'the tunnel is pending');
+
+        upstream.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+        const [received] = await once(upstream, 'data');
+
+        assert.equal(received.toString(), 'early bytes');
+      });
+
+      it('lets go of the backend when the client half-closes before the switch, counting no failure', async () => {
+        const arrived = deferred();
+        const waiting = await startHttpBackend('W', () => {});
+        waiting.on('upgrade', (req, socket) => {
+          socket.on('error', () => {});
+          onCleanup(() => socket.destroy());
+          arrived.resolve(socket);
+        });
+        const proxy = await startProxy({ engine, mode: 'round-robin', servers: [waiting.address] });
+        const client = net.connect(proxy.port, '127.0.0.1');
+        client.on('error', () => {});
+        client.write(UPGRADE);
+        const upstream = await arrived.promise;
+
+        client.end();
+        // The backend's socket is half-open (Node's server allows it): its end is enough.
+        await once(upstream, 'end');
+
+        await until(() => proxy.backends[0].active === 0, 'the tunnel lets go of the backend');
+        assert.deepEqual([proxy.backends[0].state, proxy.backends[0].failuresTotal], ['up', 0]);
       });
     });
   });
