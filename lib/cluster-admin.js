@@ -3,6 +3,7 @@
 const http = require('node:http');
 
 const BODY_LIMIT = 64 * 1024;
+const ASK_TIMEOUT_MS = 5000;
 // How a sample merges across workers when it is not a sum.
 const MERGE = {
   lila_backend_up: Math.min,
@@ -25,14 +26,17 @@ const SUMMED_STATUS_FIELDS = ['active', 'requests', 'connections', 'failures'];
  */
 function createClusterAdminServer(primary, logger) {
   const server = http.createServer((request, response) => {
-    answer(primary, request).then((reply) => {
+    answer(primary, request, logger).then((reply) => {
       logger.debug(`admin: ${request.method} ${request.url} ${reply.status} (workers)`);
       response.writeHead(reply.status, {
         'Content-Type': reply.type,
         'Content-Length': Buffer.byteLength(reply.body),
         'Cache-Control': 'no-store'
       });
-      response.end(reply.body);
+      response.end(request.method === 'HEAD' ? undefined : reply.body);
+    }, (err) => {
+      logger.warn(`admin: ${request.method} ${request.url}: ${err.message}`);
+      response.destroy();
     });
   });
   server.on('clientError', (err, socket) => socket.destroy());
@@ -41,7 +45,7 @@ function createClusterAdminServer(primary, logger) {
 
 module.exports = { createClusterAdminServer, mergeStatus, mergeMetrics };
 
-async function answer(primary, request) {
+async function answer(primary, request, logger) {
   let body;
   try {
     body = await readBody(request);
@@ -54,33 +58,38 @@ async function answer(primary, request) {
   const read = request.method === 'GET' || request.method === 'HEAD';
   try {
     if (read && path === '/status') {
-      const replies = await Promise.all(ports.map((port) => ask(port, request, body)));
+      const replies = await Promise.all(ports.map((port) => ask(port, request, body, 'GET')));
       const ok = replies.filter((reply) => reply.status === 200);
       if (ok.length === 0) return replies[0];
       return json(200, mergeStatus(ok.map((reply) => JSON.parse(reply.body))));
     }
     if (read && path === '/metrics') {
-      const replies = await Promise.all(ports.map((port) => ask(port, request, body)));
+      const replies = await Promise.all(ports.map((port) => ask(port, request, body, 'GET')));
       const ok = replies.filter((reply) => reply.status === 200);
       if (ok.length === 0) return replies[0];
       return { status: 200, type: ok[0].type, body: mergeMetrics(ok.map((reply) => reply.body)) };
     }
-    if (read) return await ask(ports[0], request, body);
-    const replies = await Promise.all(ports.map((port) => ask(port, request, body)));
+    if (read) return await ask(ports[0], request, body, 'GET');
+    const settled = await Promise.allSettled(ports.map((port) => ask(port, request, body, request.method)));
+    const replies = settled.filter((result) => result.status === 'fulfilled').map((result) => result.value);
+    if (replies.length === 0) throw settled[0].reason;
     // Workers apply the same change to the same members: they answer alike.
+    if (replies.length < ports.length) logger.warn(`admin: ${request.method} ${request.url} reached ${replies.length} of ${ports.length} workers`);
     return replies[0];
   } catch (err) {
     return json(502, { error: `a worker did not answer: ${err.message}` });
   }
 }
 
-function ask(port, request, body) {
+function ask(port, request, body, method) {
   const headers = { ...request.headers };
   delete headers.host;
   delete headers.connection;
   return new Promise((resolve, reject) => {
-    const upstream = http.request({ host: '127.0.0.1', port, method: request.method, path: request.url, headers, agent: false });
+    const upstream = http.request({ host: '127.0.0.1', port, method, path: request.url, headers, agent: false });
     upstream.on('error', reject);
+    // A stuck worker must not hang the admin API.
+    upstream.setTimeout(ASK_TIMEOUT_MS, () => upstream.destroy(new Error(`no answer within ${ASK_TIMEOUT_MS} ms`)));
     upstream.on('response', (response) => {
       const chunks = [];
       response.on('data', (chunk) => chunks.push(chunk));

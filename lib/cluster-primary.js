@@ -5,8 +5,8 @@ const cluster = require('node:cluster');
 // A crash loop: this many worker deaths within the window make the primary give up.
 const CRASHES = 5;
 const CRASH_WINDOW_MS = 10000;
+// Doubling with each death in the window: 100, 200, 400, 800 ms, then the crash loop.
 const FIRST_BACKOFF_MS = 100;
-const MAX_BACKOFF_MS = 5000;
 // Past the drain timeout, workers that have not exited get this long, then SIGKILL.
 const EXIT_GRACE_MS = 2000;
 
@@ -93,7 +93,7 @@ class Primary {
       this.exit(1);
       return;
     }
-    const delay = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (this.crashes.length - 1));
+    const delay = FIRST_BACKOFF_MS * 2 ** (this.crashes.length - 1);
     this.logger.warn(`worker ${entry.worker.process.pid} exited (${how}); starting another in ${delay} ms`);
     // Not unref'd: with no worker left, this timer is what keeps the primary alive.
     setTimeout(() => {

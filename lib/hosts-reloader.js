@@ -53,11 +53,17 @@ class HostsReloader {
   watch() {
     const base = path.basename(this.file);
     // The directory, not the file: a file replaced by rename keeps being followed.
-    this.watcher = fs.watch(path.dirname(path.resolve(this.file)), (event, name) => {
-      if (name !== null && name !== base) return;
-      clearTimeout(this.timer);
-      this.timer = setTimeout(() => this.reload('file changed'), SETTLE_MS);
-    });
+    try {
+      this.watcher = fs.watch(path.dirname(path.resolve(this.file)), (event, name) => {
+        if (name !== null && name !== base) return;
+        clearTimeout(this.timer);
+        this.timer = setTimeout(() => this.reload('file changed'), SETTLE_MS);
+      });
+    } catch (err) {
+      // Out of inotify watches, say: SIGHUP still reloads.
+      this.logger.warn(`cannot watch ${this.file}: ${err.message}; reload it with SIGHUP`);
+      return;
+    }
     this.watcher.on('error', (err) => this.logger.warn(`cannot watch ${this.file}: ${err.message}`));
   }
 

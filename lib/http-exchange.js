@@ -207,12 +207,8 @@ class Exchange {
   respond(upstreamResponse) {
     if (this.done) return;
     this.responded = true;
-    const { balancer, health, settings } = this.context;
-    balancer.observe(this.backend, balancer.now() - this.sentAt);
-    const status = upstreamResponse.statusCode;
-    if (status >= 500 && settings.failOn5xx) health.failed(this.backend, `answered ${status}`);
-    else health.succeeded(this.backend);
     const response = this.response;
+    const { balancer, health, settings } = this.context;
     upstreamResponse[kExchange] = this;
     upstreamResponse.on('error', upstreamResponseOnError);
     upstreamResponse.on('end', upstreamResponseOnEnd);
@@ -228,11 +224,18 @@ class Exchange {
         forwardResponseHeaders(upstreamResponse.rawHeaders)
       );
     } catch (err) {
+      const what = `backend ${this.backend.name}: ${err.message}`;
+      health.failed(this.backend, 'invalid response head');
       this.upstream.destroy();
       this.release();
-      this.fail(new LilaError(codes.UPSTREAM, 'the backend sent an invalid response', 502), `backend ${this.backend.name}: ${err.message}`);
+      this.fail(new LilaError(codes.UPSTREAM, 'the backend sent an invalid response', 502), what);
       return;
     }
+    // Counted once the head is through: an invalid one is a failure.
+    balancer.observe(this.backend, balancer.now() - this.sentAt);
+    const status = upstreamResponse.statusCode;
+    if (status >= 500 && settings.failOn5xx) health.failed(this.backend, `answered ${status}`);
+    else health.succeeded(this.backend);
     upstreamResponse.pipe(response, { end: false });
   }
 

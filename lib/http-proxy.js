@@ -3,6 +3,7 @@
 const http = require('node:http');
 const { Exchange, abandonRequests } = require('./http-exchange');
 const { requestProblem } = require('./request-checks');
+const { clientAddressOf } = require('./address');
 const { Tunnel } = require('./http-tunnel');
 const UpstreamPools = require('./upstream-pools');
 const { rawErrorResponse, errorBody } = require('./http-error-response');
@@ -59,7 +60,7 @@ function createHttpServer(balancer, logger, settings, health, traffic) {
       return;
     }
     socket.on('error', noop);
-    logger.debug(`client ${socket.remoteAddress}: ${problem.status}, ${problem.reason} (${codes.BAD_REQUEST})`);
+    logger.debug(`client ${socket.remoteAddress}: ${problem.status}, ${problem.reason} (${problem.code})`);
     answerAndClose(socket, problem.status, problem.reason);
   });
   server.on('clientError', (err, socket) => {
@@ -101,14 +102,15 @@ function accepted(context, request, response) {
   const problem = requestProblem(request);
   if (problem === null) return true;
   socket[kRejected] = true;
-  context.logger.debug(`client ${socket.remoteAddress}: ${problem.status}, ${problem.reason} (${codes.BAD_REQUEST})`);
+  const client = clientAddressOf(socket.remoteAddress);
+  context.logger.debug(`client ${client}: ${problem.status}, ${problem.reason} (${problem.code})`);
   request.on('error', noop);
   response.on('error', noop);
   response.shouldKeepAlive = false;
   const body = errorBody(problem.status, problem.reason);
   response.writeHead(problem.status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
   response.end(body);
-  context.traffic.request(null, problem.status, 0, request, socket.remoteAddress, 0);
+  context.traffic.request(null, problem.status, 0, request, client, 0);
   return false;
 }
 
