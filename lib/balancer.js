@@ -250,8 +250,8 @@ class Balancer extends EventEmitter {
       else if (backend.weight !== want.weight) reweighted.push(this.setWeight(name, want.weight));
     }
     // Round-robin goes in the order given: the file's.
-    const order = [...wanted.keys()];
-    const byOrder = (a, b) => order.indexOf(a.name) - order.indexOf(b.name);
+    const position = new Map([...wanted.keys()].map((name, i) => [name, i]));
+    const byOrder = (a, b) => position.get(a.name) - position.get(b.name);
     this.backends.sort(byOrder);
     this.primaries.sort(byOrder);
     this.backups.sort(byOrder);

@@ -234,7 +234,7 @@ class Exchange {
     // Counted once the head is through: an invalid one is a failure.
     balancer.observe(this.backend, balancer.now() - this.sentAt);
     const status = upstreamResponse.statusCode;
-    if (status >= 500 && settings.failOn5xx) health.failed(this.backend, `answered ${status}`);
+    if (status >= 500 && health.settings.failOn5xx) health.failed(this.backend, `answered ${status}`);
     else health.succeeded(this.backend);
     upstreamResponse.pipe(response, { end: false });
   }

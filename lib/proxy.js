@@ -201,7 +201,6 @@ function httpSettings(options) {
     keepAliveTimeout: validateDuration(pick('keepAliveTimeout'), 'keepAliveTimeout', { allowZero: true }),
     headerTimeout: validateDuration(pick('headerTimeout'), 'headerTimeout'),
     hostHeader: validateChoice(pick('hostHeader'), HOST_HEADERS, 'hostHeader'),
-    failOn5xx: options.failOn5xx === true,
     // Set by drain(): responses from then on close their connection.
     draining: false
   };
