@@ -15,7 +15,8 @@ const {
   request,
   until,
   startLila,
-  nextLine
+  nextLine,
+  keepAliveAgent
 } = require('./helpers');
 
 /**
@@ -33,12 +34,6 @@ function within(promise, what, ms = 3000) {
     timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-function keepAliveAgent(maxSockets = 1) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets });
-  onCleanup(() => agent.destroy());
-  return agent;
 }
 
 /**

@@ -16,7 +16,8 @@ const {
   blackHoleAddress,
   request,
   until,
-  startLila
+  startLila,
+  keepAliveAgent
 } = require('./helpers');
 
 // A backend in its own process, so that it can die for real (SIGKILL) and come
@@ -139,12 +140,6 @@ async function refusingPorts(count) {
   const ports = new Set();
   while (ports.size < count) ports.add(await refusingPort());
   return [...ports];
-}
-
-function keepAliveAgent(maxSockets = 1) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets });
-  onCleanup(() => agent.destroy());
-  return agent;
 }
 
 // The body of a 200, else `<status> <body>`: one string to compare against names.

@@ -275,7 +275,8 @@ module.exports = {
   spawnLila,
   runLila,
   startLila,
-  nextLine
+  nextLine,
+  keepAliveAgent
 };
 
 /**
@@ -389,6 +390,18 @@ function nextLine(lila, pattern, ms = 3000) {
     lila.child.stderr.on('data', onData);
     lila.child.once('close', onClose);
   });
+}
+
+/**
+ * A keep-alive client agent, destroyed on cleanup.
+ *
+ * @param {number} [maxSockets] default 1: requests share one connection in turn
+ * @returns {http.Agent}
+ */
+function keepAliveAgent(maxSockets = 1) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets });
+  onCleanup(() => agent.destroy());
+  return agent;
 }
 
 function closeHttpServer(server) {

@@ -18,17 +18,12 @@ const {
   deferred,
   activeCounts,
   sha256,
-  collect
+  collect,
+  keepAliveAgent
 } = require('./helpers');
 const { HTTP_ENGINES } = require('../lib/proxy');
 
 const MB = 1024 * 1024;
-
-function keepAliveAgent() {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  onCleanup(() => agent.destroy());
-  return agent;
-}
 
 // Splits a buffer into 64 KiB pieces, so streams see many writes.
 function chunked(buffer) {

@@ -16,7 +16,8 @@ const {
   startProxy,
   refusingPort,
   sha256,
-  collect
+  collect,
+  keepAliveAgent
 } = require('./helpers');
 
 const MB = 1024 * 1024;
@@ -128,12 +129,6 @@ async function requestSite(port, options = {}) {
   req.end();
   const [res] = await once(req, 'response');
   return { status: res.statusCode, headers: res.headers, body: await collect(res) };
-}
-
-function keepAliveAgent() {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  onCleanup(() => agent.destroy());
-  return agent;
 }
 
 function countConnections(proxy) {

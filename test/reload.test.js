@@ -2,7 +2,6 @@
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const http = require('node:http');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
@@ -17,7 +16,8 @@ const {
   until,
   runLila,
   startLila,
-  nextLine
+  nextLine,
+  keepAliveAgent
 } = require('./helpers');
 
 const TRY_HELP = 'Try "lila --help" for more information.';
@@ -45,12 +45,6 @@ function writeHosts(file, lines) {
 
 function escape(text) {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-function keepAliveAgent(maxSockets = 1) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets });
-  onCleanup(() => agent.destroy());
-  return agent;
 }
 
 // The body of a 200, else `<status> <body>`: one string to compare against names.

@@ -1,7 +1,6 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const http = require('node:http');
 const net = require('node:net');
 const {
   cleanup,
@@ -13,15 +12,10 @@ const {
   until,
   deferred,
   activeCounts,
-  collect
+  collect,
+  keepAliveAgent
 } = require('./helpers');
 const { createBalancer } = require('../lib');
-
-function keepAliveAgent(maxSockets = 1) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets });
-  onCleanup(() => agent.destroy());
-  return agent;
-}
 
 // The bodies of `count` requests sent one after the other.
 async function sequential(port, count, options = {}) {
