@@ -3,19 +3,16 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const readline = require('node:readline');
-const { once } = require('node:events');
 const { parseArgs } = require('node:util');
 const { spawn } = require('node:child_process');
 const autocannon = require('autocannon');
+const { LILA, BACKENDS, startChild, stopChild, parsePorts, parseLilaPort } = require('./children');
+const { HTTP_ENGINES } = require('../lib/proxy');
 
-const LILA = path.join(__dirname, '..', 'lila');
-const BACKENDS = path.join(__dirname, 'backends.js');
 const CONNECTIONS = [7, 64];
 const LAYERS = ['tcp', 'http'];
 const WARMUP_SECONDS = 1;
 const DEFAULT_SECONDS = 5;
-const STARTED = /listening on 127\.0\.0\.1:(\d+) ->/;
 const COLUMNS = [
   ['target', 10], ['conns', 5], ['req/s', 9], ['p50 ms', 7], ['p99 ms', 7], ['errors', 6], ['vs direct', 9]
 ];
@@ -31,12 +28,16 @@ async function main() {
   const { duration, accessLog } = optionsFrom(process.argv.slice(2), process.env.LILA_BENCH_DURATION);
   const children = [];
   try {
-    const backends = await startChild(children, BACKENDS, ['3'], 'stdout', parsePorts);
+    const backends = await startNode(children, BACKENDS, ['3'], 'stdout', parsePorts);
     const servers = backends.map(({ port }) => `127.0.0.1:${port}`);
     const targets = [{ name: 'direct', port: backends[0].port }];
     for (const layer of LAYERS) {
-      const args = ['round-robin', '--layer', layer, '-a', '127.0.0.1', '-p', '0', ...servers];
-      targets.push({ name: `lila ${layer}`, port: await startChild(children, LILA, args, 'stderr', parseLilaPort) });
+      for (const engine of layer === 'http' ? HTTP_ENGINES : [null]) {
+        const args = ['round-robin', '--layer', layer, '-a', '127.0.0.1', '-p', '0', ...servers];
+        if (engine !== null) args.push('--engine', engine);
+        const name = engine === null ? `lila ${layer}` : `lila ${layer} ${engine}`;
+        targets.push({ name, port: await startNode(children, LILA, args, 'stderr', parseLilaPort) });
+      }
     }
     if (accessLog) {
       const args = ['round-robin', '--access-log', '-a', '127.0.0.1', '-p', '0', ...servers];
@@ -67,49 +68,8 @@ async function measure(port, connections, duration) {
   return autocannon({ ...options, duration });
 }
 
-// Spawns `node <script> <args>` and resolves to the first value `parse` finds
-// in a line of its stdout or stderr; other stderr lines reach the terminal.
-function startChild(children, script, args, stream, parse) {
-  const stdio = ['ignore', 'ignore', 'inherit'];
-  stdio[stream === 'stdout' ? 1 : 2] = 'pipe';
-  const child = spawn(process.execPath, [script, ...args], { stdio });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let ready = false;
-    readline.createInterface({ input: child[stream] }).on('line', (line) => {
-      const value = ready ? undefined : parse(line);
-      if (value !== undefined) {
-        ready = true;
-        resolve(value);
-      } else if (stream === 'stderr') {
-        process.stderr.write(`${line}\n`);
-      }
-    });
-    // 'close' comes after the last output line, so a failing child's message is printed first.
-    child.once('close', (code, signal) => {
-      if (!ready) reject(new Error(`${path.basename(script)} exited (${signal || code}) before it was ready`));
-    });
-  });
-}
-
-function parsePorts(line) {
-  try {
-    return JSON.parse(line);
-  } catch {
-    return undefined;
-  }
-}
-
-function parseLilaPort(line) {
-  const started = STARTED.exec(line);
-  return started === null ? undefined : Number(started[1]);
-}
-
-async function stopChild(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  await exited;
+function startNode(children, script, args, stream, parse) {
+  return startChild(children, process.execPath, [script, ...args], { stream, parse });
 }
 
 // lila with its stderr in a file, as a service manager would take it: the

@@ -3,17 +3,14 @@
 const { forwardRequestHeaders, forwardResponseHeaders } = require('./headers');
 const { createUpstreamRequest } = require('./http-upstream');
 const { clientAddressOf } = require('./address');
-const { errorBody, unavailable } = require('./http-error-response');
+const { errorBody } = require('./http-error-response');
+const { IDEMPOTENT, CLIENT_LEFT, noBackendLeft, upstreamError, logAnswer } = require('./exchange-outcomes');
 const { LilaError, codes, timeoutError, describeError } = require('./errors');
 
 const kExchange = Symbol('kExchange');
 const kUpstream = Symbol('kUpstream');
 const kInFlight = Symbol('kInFlight');
 
-// RFC 9110 §9.2.2; only these may be sent twice.
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
-// The status recorded for a client that left before any response, as nginx logs it.
-const CLIENT_LEFT = 499;
 
 /**
  * @typedef {object} HttpSettings
@@ -92,12 +89,8 @@ class Exchange {
   forward() {
     const backend = this.context.balancer.acquire(this);
     if (backend === null) {
-      if (this.tried === null) {
-        this.fail(unavailable(this.context.health), 'no backend is available');
-        return;
-      }
-      const tried = [...this.tried].map((b) => b.name).join(', ');
-      this.fail(new LilaError(codes.NO_BACKEND, 'no backend accepted the connection', 502), `tried: ${tried}`);
+      const { error, detail } = noBackendLeft(this.context.health, this.tried);
+      this.fail(error, detail);
       return;
     }
     this.backend = backend;
@@ -192,8 +185,7 @@ class Exchange {
     if (!this.responded) this.context.health.failed(backend, describeError(err));
     this.release();
     const what = `backend ${backend.name}: ${describeError(err)}`;
-    if (this.timedOut) this.fail(new LilaError(codes.TIMEOUT, 'the backend did not answer in time', 504), what);
-    else this.fail(new LilaError(codes.UPSTREAM, 'the backend failed before answering', 502), what);
+    this.fail(upstreamError(this.timedOut), what);
   }
 
   // Only an idempotent request without a body that got no byte back on a
@@ -274,10 +266,7 @@ class Exchange {
       response.destroy();
       return;
     }
-    // A request lila cannot forward is the client's doing, and "none
-    // available" is logged once by health: neither is worth a line each.
-    const log = status === 400 || status === 503 ? logger.debug : logger.warn;
-    log.call(logger, `${status} for ${request.method} ${request.url}: ${detail} (${error.code})`);
+    logAnswer(logger, error, request, detail);
     const body = errorBody(status, error.message);
     response.sendDate = true;
     if (this.context.settings.draining) response.shouldKeepAlive = false;

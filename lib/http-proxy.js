@@ -37,6 +37,7 @@ function createHttpServer(balancer, logger, settings, health, traffic) {
   const server = http.createServer({
     // Checked by requestProblem(), which also stops what is pipelined behind.
     requireHostHeader: false,
+    maxHeaderSize: settings.maxHeaderSize,
     headersTimeout: settings.headerTimeout,
     // Bodies may take long; silence is caught by the upstream's timeout.
     requestTimeout: 0,

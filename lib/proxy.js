@@ -3,6 +3,7 @@
 const Balancer = require('./balancer');
 const Logger = require('./logger');
 const { createHttpServer } = require('./http-proxy');
+const { createFastHttpServer } = require('./fast-http-server');
 const { createTcpServer } = require('./tcp-proxy');
 const { formatHostPort } = require('./address');
 const { parseHashKey } = require('./hash-key');
@@ -13,13 +14,14 @@ const { LilaError, codes, describeError } = require('./errors');
 
 const LAYERS = ['http', 'tcp'];
 // The implementations of the http layer; the first is the default.
-const HTTP_ENGINES = ['node'];
+const HTTP_ENGINES = ['node', 'fast'];
 const HOST_HEADERS = ['client', 'backend'];
 const HTTP_DEFAULTS = {
   connectTimeout: 5000,
   timeout: 60000,
   keepAliveTimeout: 5000,
   headerTimeout: 10000,
+  maxHeaderSize: 16 * 1024,
   hostHeader: 'client'
 };
 // nginx's max_fails and fail_timeout, HAProxy's inter, rise and fall.
@@ -60,12 +62,14 @@ class Proxy {
    *   `query:<name>`, `cookie:<name>` or `path`; the tcp layer only has `ip`
    * @param {'http' | 'tcp'} [options.layer] defaults to `http`
    * @param {Logger} [options.logger] defaults to info lines on stderr
-   * @param {'node'} [options.engine] the http layer's implementation
+   * @param {'node' | 'fast'} [options.engine] the http layer's implementation: core `http`
+   *   (default) or lila's own HTTP/1.1 engine on `net`
    * @param {number} [options.connectTimeout] ms to connect to a backend, both layers (default 5000)
    * @param {number} [options.timeout] ms a backend may stay silent, http only (default 60000)
    * @param {number} [options.keepAliveTimeout] ms an idle client connection stays open;
    *   0 closes it after each response (default 5000)
    * @param {number} [options.headerTimeout] ms for a client's request head (default 10000)
+   * @param {number} [options.maxHeaderSize] bytes a request head may take; more gets 431 (default 16384)
    * @param {'client' | 'backend'} [options.hostHeader] Host sent upstream: the client's
    *   (default) or the backend's `host:port`
    * @param {number} [options.maxFails] failures within failTimeout that take a backend down;
@@ -101,7 +105,7 @@ class Proxy {
     this.traffic = new Traffic(this.logger);
     this.server = this.layer === 'tcp'
       ? createTcpServer(this.balancer, this.logger, this.settings, this.health, this.traffic)
-      : createHttpServer(this.balancer, this.logger, this.settings, this.health, this.traffic);
+      : (this.engine === 'fast' ? createFastHttpServer : createHttpServer)(this.balancer, this.logger, this.settings, this.health, this.traffic);
     /** Client connections open now, for the drain's deadline. */
     this.connections = new Set();
     this.server.on('connection', (socket) => {
@@ -200,6 +204,7 @@ function httpSettings(options) {
     timeout: validateDuration(pick('timeout'), 'timeout'),
     keepAliveTimeout: validateDuration(pick('keepAliveTimeout'), 'keepAliveTimeout', { allowZero: true }),
     headerTimeout: validateDuration(pick('headerTimeout'), 'headerTimeout'),
+    maxHeaderSize: validateCount(pick('maxHeaderSize'), 'maxHeaderSize', 1024),
     hostHeader: validateChoice(pick('hostHeader'), HOST_HEADERS, 'hostHeader'),
     // Set by drain(): responses from then on close their connection.
     draining: false
