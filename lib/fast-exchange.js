@@ -62,6 +62,8 @@ class FastExchange {
     this.remaining = 0;
     this.scanner = null;
     this.dechunk = null;
+    // A close-delimited response goes to an HTTP/1.1 client chunked, keeping its connection.
+    this.rechunk = false;
     this.reusable = false;
     this.continued = false;
     // What the client is sent: written when this is the oldest request on the connection, else held.
@@ -231,12 +233,15 @@ class FastExchange {
       // An HTTP/1.0 client cannot read chunked: it gets the data, and the close ends it.
       if (http10) this.dechunk = (buffer, from, to) => this.emit(buffer.subarray(from, to), true);
     }
+    this.rechunk = this.framing === CLOSE && !http10;
     const keepAlive = this.connection.mayKeepAlive(request) &&
-      this.framing !== CLOSE && !(http10 && this.framing === CHUNKED) &&
+      !(http10 && (this.framing === CLOSE || this.framing === CHUNKED)) &&
       !(request.expectContinue && !this.continued);
-    let out = `HTTP/1.1 ${status} ${head.reason || STATUS_CODES[status] || 'Unknown'}\r\n` +
-      fieldLines(forwardResponseHeaders(head.rawHeaders));
-    if (head.chunked && !http10) out += 'Transfer-Encoding: chunked\r\n';
+    let headers = forwardResponseHeaders(head.rawHeaders);
+    // Trailers cannot reach an HTTP/1.0 client: announcing them would be wrong.
+    if (http10 && head.chunked) headers = withoutField(headers, 'trailer');
+    let out = `HTTP/1.1 ${status} ${head.reason || STATUS_CODES[status] || 'Unknown'}\r\n${fieldLines(headers)}`;
+    if ((head.chunked && !http10) || this.rechunk) out += 'Transfer-Encoding: chunked\r\n';
     out += this.connection.connectionHeader(keepAlive);
     this.status = status;
     this.headWritten = true;
@@ -275,9 +280,13 @@ class FastExchange {
         }
         return;
       }
-      case CLOSE:
-        this.emit(start === 0 ? chunk : chunk.subarray(start), true);
+      case CLOSE: {
+        const data = start === 0 ? chunk : chunk.subarray(start);
+        if (this.rechunk) this.emit(`${data.length.toString(16)}\r\n`);
+        this.emit(data, true);
+        if (this.rechunk) this.emit('\r\n');
         return;
+      }
       default:
         // Bytes after a bodiless response: the socket is not to be trusted again.
         this.reusable = false;
@@ -341,6 +350,7 @@ class FastExchange {
     if (socket !== this.upstream || this.done) return;
     if (this.framing === CLOSE && this.responseHead !== null) {
       this.reusable = false;
+      if (this.rechunk) this.emit('0\r\n\r\n');
       this.responseEnded();
       return;
     }
@@ -474,6 +484,15 @@ function upstreamSetup(socket) {
 }
 
 module.exports = { FastExchange, upstreamSetup };
+
+// A header list without the fields of one lowercase name.
+function withoutField(headers, name) {
+  const out = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i].toLowerCase() !== name) out.push(headers[i], headers[i + 1]);
+  }
+  return out;
+}
 
 // Serializes `[name, value, ...]` as header lines.
 function fieldLines(headers) {
