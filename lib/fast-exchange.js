@@ -70,6 +70,8 @@ class FastExchange {
     this.flowing = false;
     this.held = null;
     this.heldBytes = 0;
+    // The response head, held to go out in one write with the first body bytes.
+    this.prefix = null;
     this.headWritten = false;
     this.status = 0;
     this.finalStatus = 0;
@@ -188,6 +190,7 @@ class FastExchange {
         this.respond(head);
         if (buffer.length > 0 && !this.responseDone) this.relayBody(buffer, 0);
         else if (buffer.length > 0) this.reusable = false;
+        if (this.prefix !== null) this.emitPrefix();
         return;
       }
       this.inform(head);
@@ -249,8 +252,17 @@ class FastExchange {
       this.closeAfter = true;
       this.connection.stopReading();
     }
-    this.emit(out);
-    if (this.framing === NONE || (this.framing === LENGTH && this.remaining === 0)) this.responseEnded();
+    this.prefix = out;
+    if (this.framing === NONE || (this.framing === LENGTH && this.remaining === 0)) {
+      this.emitPrefix();
+      this.responseEnded();
+    }
+  }
+
+  emitPrefix() {
+    const prefix = this.prefix;
+    this.prefix = null;
+    this.emit(prefix);
   }
 
   relayBody(chunk, start) {
@@ -302,6 +314,7 @@ class FastExchange {
    */
   emit(data, body) {
     if (body === true) this.bytesSent += data.length;
+    if (this.prefix !== null) data = this.withPrefix(data);
     if (this.flowing) {
       if (!this.connection.socket.write(data, 'latin1') && this.upstream !== null) this.upstream.pause();
       return;
@@ -309,6 +322,17 @@ class FastExchange {
     (this.held ??= []).push(data);
     this.heldBytes += data.length;
     if (this.heldBytes >= HOLD_LIMIT && this.upstream !== null) this.upstream.pause();
+  }
+
+  // The held response head and `data` as one piece: one write, one syscall.
+  withPrefix(data) {
+    const prefix = this.prefix;
+    this.prefix = null;
+    if (typeof data === 'string') return prefix + data;
+    const joined = Buffer.allocUnsafe(prefix.length + data.length);
+    joined.latin1Write(prefix, 0);
+    data.copy(joined, prefix.length);
+    return joined;
   }
 
   /** This request's turn on the client connection has come: held bytes go out. */
