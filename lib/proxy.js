@@ -14,7 +14,7 @@ const { LilaError, codes, describeError } = require('./errors');
 
 const LAYERS = ['http', 'tcp'];
 // The implementations of the http layer; the first is the default.
-const HTTP_ENGINES = ['node', 'fast'];
+const HTTP_ENGINES = ['fast', 'node'];
 const HOST_HEADERS = ['client', 'backend'];
 const HTTP_DEFAULTS = {
   connectTimeout: 5000,
