@@ -156,6 +156,16 @@ describe('lila (command line)', () => {
         line: 'lila: "--host-header" must be "client" or "backend", received "upstream"'
       },
       {
+        name: 'an unknown --engine',
+        args: ['round-robin', 'a:1', '--engine', 'turbo'],
+        line: 'lila: "--engine" must be "fast" or "node", received "turbo"'
+      },
+      {
+        name: 'a --max-header-size below 1024',
+        args: ['round-robin', 'a:1', '--max-header-size', '100'],
+        line: 'lila: "--max-header-size" must be an integer of 1024 or more, received "100"'
+      },
+      {
         name: 'a server listed twice',
         args: ['round-robin', 'a:1', '127.0.0.1:2', 'a:1'],
         line: 'lila: server "a:1" is listed twice'
@@ -208,7 +218,7 @@ describe('lila (command line)', () => {
         assert.ok(result.stdout.startsWith('Usage: lila <mode>'), result.stdout);
         const words = [
           '--port', '--address', '--layer', '--help', '--version', 'round-robin', 'least-connections',
-          '--connect-timeout', '--timeout', '--keepalive-timeout', '--header-timeout', '--host-header'
+          '--connect-timeout', '--timeout', '--keepalive-timeout', '--header-timeout', '--host-header', '--engine', '--max-header-size'
         ];
         for (const word of words) {
           assert.ok(result.stdout.includes(word), `usage does not mention ${word}`);
@@ -282,6 +292,19 @@ describe('lila (command line)', () => {
       assert.equal(host.headers.connection, 'close');
       assert.equal((await request(lila.port, { agent: false, path: '/silent' })).status, 504);
     });
+
+    for (const engine of ['fast', 'node']) {
+      it(`takes --engine ${engine} and refuses a head over --max-header-size with 431`, async () => {
+        const a = await startHttpBackend('A');
+
+        const lila = await startLila(['round-robin', a.address, '-a', '127.0.0.1', '-p', '0', '--engine', engine, '--max-header-size', '2048']);
+
+        const small = await request(lila.port, { agent: false, headers: { 'X-Fill': 'x'.repeat(1000) } });
+        const large = await request(lila.port, { agent: false, headers: { 'X-Fill': 'x'.repeat(3000) } });
+        assert.equal(small.body, 'A');
+        assert.equal(large.status, 431);
+      });
+    }
 
     it('listens on port 4444 by default', async () => {
       const a = await startHttpBackend('A');
