@@ -1,0 +1,111 @@
+'use strict';
+
+const fs = require('node:fs');
+const { execFileSync } = require('node:child_process');
+
+const TICKS_PER_SECOND = clockTicks();
+
+/**
+ * A process and all its descendants (nginx's workers, lila's --workers), read
+ * from /proc once: callers take it before a measurement, while the tree is
+ * stable.
+ *
+ * @param {number} pid
+ * @returns {number[]} `pid` first
+ */
+function processTree(pid) {
+  const children = new Map();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    const fields = statFields(Number(entry));
+    if (fields === null) continue;
+    const parent = Number(fields[1]);
+    if (!children.has(parent)) children.set(parent, []);
+    children.get(parent).push(Number(entry));
+  }
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) tree.push(...(children.get(tree[i]) || []));
+  return tree;
+}
+
+/**
+ * User plus system CPU time the processes have used so far, all their threads
+ * included (V8's GC threads, libuv's pool); a process gone counts 0.
+ *
+ * @param {number[]} pids
+ * @param {{reaped?: boolean}} [options] add what their children that have
+ *   exited and been waited for used (cutime and cstime)
+ * @returns {number} seconds, in steps of one clock tick (usually 10 ms)
+ */
+function cpuSeconds(pids, { reaped = false } = {}) {
+  let ticks = 0;
+  for (const pid of pids) {
+    const fields = statFields(pid);
+    if (fields === null) continue;
+    // After the `(comm)`, field 0 is the state: utime, stime, cutime and cstime are fields 14 to 17 of stat(5).
+    ticks += Number(fields[11]) + Number(fields[12]);
+    if (reaped) ticks += Number(fields[13]) + Number(fields[14]);
+  }
+  return ticks / TICKS_PER_SECOND;
+}
+
+/**
+ * CPU time every process on the machine has used since boot, all cores
+ * added up: user, nice, system, irq and softirq of /proc/stat; not idle,
+ * iowait or steal.
+ *
+ * @returns {number} seconds
+ */
+function machineCpuSeconds() {
+  const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq] = fields;
+  return (user + nice + system + irq + softirq) / TICKS_PER_SECOND;
+}
+
+/**
+ * The sum of VmRSS (resident now) and of VmHWM (the peak) over the processes.
+ *
+ * @param {number[]} pids
+ * @returns {{rss: number, peak: number}} bytes
+ */
+function memory(pids) {
+  let rss = 0;
+  let peak = 0;
+  for (const pid of pids) {
+    let status;
+    try {
+      status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    } catch {
+      continue;
+    }
+    rss += statusKilobytes(status, 'VmRSS') * 1024;
+    peak += statusKilobytes(status, 'VmHWM') * 1024;
+  }
+  return { rss, peak };
+}
+
+module.exports = { processTree, cpuSeconds, machineCpuSeconds, memory };
+
+// The fields of /proc/<pid>/stat after `(comm)`, which may itself hold spaces and parentheses.
+function statFields(pid) {
+  let stat;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+function statusKilobytes(status, key) {
+  const found = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status);
+  return found === null ? 0 : Number(found[1]);
+}
+
+function clockTicks() {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' })) || 100;
+  } catch {
+    return 100;
+  }
+}
