@@ -10,6 +10,8 @@ const { spawn, spawnSync } = require('node:child_process');
 const { HTTP_ENGINES } = require('../lib/proxy');
 const { LILA, BACKENDS, startChild, stopChild, parsePorts, parseLilaPort } = require('./children');
 const { processTree, cpuSeconds, machineCpuSeconds, memory } = require('./proc-stats');
+const { nginxBackends, nginxProxy, nginxStreamModule, haproxyConfig } = require('./peer-configs');
+const { formatReport, describeMachine, writeSection, sampleKey } = require('./compare-report');
 
 const LOAD = path.join(__dirname, 'load.js');
 const PEER = path.join(__dirname, 'node-http-proxy.js');
@@ -27,8 +29,8 @@ const IDLE_CONNECTIONS = 10000;
 // nginx's default keepalive_timeout, for every proxy: idle clients must outlive the memory measurement.
 const KEEPALIVE_SECONDS = 75;
 const OPEN_FILES = 65536;
-// Descriptors a proxy needs besides those of its connections.
-const SPARE_FILES = 100;
+// Descriptors the load generator and a proxy need besides those of the idle connections.
+const SPARE_FILES = 500;
 const WARMUP_SECONDS = 1;
 const DEFAULT_ROUNDS = 3;
 const DEFAULT_SECONDS = 5;
@@ -37,8 +39,6 @@ const IDLE_WARMUP_SECONDS = 1;
 const SETTLE_MS = 1000;
 const READY_TIMEOUT_MS = 5000;
 const STOP_TIMEOUT_MS = 5000;
-const BEGIN = '<!-- bench:compare begin -->';
-const END = '<!-- bench:compare end -->';
 
 main();
 
@@ -64,9 +64,13 @@ async function main() {
     for (const target of targets) if (target.child !== null) await stopChild(target.child, { killAfter: STOP_TIMEOUT_MS });
     const measured = targets.filter((target) => target.lost === null);
     const idle = await measureIdle(run, measured, idleCount, notes);
-    const report = formatReport({ run, others: othersSince(others), options, backends, targets: measured, samples, idle, notes });
+    const setup = setupLines({ run, backends, options, others: othersSince(others) });
+    const report = formatReport({ setup, loads: LOADS, targets: measured, samples, idle, notes });
     process.stdout.write(`\n${report}`);
-    if (options.write) writeReadme(report);
+    if (options.write) {
+      writeSection(README, report);
+      process.stderr.write(`bench: wrote the Comparison section of ${path.relative(process.cwd(), README)}\n`);
+    }
   } catch (err) {
     if (run.signal === null) {
       process.stderr.write(`bench: ${err.message}\n`);
@@ -117,7 +121,7 @@ function openFilesLimit() {
 
 // A tcp proxy holds two descriptors per idle connection, its client's and its upstream's.
 function idleConnections(run, notes) {
-  const count = Math.min(IDLE_CONNECTIONS, Math.floor((run.openFiles - SPARE_FILES * 5) / 2));
+  const count = Math.min(IDLE_CONNECTIONS, Math.floor((run.openFiles - SPARE_FILES) / 2));
   if (count < IDLE_CONNECTIONS) {
     notes.push(
       `${count} idle connections instead of ${IDLE_CONNECTIONS}: the open files limit is ${run.openFiles} ` +
@@ -171,22 +175,11 @@ function ask(load, message) {
 async function startBackends(run, notes) {
   if (fs.existsSync(NGINX)) {
     const ports = await Promise.all(BACKEND_NAMES.map(freePort));
-    const servers = BACKEND_NAMES.map((name, i) => [
-      '  server {',
-      `    listen 127.0.0.1:${ports[i]};`,
-      `    location / { return 200 "Hello from ${name}\\n"; }`,
-      '  }'
-    ].join('\n'));
-    const http = [
-      'http {',
-      ...nginxHttpBasics(run, 'backends'),
-      '  default_type text/plain;',
-      // Longer than every proxy's keep-alive, so a tcp proxy's idle connection stays open end to end.
-      `  keepalive_timeout ${KEEPALIVE_SECONDS * 4}s;`,
-      ...servers,
-      '}'
-    ].join('\n');
-    const { child } = await startNginx(run, 'backends', LOAD_CPU, http, ports[0]);
+    const backends = BACKEND_NAMES.map((name, i) => ({ name, port: ports[i] }));
+    // Longer than every proxy's keep-alive, so a tcp proxy's idle connection stays open end to end.
+    const keepAliveSeconds = KEEPALIVE_SECONDS * 4;
+    const conf = (dir) => nginxBackends({ dir, openFiles: run.openFiles, keepAliveSeconds, backends });
+    const { child } = await startNginx(run, 'backends', LOAD_CPU, conf, ports[0]);
     return { kind: 'nginx', child, ports };
   }
   notes.push(`Backends: ${NGINX} not found, so bench/backends.js (Node http) instead of nginx.`);
@@ -216,9 +209,9 @@ function targetsFor(run, backends, notes) {
   targets.push({ name: 'node-http-proxy', layer: 'http', start: () => startPeer(run, servers) });
   if (fs.existsSync(NGINX)) {
     targets.push({ name: 'nginx http', layer: 'http', start: () => startNginxProxy(run, 'http', backends.ports) });
-    const stream = nginxStreamModule();
+    const stream = nginxStreamModule(NGINX);
     if (stream.error === null) {
-      targets.push({ name: 'nginx stream', layer: 'tcp', start: () => startNginxProxy(run, 'stream', backends.ports, stream.load) });
+      targets.push({ name: 'nginx stream', layer: 'tcp', start: () => startNginxProxy(run, 'stream', backends.ports, stream.loadModule) });
     } else {
       notes.push(`nginx stream skipped: ${stream.error}.`);
     }
@@ -274,139 +267,31 @@ async function startReady(run, command, args, stream, parse, name) {
   return { value: await ready, child: spawned[0] };
 }
 
-function startNginxProxy(run, module, ports, loadModule = null) {
-  return freePort().then((port) => {
-    const upstream = [
-      '  upstream backends {',
-      ...ports.map((backend) => `    server 127.0.0.1:${backend};`),
-      ...(module === 'http' ? ['    keepalive 64;', '    keepalive_requests 1000000;'] : []),
-      '  }'
-    ];
-    const block = module === 'http' ? [
-      'http {',
-      ...nginxHttpBasics(run, `nginx-${module}`),
-      `  keepalive_timeout ${KEEPALIVE_SECONDS}s;`,
-      ...upstream,
-      '  server {',
-      `    listen 127.0.0.1:${port};`,
-      '    location / {',
-      '      proxy_pass http://backends;',
-      '      proxy_http_version 1.1;',
-      '      proxy_set_header Connection "";',
-      // What lila sends: the client's Host, X-Forwarded-* and Forwarded.
-      '      proxy_set_header Host $http_host;',
-      '      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
-      '      proxy_set_header X-Forwarded-Proto $scheme;',
-      '      proxy_set_header X-Forwarded-Host $http_host;',
-      '      proxy_set_header Forwarded "for=$remote_addr;host=$http_host";',
-      '    }',
-      '  }',
-      '}'
-    ] : [
-      'stream {',
-      ...upstream,
-      `  server { listen 127.0.0.1:${port}; proxy_pass backends; }`,
-      '}'
-    ];
-    return startNginx(run, `nginx-${module}`, PROXY_CPU, block.join('\n'), port, loadModule);
-  });
+async function startNginxProxy(run, module, backends, loadModule = null) {
+  const port = await freePort();
+  const options = { openFiles: run.openFiles, keepAliveSeconds: KEEPALIVE_SECONDS, module, port, backends, loadModule };
+  return startNginx(run, `nginx-${module}`, PROXY_CPU, (dir) => nginxProxy({ dir, ...options }), port);
 }
 
-// Everything nginx writes goes to its own directory under run.dir.
-function nginxHttpBasics(run, name) {
-  const dir = path.join(run.dir, name);
-  return [
-    '  access_log off;',
-    ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((temp) => `  ${temp}_temp_path ${dir}/${temp};`),
-    // nginx's default closes a connection after 1000 requests; lila, node and HAProxy do not.
-    '  keepalive_requests 1000000;'
-  ];
-}
-
-// nginx in the foreground with one worker, as the current user.
-async function startNginx(run, name, cpu, body, port, loadModule = null) {
+// nginx in the foreground, its configuration, logs and temp files in a directory of run.dir.
+async function startNginx(run, name, cpu, conf, port) {
   const dir = path.join(run.dir, name);
   fs.mkdirSync(dir, { recursive: true });
-  const conf = [
-    ...(loadModule === null ? [] : [`load_module ${loadModule};`]),
-    // The user directive only counts for root, which nginx would otherwise leave for nobody.
-    ...(process.getuid() === 0 ? [`user ${os.userInfo().username};`] : []),
-    'worker_processes 1;',
-    `worker_rlimit_nofile ${run.openFiles};`,
-    `pid ${dir}/nginx.pid;`,
-    `error_log ${dir}/error.log warn;`,
-    // A worker connection is a client's or an upstream's.
-    `events { worker_connections ${run.openFiles - SPARE_FILES}; }`,
-    body,
-    ''
-  ].join('\n');
   const file = path.join(dir, 'nginx.conf');
-  fs.writeFileSync(file, conf);
-  const args = ['-p', dir, '-c', file, '-e', path.join(dir, 'error.log'), '-g', 'daemon off;'];
-  return startListening(run, pinned(run, cpu, NGINX, args), port, name, path.join(dir, 'error.log'));
+  fs.writeFileSync(file, conf(dir));
+  const log = path.join(dir, 'error.log');
+  return startListening(run, pinned(run, cpu, NGINX, ['-p', dir, '-c', file, '-e', log, '-g', 'daemon off;']), port, name, log);
 }
 
-// Is the stream module there? Compiled in, or a dynamic module that `nginx -t` can load.
-function nginxStreamModule() {
-  const built = spawnSync(NGINX, ['-V'], { encoding: 'utf8' }).stderr || '';
-  let load = null;
-  if (/--with-stream=dynamic/.test(built)) {
-    const modules = /--modules-path=(\S+)/.exec(built);
-    load = path.join(modules === null ? '/usr/lib/nginx/modules' : modules[1], 'ngx_stream_module.so');
-    if (!fs.existsSync(load)) {
-      return { error: `the stream module is dynamic in this nginx and ${load} is not installed (apt-get install libnginx-mod-stream)` };
-    }
-  } else if (!/--with-stream(\s|$)/.test(built)) {
-    return { error: 'this nginx is built without the stream module' };
-  }
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-compare-stream-'));
-  try {
-    const file = path.join(dir, 'nginx.conf');
-    const head = load === null ? '' : `load_module ${load};\n`;
-    fs.writeFileSync(file, `${head}pid ${dir}/nginx.pid;\nevents {}\nstream { server { listen 127.0.0.1:1; proxy_pass 127.0.0.1:2; } }\n`);
-    const test = spawnSync(NGINX, ['-t', '-p', dir, '-c', file, '-e', path.join(dir, 'error.log')], { encoding: 'utf8' });
-    if (test.status !== 0) return { error: `nginx -t refuses a stream block: ${test.stderr.trim().split('\n')[0]}` };
-    return { error: null, load };
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-// HAProxy in the foreground (-db), one thread, the same keep-alive and headers as the others.
+// HAProxy in the foreground (-db).
 async function startHaproxy(run, haproxy, mode, ports) {
   const port = await freePort();
-  const name = `haproxy-${mode}`;
-  const dir = path.join(run.dir, name);
+  const dir = path.join(run.dir, `haproxy-${mode}`);
   fs.mkdirSync(dir, { recursive: true });
-  // HAProxy's maxconn counts clients, and reserves two descriptors for each.
-  const maxconn = Math.floor((run.openFiles - SPARE_FILES) / 2);
-  const conf = [
-    'global',
-    `  maxconn ${maxconn}`,
-    '  nbthread 1',
-    'defaults',
-    `  mode ${mode}`,
-    `  maxconn ${maxconn}`,
-    '  timeout connect 5s',
-    `  timeout client ${KEEPALIVE_SECONDS}s`,
-    '  timeout server 60s',
-    ...(mode === 'http' ? [`  timeout http-keep-alive ${KEEPALIVE_SECONDS}s`] : []),
-    'frontend clients',
-    `  bind 127.0.0.1:${port}`,
-    ...(mode === 'http' ? [
-      '  option forwardfor',
-      '  http-request set-header X-Forwarded-Proto http',
-      '  http-request set-header X-Forwarded-Host %[req.hdr(host)]'
-    ] : []),
-    '  default_backend backends',
-    'backend backends',
-    '  balance roundrobin',
-    ...ports.map((backend, i) => `  server ${BACKEND_NAMES[i]} 127.0.0.1:${backend}`),
-    ''
-  ].join('\n');
+  const backends = ports.map((backend, i) => ({ name: BACKEND_NAMES[i], port: backend }));
   const file = path.join(dir, 'haproxy.cfg');
-  fs.writeFileSync(file, conf);
-  return startListening(run, pinned(run, PROXY_CPU, haproxy, ['-db', '-f', file]), port, name, null);
+  fs.writeFileSync(file, haproxyConfig({ openFiles: run.openFiles, keepAliveSeconds: KEEPALIVE_SECONDS, mode, port, backends }));
+  return startListening(run, pinned(run, PROXY_CPU, haproxy, ['-db', '-f', file]), port, `haproxy-${mode}`, null);
 }
 
 // For servers that print nothing when ready: connect until one connection is
@@ -518,35 +403,20 @@ async function measureIdle(run, targets, count, notes) {
   return rows;
 }
 
-function formatReport({ run, others, options, backends, targets, samples, idle, notes }) {
-  const medians = new Map();
-  for (const [key, list] of samples) medians.set(key, summarize(list));
+function setupLines({ run, backends, options, others }) {
   const served = backends.kind === 'nginx'
     ? 'nginx (one worker), each answering `Hello from <name>\\n` from its configuration'
     : 'bench/backends.js (Node http), answering `Hello from <name>\\n`';
   const cores = run.pinned
     ? `Proxies on CPU ${PROXY_CPU}, autocannon (a process of its own) and the backends on CPU ${LOAD_CPU}.`
     : 'Nothing pinned.';
-  const lines = [
-    '```',
-    `$ ${commandLine()}`,
-    '```',
-    '',
-    `${machine()}, Node ${process.version}; ${lilaRevision()}, ${versions()}; ${new Date().toISOString().slice(0, 10)}.`,
+  return [
+    describeMachine({ nginx: fs.existsSync(NGINX) ? NGINX : null, haproxy: commandPath('haproxy') }),
     `Backends A, B and C: ${served}. ${cores} ` +
       `${options.rounds} round${options.rounds === 1 ? '' : 's'} of ${options.duration} s per target and load ` +
       `after ${WARMUP_SECONDS} s of warm-up; medians. Other processes used ${others.cpu.toFixed(0)} CPU-s during ` +
-      `the ${others.wall.toFixed(0)} s of the run (${others.share.toFixed(0)}% of the machine).`,
-    '',
-    ...throughputTable(targets, medians),
-    '',
-    ...ratioTable(targets, medians),
-    '',
-    ...idleTable(idle),
-    ''
+      `the ${others.wall.toFixed(0)} s of the run (${others.share.toFixed(0)}% of the machine).`
   ];
-  if (notes.length > 0) lines.push(...notes.map((note) => `- ${note}`), '');
-  return lines.join('\n');
 }
 
 // The machine's CPU time less this bench's own (its process tree, the
@@ -565,166 +435,9 @@ function ownCpuSeconds() {
   return cpuSeconds(processTree(process.pid), { reaped: true });
 }
 
-function summarize(list) {
-  const perCpu = list.filter((s) => s.cpu !== null && s.cpu > 0).map((s) => s.requests / s.cpu);
-  return {
-    rps: median(list.map((s) => s.rps)),
-    p50: median(list.map((s) => s.p50)),
-    p99: median(list.map((s) => s.p99)),
-    errors: list.reduce((sum, s) => sum + s.errors, 0),
-    cpu: list[0].cpu === null ? null : median(list.map((s) => s.cpu)),
-    perCpu: perCpu.length === 0 ? null : median(perCpu)
-  };
-}
-
-function throughputTable(targets, medians) {
-  const rows = [];
-  for (const load of LOADS) {
-    const direct = medians.get(sampleKey(targets[0], load));
-    for (const target of targets) {
-      const m = medians.get(sampleKey(target, load));
-      rows.push([
-        target.name,
-        load.name,
-        Math.round(m.rps),
-        m.p50.toFixed(2),
-        m.p99.toFixed(2),
-        m.errors,
-        m.cpu === null ? '-' : m.cpu.toFixed(2),
-        m.perCpu === null ? '-' : Math.round(m.perCpu),
-        (m.rps / direct.rps).toFixed(2)
-      ]);
-    }
-  }
-  const headers = ['target', 'load', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'proxy CPU s', 'req/CPU-s', 'vs direct'];
-  return markdownTable(headers, rows);
-}
-
-// lila against each peer at every load: above 1 lila serves more, per second
-// or per CPU-second; p99 above 1 is lila slower.
-function ratioTable(targets, medians) {
-  const names = new Set(targets.map((target) => target.name));
-  const lilaHttp = targets.filter((t) => t.layer === 'http' && t.name.startsWith('lila')).map((t) => t.name);
-  const pairs = [];
-  for (const name of lilaHttp) {
-    for (const peer of ['nginx http', 'node-http-proxy', 'haproxy http']) pairs.push([name, peer]);
-  }
-  for (const peer of ['nginx stream', 'haproxy tcp']) pairs.push(['lila tcp', peer]);
-  const rows = [];
-  for (const [name, peer] of pairs.filter(([a, b]) => names.has(a) && names.has(b))) {
-    for (const load of LOADS) {
-      const a = medians.get(`${name}\t${load.name}`);
-      const b = medians.get(`${peer}\t${load.name}`);
-      rows.push([
-        `${name} / ${peer}`,
-        load.name,
-        (a.rps / b.rps).toFixed(2),
-        a.perCpu === null || b.perCpu === null ? '-' : (a.perCpu / b.perCpu).toFixed(2),
-        (a.p99 / b.p99).toFixed(2)
-      ]);
-    }
-  }
-  return markdownTable(['ratio', 'load', 'req/s', 'req/CPU-s', 'p99'], rows);
-}
-
-function idleTable(rows) {
-  const perConnection = (row) => (row.open === 0 ? NaN : (row.after.rss - row.before.rss) / row.open);
-  const nginx = {
-    http: rows.find((row) => row.target.name === 'nginx http'),
-    tcp: rows.find((row) => row.target.name === 'nginx stream')
-  };
-  const table = rows.map((row) => {
-    const reference = nginx[row.target.layer];
-    return [
-      row.target.name,
-      row.open,
-      megabytes(row.before.rss),
-      megabytes(row.after.rss),
-      megabytes(row.after.peak),
-      Math.round(perConnection(row)),
-      reference === undefined ? '-' : (perConnection(row) / perConnection(reference)).toFixed(1)
-    ];
-  });
-  const headers = ['idle connections', 'open', 'RSS before MB', `RSS with them MB`, 'peak MB', 'B/conn', 'vs nginx'];
-  return markdownTable(headers, table);
-}
-
-function megabytes(bytes) {
-  return (bytes / 1048576).toFixed(1);
-}
-
-function markdownTable(headers, rows) {
-  const widths = headers.map((header, i) => Math.max(header.length, ...rows.map((row) => String(row[i]).length)));
-  const line = (cells) => `| ${cells.map((cell, i) => (i < 2 ? String(cell).padEnd(widths[i]) : String(cell).padStart(widths[i]))).join(' | ')} |`;
-  const rule = `| ${widths.map((width, i) => (i < 2 ? '-'.repeat(width) : `${'-'.repeat(width - 1)}:`)).join(' | ')} |`;
-  return [line(headers), rule, ...rows.map(line)];
-}
-
-function writeReadme(report) {
-  const text = fs.readFileSync(README, 'utf8');
-  const block = `${BEGIN}\n${report}${END}`;
-  const begin = text.indexOf(BEGIN);
-  const end = text.indexOf(END);
-  const updated = begin !== -1 && end > begin
-    ? text.slice(0, begin) + block + text.slice(end + END.length)
-    : `${text.trimEnd()}\n\n## Comparison\n\n${block}\n`;
-  fs.writeFileSync(README, updated);
-  process.stderr.write(`bench: wrote the Comparison section of ${path.relative(process.cwd(), README)}\n`);
-}
-
-function commandLine() {
-  const args = process.argv.slice(2);
-  if (process.env.npm_lifecycle_event === 'bench:compare') {
-    return ['npm run bench:compare', ...(args.length > 0 ? ['--', ...args] : [])].join(' ');
-  }
-  return ['node', path.relative(process.cwd(), process.argv[1]), ...args].join(' ');
-}
-
-function machine() {
-  const lscpu = spawnSync('lscpu', { encoding: 'utf8' }).stdout || '';
-  const model = /^Model name:\s+(.+)$/m.exec(lscpu);
-  const cpus = /^CPU\(s\):\s+(\d+)$/m.exec(lscpu);
-  const name = model === null ? os.cpus()[0].model : model[1].trim();
-  return `${name}, ${cpus === null ? os.cpus().length : cpus[1]} cores (lscpu), Linux ${os.release().split('-')[0]}`;
-}
-
-// What was measured: the working tree's lib/, which may differ from the last commit.
-function lilaRevision() {
-  const root = path.join(__dirname, '..');
-  const git = (args) => spawnSync('git', ['-C', root, ...args], { encoding: 'utf8' });
-  const commit = git(['rev-parse', '--short', 'HEAD']);
-  if (commit.status !== 0) return 'lila';
-  const changed = git(['status', '--porcelain', '--', 'lib', 'lila']).stdout.trim() !== '';
-  return `lila at ${commit.stdout.trim()}${changed ? ' (lib/ with uncommitted changes)' : ''}`;
-}
-
-function versions() {
-  const list = [];
-  const nginx = /nginx\/(\S+)/.exec(spawnSync(NGINX, ['-v'], { encoding: 'utf8' }).stderr || '');
-  if (nginx !== null) list.push(`nginx ${nginx[1]}`);
-  const haproxy = commandPath('haproxy');
-  if (haproxy !== null) {
-    const version = /version (\d+\.\d+\.\d+)/.exec(spawnSync(haproxy, ['-v'], { encoding: 'utf8' }).stdout || '');
-    if (version !== null) list.push(`HAProxy ${version[1]}`);
-  }
-  list.push(`autocannon ${require('autocannon/package.json').version}`);
-  list.push(`http-proxy ${require('http-proxy/package.json').version}`);
-  return list.join(', ');
-}
-
 function commandPath(name) {
   const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
   return found.status === 0 ? found.stdout.trim() : null;
-}
-
-function sampleKey(target, load) {
-  return `${target.name}\t${load.name}`;
-}
-
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
 function exited(child) {

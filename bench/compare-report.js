@@ -1,0 +1,232 @@
+'use strict';
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+
+const BEGIN = '<!-- bench:compare begin -->';
+const END = '<!-- bench:compare end -->';
+// lila's ratios are taken to these, where both were measured.
+const HTTP_PEERS = ['nginx http', 'node-http-proxy', 'haproxy http'];
+const TCP_PEERS = ['nginx stream', 'haproxy tcp'];
+const NGINX_OF_LAYER = { http: 'nginx http', tcp: 'nginx stream' };
+
+/**
+ * @typedef {object} Sample one measured run of bench/load.js
+ * @property {number} rps autocannon's average requests per second
+ * @property {number} requests requests in the measured run
+ * @property {number} p50 ms
+ * @property {number} p99 ms
+ * @property {number} errors errors + timeouts + non-2xx
+ * @property {number | null} cpu proxy CPU seconds in the measured run; null for direct
+ */
+
+/**
+ * bench/compare.js's report, in markdown: the command, the setup, then the
+ * medians of every target and load, lila's ratios to its peers, and memory
+ * per idle connection. `targets[0]` is direct.
+ *
+ * @param {object} results
+ * @param {string[]} results.setup paragraphs describing the machine and the run
+ * @param {{name: string}[]} results.loads
+ * @param {{name: string, layer: 'http' | 'tcp' | null}[]} results.targets
+ * @param {Map<string, Sample[]>} results.samples by `sampleKey(target, load)`
+ * @param {object[]} results.idle `{target, open, before, after}`, memory from proc-stats
+ * @param {string[]} results.notes what was skipped or changed, and why
+ * @returns {string}
+ */
+function formatReport({ setup, loads, targets, samples, idle, notes }) {
+  const medians = new Map();
+  for (const [key, list] of samples) medians.set(key, summarize(list));
+  const lines = [
+    '```',
+    `$ ${commandLine()}`,
+    '```',
+    '',
+    ...setup,
+    '',
+    ...throughputTable(loads, targets, medians),
+    '',
+    ...ratioTable(loads, targets, medians),
+    '',
+    ...idleTable(idle),
+    ''
+  ];
+  if (notes.length > 0) lines.push(...notes.map((note) => `- ${note}`), '');
+  return lines.join('\n');
+}
+
+/**
+ * One line on what ran: CPU model and cores (lscpu), Linux, Node, the lila
+ * commit, the peers' versions, the date.
+ *
+ * @param {{nginx: string | null, haproxy: string | null}} executables
+ * @returns {string}
+ */
+function describeMachine({ nginx, haproxy }) {
+  const lscpu = spawnSync('lscpu', { encoding: 'utf8' }).stdout || '';
+  const model = /^Model name:\s+(.+)$/m.exec(lscpu);
+  const cpus = /^CPU\(s\):\s+(\d+)$/m.exec(lscpu);
+  const name = model === null ? os.cpus()[0].model : model[1].trim();
+  const versions = [lilaRevision()];
+  if (nginx !== null) {
+    const version = /nginx\/(\S+)/.exec(spawnSync(nginx, ['-v'], { encoding: 'utf8' }).stderr || '');
+    if (version !== null) versions.push(`nginx ${version[1]}`);
+  }
+  if (haproxy !== null) {
+    const version = /version (\d+\.\d+\.\d+)/.exec(spawnSync(haproxy, ['-v'], { encoding: 'utf8' }).stdout || '');
+    if (version !== null) versions.push(`HAProxy ${version[1]}`);
+  }
+  versions.push(`autocannon ${require('autocannon/package.json').version}`);
+  versions.push(`http-proxy ${require('http-proxy/package.json').version}`);
+  return `${name}, ${cpus === null ? os.cpus().length : cpus[1]} cores (lscpu), Linux ${os.release().split('-')[0]}, ` +
+    `Node ${process.version}; ${versions.join(', ')}; ${new Date().toISOString().slice(0, 10)}.`;
+}
+
+/**
+ * Puts `report` between the bench:compare comment markers of a markdown
+ * file, or in a new `## Comparison` section at its end.
+ *
+ * @param {string} file
+ * @param {string} report
+ */
+function writeSection(file, report) {
+  const text = fs.readFileSync(file, 'utf8');
+  const block = `${BEGIN}\n${report}${END}`;
+  const begin = text.indexOf(BEGIN);
+  const end = text.indexOf(END);
+  const updated = begin !== -1 && end > begin
+    ? text.slice(0, begin) + block + text.slice(end + END.length)
+    : `${text.trimEnd()}\n\n## Comparison\n\n${block}\n`;
+  fs.writeFileSync(file, updated);
+}
+
+/**
+ * The key of a target's samples at one load.
+ *
+ * @param {{name: string}} target
+ * @param {{name: string}} load
+ * @returns {string}
+ */
+function sampleKey(target, load) {
+  return `${target.name}\t${load.name}`;
+}
+
+module.exports = { formatReport, describeMachine, writeSection, sampleKey };
+
+// Every column's median over the rounds; errors add up.
+function summarize(list) {
+  const perCpu = list.filter((s) => s.cpu !== null && s.cpu > 0).map((s) => s.requests / s.cpu);
+  return {
+    rps: median(list.map((s) => s.rps)),
+    p50: median(list.map((s) => s.p50)),
+    p99: median(list.map((s) => s.p99)),
+    errors: list.reduce((sum, s) => sum + s.errors, 0),
+    cpu: list[0].cpu === null ? null : median(list.map((s) => s.cpu)),
+    perCpu: perCpu.length === 0 ? null : median(perCpu)
+  };
+}
+
+function throughputTable(loads, targets, medians) {
+  const rows = [];
+  for (const load of loads) {
+    const direct = medians.get(sampleKey(targets[0], load));
+    for (const target of targets) {
+      const m = medians.get(sampleKey(target, load));
+      rows.push([
+        target.name,
+        load.name,
+        Math.round(m.rps),
+        m.p50.toFixed(2),
+        m.p99.toFixed(2),
+        m.errors,
+        m.cpu === null ? '-' : m.cpu.toFixed(2),
+        m.perCpu === null ? '-' : Math.round(m.perCpu),
+        (m.rps / direct.rps).toFixed(2)
+      ]);
+    }
+  }
+  const headers = ['target', 'load', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'proxy CPU s', 'req/CPU-s', 'vs direct'];
+  return markdownTable(headers, rows);
+}
+
+// Above 1, lila serves more per second or per CPU-second; a p99 above 1 is lila slower.
+function ratioTable(loads, targets, medians) {
+  const names = new Set(targets.map((target) => target.name));
+  const pairs = [];
+  for (const target of targets) {
+    if (!target.name.startsWith('lila')) continue;
+    for (const peer of target.layer === 'http' ? HTTP_PEERS : TCP_PEERS) pairs.push([target.name, peer]);
+  }
+  const rows = [];
+  for (const [name, peer] of pairs.filter(([, b]) => names.has(b))) {
+    for (const load of loads) {
+      const a = medians.get(sampleKey({ name }, load));
+      const b = medians.get(sampleKey({ name: peer }, load));
+      rows.push([
+        `${name} / ${peer}`,
+        load.name,
+        (a.rps / b.rps).toFixed(2),
+        a.perCpu === null || b.perCpu === null ? '-' : (a.perCpu / b.perCpu).toFixed(2),
+        (a.p99 / b.p99).toFixed(2)
+      ]);
+    }
+  }
+  return markdownTable(['ratio', 'load', 'req/s', 'req/CPU-s', 'p99'], rows);
+}
+
+function idleTable(rows) {
+  const perConnection = (row) => (row.after.rss - row.before.rss) / row.open;
+  const table = rows.map((row) => {
+    const nginx = rows.find((other) => other.target.name === NGINX_OF_LAYER[row.target.layer]);
+    return [
+      row.target.name,
+      row.open,
+      megabytes(row.before.rss),
+      megabytes(row.after.rss),
+      megabytes(row.after.peak),
+      Math.round(perConnection(row)),
+      nginx === undefined ? '-' : (perConnection(row) / perConnection(nginx)).toFixed(1)
+    ];
+  });
+  const headers = ['idle connections', 'open', 'RSS before MB', 'RSS with them MB', 'peak MB', 'B/conn', 'vs nginx'];
+  return markdownTable(headers, table);
+}
+
+function megabytes(bytes) {
+  return (bytes / 1048576).toFixed(1);
+}
+
+// Padded, so that it reads as well in a terminal; the first two columns are text.
+function markdownTable(headers, rows) {
+  const widths = headers.map((header, i) => Math.max(header.length, ...rows.map((row) => String(row[i]).length)));
+  const cell = (value, i) => (i < 2 ? String(value).padEnd(widths[i]) : String(value).padStart(widths[i]));
+  const line = (cells) => `| ${cells.map(cell).join(' | ')} |`;
+  const rule = `| ${widths.map((width, i) => (i < 2 ? '-'.repeat(width) : `${'-'.repeat(width - 1)}:`)).join(' | ')} |`;
+  return [line(headers), rule, ...rows.map(line)];
+}
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+function commandLine() {
+  const args = process.argv.slice(2);
+  if (process.env.npm_lifecycle_event === 'bench:compare') {
+    return ['npm run bench:compare', ...(args.length > 0 ? ['--', ...args] : [])].join(' ');
+  }
+  return ['node', path.relative(process.cwd(), process.argv[1]), ...args].join(' ');
+}
+
+// What was measured: the working tree's lib/, which may differ from the last commit.
+function lilaRevision() {
+  const root = path.join(__dirname, '..');
+  const git = (args) => spawnSync('git', ['-C', root, ...args], { encoding: 'utf8' });
+  const commit = git(['rev-parse', '--short', 'HEAD']);
+  if (commit.status !== 0) return 'lila';
+  const changed = git(['status', '--porcelain', '--', 'lib', 'lila']).stdout.trim() !== '';
+  return `lila at ${commit.stdout.trim()}${changed ? ' (lib/ with uncommitted changes)' : ''}`;
+}
