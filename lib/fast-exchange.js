@@ -1,7 +1,7 @@
 'use strict';
 
 const { STATUS_CODES } = require('node:http');
-const { forwardRequestHeaders, forwardResponseHeaders, withHost, backendAuthority } = require('./headers');
+const { forwardRequestHeaders, forwardResponseHeaders, withoutField, withHost, backendAuthority } = require('./headers');
 const { parseResponseHead } = require('./http1-head');
 const ChunkedScanner = require('./chunked-scanner');
 const { errorBody } = require('./http-error-response');
@@ -242,7 +242,7 @@ class FastExchange {
       !(request.expectContinue && !this.continued);
     let headers = forwardResponseHeaders(head.rawHeaders);
     // Trailers cannot reach an HTTP/1.0 client: announcing them would be wrong.
-    if (http10 && head.chunked) headers = withoutField(headers, 'trailer');
+    if (http10) headers = withoutField(headers, 'trailer');
     let out = `HTTP/1.1 ${status} ${head.reason || STATUS_CODES[status] || 'Unknown'}\r\n${fieldLines(headers)}`;
     if ((head.chunked && !http10) || this.rechunk) out += 'Transfer-Encoding: chunked\r\n';
     out += this.connection.connectionHeader(keepAlive);
@@ -358,6 +358,8 @@ class FastExchange {
 
   /** The whole response is relayed: the upstream socket goes back to the pool if it can. */
   responseEnded() {
+    // A head still held (an empty body) goes out before anything else.
+    if (this.prefix !== null) this.emitPrefix();
     this.responseDone = true;
     const socket = this.upstream;
     if (socket !== null) {
@@ -508,15 +510,6 @@ function upstreamSetup(socket) {
 }
 
 module.exports = { FastExchange, upstreamSetup };
-
-// A header list without the fields of one lowercase name.
-function withoutField(headers, name) {
-  const out = [];
-  for (let i = 0; i < headers.length; i += 2) {
-    if (headers[i].toLowerCase() !== name) out.push(headers[i], headers[i + 1]);
-  }
-  return out;
-}
 
 // Serializes `[name, value, ...]` as header lines.
 function fieldLines(headers) {

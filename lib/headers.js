@@ -126,9 +126,25 @@ function forwardResponseHeaders(rawHeaders) {
   return out;
 }
 
+/**
+ * Copies a raw header list without the fields of one name.
+ *
+ * @param {string[]} headers `[name, value, ...]`
+ * @param {string} name lowercase
+ * @returns {string[]} a new raw header list
+ */
+function withoutField(headers, name) {
+  const out = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i].length !== name.length || headers[i].toLowerCase() !== name) out.push(headers[i], headers[i + 1]);
+  }
+  return out;
+}
+
 module.exports = {
   forwardRequestHeaders,
   forwardResponseHeaders,
+  withoutField,
   forwardedElement,
   withHost,
   backendAuthority

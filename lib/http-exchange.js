@@ -1,6 +1,6 @@
 'use strict';
 
-const { forwardRequestHeaders, forwardResponseHeaders } = require('./headers');
+const { forwardRequestHeaders, forwardResponseHeaders, withoutField } = require('./headers');
 const { createUpstreamRequest } = require('./http-upstream');
 const { clientAddressOf } = require('./address');
 const { errorBody } = require('./http-error-response');
@@ -209,12 +209,11 @@ class Exchange {
     // The backend's Date (or its absence) passes through unchanged.
     response.sendDate = false;
     if (settings.draining) response.shouldKeepAlive = false;
+    let headers = forwardResponseHeaders(upstreamResponse.rawHeaders);
+    // Trailers cannot reach an HTTP/1.0 client (Node throws on announcing them).
+    if (this.request.httpVersionMinor === 0) headers = withoutField(headers, 'trailer');
     try {
-      response.writeHead(
-        upstreamResponse.statusCode,
-        upstreamResponse.statusMessage || undefined,
-        forwardResponseHeaders(upstreamResponse.rawHeaders)
-      );
+      response.writeHead(upstreamResponse.statusCode, upstreamResponse.statusMessage || undefined, headers);
     } catch (err) {
       const what = `backend ${this.backend.name}: ${err.message}`;
       health.failed(this.backend, 'invalid response head');

@@ -44,7 +44,10 @@ const FIXED_DATE = 'Tue, 15 Nov 1994 08:12:31 GMT';
  * `connection` and `keep-alive` are left out: they describe lila's own
  * upstream connection, which each engine manages its own way. Everything
  * else, Host, X-Forwarded-*, Forwarded, Content-Length, Transfer-Encoding,
- * TE, must be the same line for line.
+ * TE, must be the same line for line; except that a request the client sent
+ * without any framing (so without a body) may reach the backend with
+ * `Transfer-Encoding: chunked` and an empty body from the node engine, which
+ * is Node's client framing an empty POST, PUT or PATCH its own way.
  *
  * The client side, per request, in the order the responses arrive on their
  * connection: the status line (version, code, reason phrase), interim
@@ -62,6 +65,7 @@ const FIXED_DATE = 'Tue, 15 Nov 1994 08:12:31 GMT';
  * is compared as that error.
  */
 const REQUEST_IGNORED = new Set(['connection', 'keep-alive']);
+const UNFRAMED_REQUEST_IGNORED = new Set([...REQUEST_IGNORED, 'transfer-encoding']);
 const RESPONSE_IGNORED = new Set(['connection', 'keep-alive', 'transfer-encoding']);
 const FRAMED_RESPONSE_IGNORED = new Set([...RESPONSE_IGNORED, 'content-length']);
 
@@ -267,7 +271,7 @@ function planConnections(seed, count) {
 /**
  * One valid request: method, target, version, header fields and body.
  *
- * @returns {{id: number, method: string, bytes: Buffer, sent: string}} sent: its head and body, described
+ * @returns {{id: number, method: string, framing: string, bytes: Buffer, sent: string}} sent: its head and body, described
  */
 function planRequest(random, id, last) {
   const method = random.pick(METHODS);
@@ -312,7 +316,7 @@ function planRequest(random, id, last) {
   const encoded = framing === 'chunked' ? chunked(random, body, trailers) : body;
   const sent = `${JSON.stringify(head)}${framing === 'none' ? '' : ` + ${body.length} body bytes`}` +
     (framing === 'chunked' ? ` chunked: ${JSON.stringify(encoded.length > 400 ? '(long)' : encoded.toString('latin1'))}` : '');
-  return { id, method, bytes: Buffer.concat([Buffer.from(head, 'latin1'), encoded]), sent };
+  return { id, method, framing, bytes: Buffer.concat([Buffer.from(head, 'latin1'), encoded]), sent };
 }
 
 // Connection headers: none, keep-alive, options naming hop-by-hop fields (sent or not), and close last.
@@ -593,7 +597,7 @@ function compareRuns(expected, actual, engine) {
   for (const connection of PLAN) {
     for (const request of connection.requests) {
       const found = [
-        ...differ('backend', backendViews(expected.backend.get(String(request.id))), backendViews(actual.backend.get(String(request.id))), engine),
+        ...differ('backend', backendViews(expected.backend.get(String(request.id)), request), backendViews(actual.backend.get(String(request.id)), request), engine),
         ...differ('client', clientView(expected.client.get(request.id), request.method), clientView(actual.client.get(request.id), request.method), engine)
       ];
       if (found.length > 0) differences.push(`#${request.id} (${request.where}) sent ${request.sent}\n  ${found.join('\n  ')}`);
@@ -606,10 +610,14 @@ function compareRuns(expected, actual, engine) {
 }
 
 // What the backend saw of one request id: one view per time it arrived.
-function backendViews(records = []) {
+function backendViews(records = [], request) {
+  // A request sent without any framing has no body; Node's client (the node
+  // engine) still frames an empty POST, PUT or PATCH as chunked, the fast
+  // engine sends it as it came. Both mean "no body".
+  const ignored = request.framing === 'none' ? UNFRAMED_REQUEST_IGNORED : REQUEST_IGNORED;
   return records.map((record) => ({
     'request line': `${record.method} ${record.url} HTTP/${record.httpVersion}`,
-    headers: fieldLines(pairs(record.rawHeaders), REQUEST_IGNORED),
+    headers: fieldLines(pairs(record.rawHeaders), ignored),
     body: describeBody(record.body),
     trailers: fieldLines(pairs(record.rawTrailers), REQUEST_IGNORED),
     'backend error': record.answerError

@@ -310,6 +310,40 @@ for (const engine of HTTP_ENGINES) {
         assert.deepEqual(bodies, ['A /1', 'B /2', 'C /3']);
       });
 
+      it('answers an HTTP/1.0 request whose chunked response is empty, then closes the connection', async () => {
+        const backend = await startHttpBackend('A', (req, res) => {
+          res.writeHead(200, { 'X-Empty': 'yes' });
+          res.end();
+        });
+        const proxy = await start([backend]);
+        const socket = connect(proxy.port);
+
+        socket.write('GET / HTTP/1.0\r\nHost: x\r\n\r\n');
+        const answer = String(await collect(socket));
+
+        assert.match(answer, /^HTTP\/1\.1 200 OK\r\n/);
+        assert.match(answer, /\r\nX-Empty: yes\r\n/);
+        assert.ok(answer.endsWith('\r\n\r\n'), answer);
+      });
+
+      it('relays trailers announced to an HTTP/1.0 client as a plain body, without the Trailer field', async () => {
+        const backend = await startHttpBackend('A', (req, res) => {
+          res.writeHead(200, { Trailer: 'X-Checksum' });
+          res.write('data');
+          res.addTrailers({ 'X-Checksum': 'c0ffee' });
+          res.end();
+        });
+        const proxy = await start([backend]);
+        const socket = connect(proxy.port);
+
+        socket.write('GET / HTTP/1.0\r\nHost: x\r\n\r\n');
+        const answer = String(await collect(socket));
+
+        assert.match(answer, /^HTTP\/1\.1 200 OK\r\n/);
+        assert.doesNotMatch(answer, /\r\ntrailer:/i);
+        assert.ok(answer.endsWith('\r\n\r\ndata'), answer);
+      });
+
       it('answers an HTTP/1.0 request without Host whole, then closes the connection', async () => {
         const backend = await startHttpBackend('A', (req, res) => {
           res.write('Hello ');
