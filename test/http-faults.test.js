@@ -271,6 +271,38 @@ for (const engine of HTTP_ENGINES) {
         assert.equal(res.body, 'lila: 502 Bad Gateway: the backend failed before answering\n');
       });
 
+      // Responses a backend must not send (RFC 9112 §6.3), where lila and the client could disagree on the body.
+      for (const { what, response } of [
+        { what: 'Content-Length with Transfer-Encoding', response: 'HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n' },
+        { what: 'two different Content-Length values', response: 'HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\nabcde' },
+        { what: 'a status code of four digits', response: 'HTTP/1.1 2000 OK\r\nContent-Length: 1\r\n\r\nA' },
+        { what: 'an HTTP/2 status line', response: 'HTTP/2 200\r\nContent-Length: 1\r\n\r\nA' },
+        { what: 'a NUL in a header value', response: 'HTTP/1.1 200 OK\r\nX-Bad: a\x00b\r\nContent-Length: 1\r\n\r\nA' }
+      ]) {
+        it(`answers 502 to a response head with ${what}`, async () => {
+          const backend = await startTcpBackend('A', (socket) => {
+            socket.once('data', () => socket.end(response));
+          });
+          const proxy = await startProxy({ engine, mode: 'round-robin', servers: [backend.address], maxFails: 0 });
+
+          const res = await request(proxy.port, { agent: false });
+
+          assert.equal(res.status, 502);
+          await until(() => proxy.backends[0].active === 0, 'the request is released');
+        });
+      }
+
+      it('cuts the client connection when a chunked response body is malformed', async () => {
+        const backend = await startTcpBackend('A', (socket) => {
+          socket.once('data', () => socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\n'));
+        });
+        const proxy = await startProxy({ engine, mode: 'round-robin', servers: [backend.address], maxFails: 0 });
+
+        // Never a body that looks complete: the connection is cut, before or after the head.
+        await assert.rejects(request(proxy.port, { agent: false }), { code: 'ECONNRESET' });
+        await until(() => proxy.backends[0].active === 0, 'the request is released');
+      });
+
       it('answers 502 to a response that is not HTTP at all', async () => {
         const backend = await startTcpBackend('A', (socket) => {
           socket.once('data', () => socket.end('SSH-2.0-OpenSSH_9.2\r\n'));
