@@ -276,7 +276,9 @@ class ClientConnection {
       this.deadline = this.context.now() + this.context.settings.keepAliveTimeout;
       this.deadlineKind = IDLE_DEADLINE;
     }
-    if (this.paused && this.current === null) this.resume();
+    // Whatever paused reading (a full pipeline, a slow upstream for a body
+    // now dropped) is checked again as reading goes on.
+    if (this.paused) this.resume();
   }
 
   /**

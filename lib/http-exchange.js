@@ -144,6 +144,10 @@ class Exchange {
     this.connected = true;
     this.upstreamSocket.setTimeout(this.context.settings.timeout);
     if (this.hasBody) {
+      // The head goes at once: a backend may answer before the body (413,
+      // 401). Written as latin1, as header bytes arrived (flushHeaders() would
+      // encode them as UTF-8).
+      upstream.write('', 'latin1');
       // Ended by hand, so that trailers can follow the body.
       this.request.pipe(upstream, { end: false });
       this.request.on('end', requestOnEnd);
@@ -291,6 +295,12 @@ class Exchange {
     const upstream = this.upstream;
     // A completed upstream request is already back in the agent's pool.
     if (upstream !== null && !upstream.destroyed) upstream.destroy();
+    // The rest of a body answered early is read and dropped, so that the
+    // connection reaches the next request (Node only does so for bodies nobody piped).
+    if (!this.request.complete && !this.request.destroyed) {
+      this.request.unpipe();
+      this.request.resume();
+    }
     if (this.socketOnClose !== null) this.request.socket.removeListener('close', this.socketOnClose);
     const { balancer, traffic } = this.context;
     const status = this.finalStatus !== 0 ? this.finalStatus : this.response.headersSent ? this.response.statusCode : CLIENT_LEFT;

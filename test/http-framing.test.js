@@ -310,6 +310,29 @@ for (const engine of HTTP_ENGINES) {
         assert.deepEqual(bodies, ['A /1', 'B /2', 'C /3']);
       });
 
+      it('drops the rest of a body the backend answered early, and serves the next request on the connection', async () => {
+        const backend = await startHttpBackend('A', (req, res) => {
+          if (req.url === '/next') return res.end('next');
+          // Answered without reading the body.
+          res.writeHead(413, { 'Content-Length': 8 });
+          res.end('too big\n');
+        });
+        const proxy = await start([backend]);
+        const socket = connect(proxy.port);
+        const reader = responseReader(socket);
+
+        socket.write(`PUT /upload HTTP/1.1\r\nHost: x\r\nContent-Length: ${8 * MB}\r\n\r\n`);
+        const first = await reader.head();
+        const firstBody = String(await reader.body(first));
+        socket.write(Buffer.alloc(8 * MB));
+        socket.write('GET /next HTTP/1.1\r\nHost: x\r\n\r\n');
+        const next = await reader.head();
+
+        assert.equal(first.status, 413);
+        assert.equal(firstBody, 'too big\n');
+        assert.equal(String(await reader.body(next)), 'next');
+      });
+
       it('answers an HTTP/1.0 request whose chunked response is empty, then closes the connection', async () => {
         const backend = await startHttpBackend('A', (req, res) => {
           res.writeHead(200, { 'X-Empty': 'yes' });
