@@ -119,7 +119,8 @@ class FastExchange {
   upstreamConnected(socket) {
     if (socket !== this.upstream || this.done) return;
     this.connected = true;
-    socket.setTimeout(this.context.settings.timeout);
+    // A pooled socket keeps the timeout its first exchange set.
+    if (!this.reused) socket.setTimeout(this.context.settings.timeout);
     if (this.upstreamHead === null) this.upstreamHead = this.buildHead();
     if (this.pending === null) {
       socket.write(this.upstreamHead, 'latin1');

@@ -10,6 +10,11 @@ const HOP_BY_HOP = new Set([
   'transfer-encoding',
   'upgrade'
 ]);
+// Lengths of the names forwardRequestHeaders acts on (hop-by-hop, Host,
+// X-Forwarded-*, Forwarded): a name of another length needs no lowercasing.
+const ACTED_ON = new Set([...HOP_BY_HOP, 'host', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded'].map((name) => name.length));
+// The last Forwarded element built, for the next request of the same client and host.
+let lastElement = { clientAddress: null, host: null, element: '' };
 // RFC 9110 §5.6.2 tchar: a Forwarded value made only of these needs no quotes.
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
@@ -35,6 +40,10 @@ function forwardRequestHeaders(rawHeaders, clientAddress) {
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i];
     const value = rawHeaders[i + 1];
+    if (listed === null && !ACTED_ON.has(name.length)) {
+      out.push(name, value);
+      continue;
+    }
     const lower = name.toLowerCase();
     if (isHopByHop(lower, listed)) {
       if (lower === 'transfer-encoding') chunked = true;
@@ -74,6 +83,14 @@ function forwardRequestHeaders(rawHeaders, clientAddress) {
  * @returns {string}
  */
 function forwardedElement(clientAddress, host) {
+  // Requests on one connection, and often from one client, repeat the same pair.
+  if (clientAddress === lastElement.clientAddress && host === lastElement.host) return lastElement.element;
+  const element = buildForwardedElement(clientAddress, host);
+  lastElement = { clientAddress, host, element };
+  return element;
+}
+
+function buildForwardedElement(clientAddress, host) {
   const node = clientAddress === undefined ? 'unknown'
     : clientAddress.includes(':') ? `[${clientAddress}]` : clientAddress;
   let element = `for=${forwardedValue(node)}`;
@@ -121,7 +138,8 @@ function forwardResponseHeaders(rawHeaders) {
   const listed = connectionOptions(rawHeaders);
   const out = [];
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (!isHopByHop(rawHeaders[i].toLowerCase(), listed)) out.push(rawHeaders[i], rawHeaders[i + 1]);
+    const name = rawHeaders[i];
+    if ((listed === null && !ACTED_ON.has(name.length)) || !isHopByHop(name.toLowerCase(), listed)) out.push(name, rawHeaders[i + 1]);
   }
   return out;
 }
@@ -155,8 +173,11 @@ function connectionOptions(rawHeaders) {
   let listed = null;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     if (rawHeaders[i].length !== 10 || rawHeaders[i].toLowerCase() !== 'connection') continue;
-    for (const token of rawHeaders[i + 1].split(',')) {
-      const option = token.trim().toLowerCase();
+    const value = rawHeaders[i + 1].toLowerCase();
+    // The usual single option names no header.
+    if (value === 'keep-alive' || value === 'close') continue;
+    for (const token of value.split(',')) {
+      const option = token.trim();
       if (option !== '' && !HOP_BY_HOP.has(option)) (listed ??= new Set()).add(option);
     }
   }

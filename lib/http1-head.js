@@ -10,6 +10,10 @@ const VALUE = byteTable((c) => c === 0x09 || (c >= 0x20 && c !== 0x7f));
 // A request target: visible ASCII and obs-text, no whitespace or control.
 const TARGET = byteTable((c) => c > 0x20 && c !== 0x7f);
 const MALFORMED = 'malformed request';
+// A control byte other than HTAB, or a CR or LF that is not part of a CRLF:
+// never valid anywhere in a head (RFC 9112 §2.2, RFC 9110 §5.5). One native
+// scan of the head spares a check of every value byte in JavaScript.
+const CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|(?<!\r)\n/;
 
 /**
  * A request head as lila's fast engine read it: what it forwards, and the
@@ -69,6 +73,7 @@ class RequestHead {
  */
 function parseRequestHead(text) {
   const head = new RequestHead();
+  if (CONTROL.test(text)) return refused(head, MALFORMED);
   let lineEnd = text.indexOf('\r\n');
   if (lineEnd === -1) lineEnd = text.length;
   let i = 0;
@@ -137,6 +142,7 @@ function parseRequestHead(text) {
  *   connectionClose: boolean, connectionKeepAlive: boolean} | null} null when it is not valid HTTP/1.x
  */
 function parseResponseHead(text) {
+  if (CONTROL.test(text)) return null;
   let lineEnd = text.indexOf('\r\n');
   if (lineEnd === -1) lineEnd = text.length;
   if (!text.startsWith('HTTP/1.') || lineEnd < 12 || text.charCodeAt(8) !== 0x20) return null;
@@ -144,7 +150,6 @@ function parseResponseHead(text) {
   const status = Number(text.slice(9, 12));
   if ((minor !== 0 && minor !== 1) || !(status >= 100 && status <= 999) || text.charCodeAt(9) === 0x30) return null;
   if (lineEnd > 12 && text.charCodeAt(12) !== 0x20) return null;
-  for (let i = 13; i < lineEnd; i++) if (VALUE[text.charCodeAt(i)] !== 1) return null;
   const response = {
     httpVersionMinor: minor,
     status,
@@ -190,7 +195,8 @@ module.exports = { parseRequestHead, parseResponseHead, RequestHead, TOKEN, VALU
 
 // Reads one `name: value` line into raw; returns -1 when it is malformed, else
 // which header it is: 1 Content-Length, 2 Transfer-Encoding, 3 Host,
-// 4 Connection, 5 Expect, 0 any other.
+// 4 Connection, 5 Expect, 6 Upgrade, 0 any other. The line holds no control
+// byte but HTAB (CONTROL), so every value byte is valid.
 function parseField(text, start, end, raw) {
   let i = start;
   while (i < end && TOKEN[text.charCodeAt(i)] === 1) i++;
@@ -199,12 +205,8 @@ function parseField(text, start, end, raw) {
   const nameEnd = i++;
   while (i < end && (text.charCodeAt(i) === 0x20 || text.charCodeAt(i) === 0x09)) i++;
   const valueStart = i;
-  let valueEnd = valueStart;
-  for (; i < end; i++) {
-    const c = text.charCodeAt(i);
-    if (VALUE[c] !== 1) return -1;
-    if (c !== 0x20 && c !== 0x09) valueEnd = i + 1;
-  }
+  let valueEnd = end;
+  while (valueEnd > valueStart && (text.charCodeAt(valueEnd - 1) === 0x20 || text.charCodeAt(valueEnd - 1) === 0x09)) valueEnd--;
   const name = text.slice(start, nameEnd);
   raw.push(name, text.slice(valueStart, valueEnd));
   switch (nameEnd - start) {
@@ -220,7 +222,17 @@ function parseField(text, start, end, raw) {
 
 // Connection: close / keep-alive / upgrade, in any case, among other options.
 function connectionTokens(message, value) {
-  for (const token of value.toLowerCase().split(',')) {
+  const lower = value.toLowerCase();
+  // The usual single option, without splitting.
+  if (lower === 'keep-alive') {
+    message.connectionKeepAlive = true;
+    return;
+  }
+  if (lower === 'close') {
+    message.connectionClose = true;
+    return;
+  }
+  for (const token of lower.split(',')) {
     const option = token.trim();
     if (option === 'close') message.connectionClose = true;
     else if (option === 'keep-alive') message.connectionKeepAlive = true;

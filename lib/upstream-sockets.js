@@ -5,8 +5,12 @@ const net = require('node:net');
 // Idle sockets close after 4 s, before the 5 s keep-alive timeout of Node and
 // Apache backends (nginx: 75 s), so lila rarely reuses a socket the backend is closing.
 const IDLE_TIMEOUT = 4000;
+// How often idle sockets past IDLE_TIMEOUT are looked for.
+const IDLE_SWEEP = 1000;
 const kBackend = Symbol('kBackend');
 const kIdle = Symbol('kIdle');
+// When the socket went back to the pool.
+const kIdleSince = Symbol('kIdleSince');
 
 /**
  * The fast engine's keep-alive pool: idle upstream sockets per backend, for
@@ -27,6 +31,10 @@ class UpstreamSockets {
     this.closed = false;
     this.onDrained = (backend) => this.drop(backend);
     balancer.on('drained', this.onDrained);
+    // One sweep instead of a timer per idle socket: an exchange keeps its
+    // socket's timeout, and taking a socket from the pool costs no timer.
+    this.sweep = setInterval(() => this.closeIdle(Date.now() - IDLE_TIMEOUT), IDLE_SWEEP);
+    this.sweep.unref();
   }
 
   /**
@@ -73,9 +81,28 @@ class UpstreamSockets {
     let stack = this.idle.get(backend);
     if (stack === undefined) this.idle.set(backend, (stack = []));
     socket[kIdle] = true;
-    socket.setTimeout(IDLE_TIMEOUT);
+    socket[kIdleSince] = Date.now();
     if (socket.isPaused()) socket.resume();
     stack.push(socket);
+  }
+
+  /**
+   * Closes the sockets idle since before `before`; the oldest are at the
+   * bottom of each stack.
+   *
+   * @param {number} before a Date.now() value
+   */
+  closeIdle(before) {
+    for (const stack of this.idle.values()) {
+      let stale = 0;
+      while (stale < stack.length && stack[stale][kIdleSince] < before) stale++;
+      if (stale === 0) continue;
+      const closing = stack.splice(0, stale);
+      for (const socket of closing) {
+        socket[kIdle] = false;
+        socket.destroy();
+      }
+    }
   }
 
   /**
@@ -106,6 +133,7 @@ class UpstreamSockets {
   /** Closes every idle socket and stops following the balancer; for a closed proxy. */
   destroy() {
     this.closed = true;
+    clearInterval(this.sweep);
     this.balancer.removeListener('drained', this.onDrained);
     for (const backend of [...this.idle.keys()]) this.drop(backend);
   }
