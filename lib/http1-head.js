@@ -10,10 +10,10 @@ const VALUE = byteTable((c) => c === 0x09 || (c >= 0x20 && c !== 0x7f));
 // A request target: visible ASCII and obs-text, no whitespace or control.
 const TARGET = byteTable((c) => c > 0x20 && c !== 0x7f);
 const MALFORMED = 'malformed request';
-// A control byte other than HTAB, or a CR or LF that is not part of a CRLF:
-// never valid anywhere in a head (RFC 9112 §2.2, RFC 9110 §5.5). One native
-// scan of the head spares a check of every value byte in JavaScript.
-const CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|(?<!\r)\n/;
+// A control byte other than HTAB, CR or LF: never valid in a head (RFC 9110
+// §5.5). One native scan of the head spares a check of every value byte in
+// JavaScript; CR and LF are checked by hasBareCROrLF.
+const CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/;
 
 /**
  * A request head as lila's fast engine read it: what it forwards, and the
@@ -73,7 +73,7 @@ class RequestHead {
  */
 function parseRequestHead(text) {
   const head = new RequestHead();
-  if (CONTROL.test(text)) return refused(head, MALFORMED);
+  if (CONTROL.test(text) || hasBareCROrLF(text)) return refused(head, MALFORMED);
   let lineEnd = text.indexOf('\r\n');
   if (lineEnd === -1) lineEnd = text.length;
   let i = 0;
@@ -142,7 +142,7 @@ function parseRequestHead(text) {
  *   connectionClose: boolean, connectionKeepAlive: boolean} | null} null when it is not valid HTTP/1.x
  */
 function parseResponseHead(text) {
-  if (CONTROL.test(text)) return null;
+  if (CONTROL.test(text) || hasBareCROrLF(text)) return null;
   let lineEnd = text.indexOf('\r\n');
   if (lineEnd === -1) lineEnd = text.length;
   if (!text.startsWith('HTTP/1.') || lineEnd < 12 || text.charCodeAt(8) !== 0x20) return null;
@@ -218,6 +218,17 @@ function parseField(text, start, end, raw) {
     case 7: return name.toLowerCase() === 'upgrade' ? 6 : 0;
     default: return 0;
   }
+}
+
+// RFC 9112 §2.2: CR and LF only come together, ending a line.
+function hasBareCROrLF(text) {
+  for (let i = text.indexOf('\r'); i !== -1; i = text.indexOf('\r', i + 2)) {
+    if (text.charCodeAt(i + 1) !== 0x0a) return true;
+  }
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) {
+    if (text.charCodeAt(i - 1) !== 0x0d) return true;
+  }
+  return false;
 }
 
 // Connection: close / keep-alive / upgrade, in any case, among other options.
