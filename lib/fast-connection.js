@@ -41,6 +41,8 @@ class ClientConnection {
     this.socket = socket;
     this.clientAddress = clientAddressOf(socket.remoteAddress);
     this.buffer = null;
+    // Bytes at the start of `buffer` already searched for the end of a head.
+    this.searched = 0;
     this.state = HEAD;
     this.current = null;
     this.remaining = 0;
@@ -104,13 +106,17 @@ class ClientConnection {
     if (start > 0) buffer = this.consume(start);
     if (buffer === null) return false;
     const maxHeaderSize = this.context.settings.maxHeaderSize;
-    const end = buffer.indexOf(CRLFCRLF);
+    // A head arriving in pieces is searched once, not from its start at every piece.
+    const from = start > 0 ? 0 : Math.max(0, this.searched - 3);
+    const end = buffer.indexOf(CRLFCRLF, from);
     if (end === -1 || end > maxHeaderSize) {
       if (buffer.length > maxHeaderSize) this.refuse(431, 'the request headers are too large', codes.HEADERS_TOO_LARGE, null);
       // A bare LF never ends in CRLFCRLF: refuse it now, not at the timeout.
-      else if (hasBareLF(buffer)) this.refuse(400, 'malformed request', codes.BAD_REQUEST, null);
+      else if (hasBareLF(buffer, from)) this.refuse(400, 'malformed request', codes.BAD_REQUEST, null);
+      else this.searched = buffer.length;
       return false;
     }
+    this.searched = 0;
     const head = parseRequestHead(buffer.latin1Slice(0, end));
     this.consume(end + 4);
     this.deadline = 0;
@@ -398,8 +404,8 @@ class Refusal {
 
 module.exports = { ClientConnection };
 
-function hasBareLF(buffer) {
-  for (let at = buffer.indexOf(0x0a); at !== -1; at = buffer.indexOf(0x0a, at + 1)) {
+function hasBareLF(buffer, from) {
+  for (let at = buffer.indexOf(0x0a, from); at !== -1; at = buffer.indexOf(0x0a, at + 1)) {
     if (at === 0 || buffer[at - 1] !== 0x0d) return true;
   }
   return false;
