@@ -62,8 +62,8 @@ class Proxy {
    *   `query:<name>`, `cookie:<name>` or `path`; the tcp layer only has `ip`
    * @param {'http' | 'tcp'} [options.layer] defaults to `http`
    * @param {Logger} [options.logger] defaults to info lines on stderr
-   * @param {'node' | 'fast'} [options.engine] the http layer's implementation: core `http`
-   *   (default) or lila's own HTTP/1.1 engine on `net`
+   * @param {'fast' | 'node'} [options.engine] the http layer's implementation: lila's own
+   *   HTTP/1.1 engine on `net` (default) or core `http`, the reference
    * @param {number} [options.connectTimeout] ms to connect to a backend, both layers (default 5000)
    * @param {number} [options.timeout] ms a backend may stay silent, http only (default 60000)
    * @param {number} [options.keepAliveTimeout] ms an idle client connection stays open;
