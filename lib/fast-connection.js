@@ -3,6 +3,7 @@
 const { parseRequestHead } = require('./http1-head');
 const ChunkedScanner = require('./chunked-scanner');
 const { FastExchange } = require('./fast-exchange');
+const Refusal = require('./fast-refusal');
 const { Tunnel } = require('./http-tunnel');
 const { clientAddressOf } = require('./address');
 const { rawErrorResponse } = require('./http-error-response');
@@ -367,38 +368,6 @@ class ClientConnection {
     const queue = this.queue;
     this.queue = [];
     for (const exchange of queue) exchange.finish();
-  }
-}
-
-/**
- * lila's own answer to a request it refuses, taking its turn among the
- * responses owed on the connection.
- */
-class Refusal {
-  constructor(connection, status, reason, head) {
-    this.connection = connection;
-    this.status = status;
-    this.reason = reason;
-    this.request = head;
-    this.flowing = false;
-    this.headWritten = false;
-    this.closeAfter = true;
-    this.done = false;
-  }
-
-  startFlowing() {
-    this.flowing = true;
-    this.headWritten = true;
-    this.connection.socket.write(rawErrorResponse(this.status, this.reason));
-    this.connection.responseFinished(this);
-  }
-
-  finish() {
-    if (this.done) return;
-    this.done = true;
-    if (this.request === null || !this.headWritten) return;
-    const { traffic } = this.connection.context;
-    traffic.request(null, this.status, 0, this.request, this.connection.clientAddress, 0);
   }
 }
 

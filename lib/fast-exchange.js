@@ -8,7 +8,6 @@ const { errorBody } = require('./http-error-response');
 const { IDEMPOTENT, CLIENT_LEFT, noBackendLeft, upstreamError, logAnswer } = require('./exchange-outcomes');
 const { timeoutError, describeError } = require('./errors');
 
-const kOwner = Symbol('kOwner');
 const CRLFCRLF = Buffer.from('\r\n\r\n');
 // Response bytes held for a pipelined request waiting its turn, and request
 // bytes held while the upstream connects, before reading stops.
@@ -104,7 +103,7 @@ class FastExchange {
     let socket = fresh ? null : pools.take(this.backend);
     this.reused = socket !== null;
     if (socket === null) socket = pools.connect(this.backend);
-    socket[kOwner] = this;
+    pools.claim(socket, this);
     this.upstream = socket;
     this.received = false;
     this.sentAt = this.context.balancer.now();
@@ -352,6 +351,11 @@ class FastExchange {
     else if (this.upstream !== null && this.upstream.isPaused() && this.connection.socket.writableNeedDrain === false) this.upstream.resume();
   }
 
+  /** The upstream socket took what it was sent: read on from the client. */
+  upstreamDrained() {
+    if (!this.done) this.connection.resume();
+  }
+
   /** The client connection can take more: resume reading the backend. */
   clientDrained() {
     if (this.upstream !== null && this.upstream.isPaused()) this.upstream.resume();
@@ -365,7 +369,7 @@ class FastExchange {
     const socket = this.upstream;
     if (socket !== null) {
       this.upstream = null;
-      socket[kOwner] = null;
+      this.context.pools.unclaim(socket);
       if (this.reusable && this.requestRead && this.pending === null) this.context.pools.put(socket);
       else socket.destroy();
     }
@@ -402,7 +406,7 @@ class FastExchange {
     // Errors after the end or from an earlier attempt change nothing.
     if (socket !== this.upstream || this.done || socket === null) return;
     this.upstream = null;
-    socket[kOwner] = null;
+    this.context.pools.unclaim(socket);
     socket.destroy();
     const backend = this.backend;
     const { logger, health } = this.context;
@@ -484,7 +488,7 @@ class FastExchange {
     const upstream = this.upstream;
     if (upstream !== null) {
       this.upstream = null;
-      upstream[kOwner] = null;
+      this.context.pools.unclaim(upstream);
       upstream.destroy();
     }
     const { balancer, traffic } = this.context;
@@ -493,66 +497,11 @@ class FastExchange {
   }
 }
 
-/**
- * Adds the listeners every upstream socket of the fast engine carries; they
- * reach the socket's current exchange through a symbol.
- *
- * @param {import('node:net').Socket} socket
- */
-function upstreamSetup(socket) {
-  socket[kOwner] = null;
-  socket.on('connect', upstreamOnConnect);
-  socket.on('data', upstreamOnData);
-  socket.on('end', upstreamOnEnd);
-  socket.on('error', upstreamOnError);
-  socket.on('timeout', upstreamOnTimeout);
-  socket.on('drain', upstreamOnDrain);
-  socket.on('close', upstreamOnClose);
-}
-
-module.exports = { FastExchange, upstreamSetup };
+module.exports = { FastExchange };
 
 // Serializes `[name, value, ...]` as header lines.
 function fieldLines(headers) {
   let lines = '';
   for (let i = 0; i < headers.length; i += 2) lines += `${headers[i]}: ${headers[i + 1]}\r\n`;
   return lines;
-}
-
-function upstreamOnConnect() {
-  const owner = this[kOwner];
-  if (owner !== null) owner.upstreamConnected(this);
-}
-
-function upstreamOnData(chunk) {
-  const owner = this[kOwner];
-  // An idle pooled socket must stay silent.
-  if (owner === null) this.destroy();
-  else owner.upstreamData(this, chunk);
-}
-
-function upstreamOnEnd() {
-  const owner = this[kOwner];
-  if (owner !== null) owner.upstreamEnded(this);
-}
-
-function upstreamOnError(err) {
-  const owner = this[kOwner];
-  if (owner !== null) owner.upstreamFailed(this, err);
-}
-
-function upstreamOnTimeout() {
-  const owner = this[kOwner];
-  if (owner === null) this.destroy();
-  else owner.upstreamTimedOut(this);
-}
-
-function upstreamOnClose() {
-  const owner = this[kOwner];
-  if (owner !== null) owner.upstreamFailed(this, Object.assign(new Error('the connection closed'), { code: 'ECONNRESET' }));
-}
-
-function upstreamOnDrain() {
-  const owner = this[kOwner];
-  if (owner !== null && !owner.done) owner.connection.resume();
 }

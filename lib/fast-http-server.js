@@ -2,7 +2,6 @@
 
 const net = require('node:net');
 const { ClientConnection } = require('./fast-connection');
-const { upstreamSetup } = require('./fast-exchange');
 const UpstreamSockets = require('./upstream-sockets');
 
 /**
@@ -20,7 +19,7 @@ const UpstreamSockets = require('./upstream-sockets');
  */
 function createFastHttpServer(balancer, logger, settings, health, traffic) {
   const connections = new Set();
-  const pools = new UpstreamSockets(balancer, upstreamSetup);
+  const pools = new UpstreamSockets(balancer);
   const context = {
     balancer,
     logger,

@@ -11,21 +11,33 @@ const kBackend = Symbol('kBackend');
 const kIdle = Symbol('kIdle');
 // When the socket went back to the pool.
 const kIdleSince = Symbol('kIdleSince');
+// The exchange using the socket, told of its events; null while idle.
+const kOwner = Symbol('kOwner');
 
 /**
- * The fast engine's keep-alive pool: idle upstream sockets per backend, for
- * one proxy, reused last in first out so that the hot ones stay busy and
- * the others idle out. A removed backend's sockets close once nothing is
- * active on it.
+ * @typedef {object} SocketOwner What uses an upstream socket (a fast exchange),
+ *   told of the socket's events.
+ * @property {(socket: net.Socket) => void} upstreamConnected
+ * @property {(socket: net.Socket, chunk: Buffer) => void} upstreamData
+ * @property {(socket: net.Socket) => void} upstreamEnded the backend closed its side
+ * @property {(socket: net.Socket, err: Error) => void} upstreamFailed an error, or the socket closed
+ * @property {(socket: net.Socket) => void} upstreamTimedOut
+ * @property {() => void} upstreamDrained
+ */
+
+/**
+ * The fast engine's upstream sockets, for one proxy: it connects them, hands
+ * their events to the exchange using each (its owner), and keeps idle ones per
+ * backend, reused last in first out so that the hot ones stay busy and the
+ * others idle out. A removed backend's sockets close once nothing is active
+ * on it.
  */
 class UpstreamSockets {
   /**
    * @param {import('./balancer')} balancer
-   * @param {(socket: net.Socket) => void} setup adds the listeners every upstream socket carries
    */
-  constructor(balancer, setup) {
+  constructor(balancer) {
     this.balancer = balancer;
-    this.setup = setup;
     /** @type {Map<import('./backend'), net.Socket[]>} */
     this.idle = new Map();
     this.closed = false;
@@ -62,9 +74,38 @@ class UpstreamSockets {
     const socket = net.connect({ host: backend.host, port: backend.port, noDelay: true });
     socket[kBackend] = backend;
     socket[kIdle] = false;
-    this.setup(socket);
-    socket.on('close', () => this.forget(socket));
+    socket[kOwner] = null;
+    socket.on('connect', socketOnConnect);
+    socket.on('data', socketOnData);
+    socket.on('end', socketOnEnd);
+    socket.on('error', socketOnError);
+    socket.on('timeout', socketOnTimeout);
+    socket.on('drain', socketOnDrain);
+    socket.on('close', () => {
+      const owner = socket[kOwner];
+      if (owner === null) this.forget(socket);
+      else owner.upstreamFailed(socket, Object.assign(new Error('the connection closed'), { code: 'ECONNRESET' }));
+    });
     return socket;
+  }
+
+  /**
+   * Gives a socket's events to `owner` until `unclaim`.
+   *
+   * @param {net.Socket} socket
+   * @param {SocketOwner} owner
+   */
+  claim(socket, owner) {
+    socket[kOwner] = owner;
+  }
+
+  /**
+   * Takes a socket's events back from its owner, before it is pooled or destroyed.
+   *
+   * @param {net.Socket} socket
+   */
+  unclaim(socket) {
+    socket[kOwner] = null;
   }
 
   /**
@@ -140,3 +181,36 @@ class UpstreamSockets {
 }
 
 module.exports = UpstreamSockets;
+
+function socketOnConnect() {
+  const owner = this[kOwner];
+  if (owner !== null) owner.upstreamConnected(this);
+}
+
+function socketOnData(chunk) {
+  const owner = this[kOwner];
+  // An idle pooled socket must stay silent.
+  if (owner === null) this.destroy();
+  else owner.upstreamData(this, chunk);
+}
+
+function socketOnEnd() {
+  const owner = this[kOwner];
+  if (owner !== null) owner.upstreamEnded(this);
+}
+
+function socketOnError(err) {
+  const owner = this[kOwner];
+  if (owner !== null) owner.upstreamFailed(this, err);
+}
+
+function socketOnTimeout() {
+  const owner = this[kOwner];
+  if (owner === null) this.destroy();
+  else owner.upstreamTimedOut(this);
+}
+
+function socketOnDrain() {
+  const owner = this[kOwner];
+  if (owner !== null) owner.upstreamDrained();
+}
