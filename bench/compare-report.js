@@ -9,7 +9,8 @@ const BEGIN = '<!-- bench:compare begin -->';
 const END = '<!-- bench:compare end -->';
 // lila's ratios are taken to these, where both were measured.
 const HTTP_PEERS = ['nginx http', 'node-http-proxy', 'haproxy http'];
-const TCP_PEERS = ['nginx stream', 'haproxy tcp'];
+// net pipe first: issue 7 asks lila's tcp layer to be at least as fast as plain net piping.
+const TCP_PEERS = ['net pipe', 'nginx stream', 'haproxy tcp'];
 const NGINX_OF_LAYER = { http: 'nginx http', tcp: 'nginx stream' };
 
 /**
@@ -25,7 +26,8 @@ const NGINX_OF_LAYER = { http: 'nginx http', tcp: 'nginx stream' };
 /**
  * bench/compare.js's report, in markdown: the command, the setup, then the
  * medians of every target and load, lila's ratios to its peers, and memory
- * per idle connection. `targets[0]` is direct.
+ * per idle connection. `vs direct` is `-` when direct (layer null) was not
+ * measured (`--only`).
  *
  * @param {object} results
  * @param {string[]} results.setup paragraphs describing the machine and the run
@@ -130,8 +132,9 @@ function summarize(list) {
 
 function throughputTable(loads, targets, medians) {
   const rows = [];
+  const baseline = targets.find((target) => target.layer === null);
   for (const load of loads) {
-    const direct = medians.get(sampleKey(targets[0], load));
+    const direct = baseline === undefined ? null : medians.get(sampleKey(baseline, load));
     for (const target of targets) {
       const m = medians.get(sampleKey(target, load));
       rows.push([
@@ -143,7 +146,7 @@ function throughputTable(loads, targets, medians) {
         m.errors,
         m.cpu === null ? '-' : m.cpu.toFixed(2),
         m.perCpu === null ? '-' : Math.round(m.perCpu),
-        (m.rps / direct.rps).toFixed(2)
+        direct === null ? '-' : (m.rps / direct.rps).toFixed(2)
       ]);
     }
   }
@@ -213,12 +216,17 @@ function median(values) {
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
+// Quoted where a shell needs it (`--only 'direct,lila tcp'`), so it can be run again as printed.
 function commandLine() {
-  const args = process.argv.slice(2);
+  const args = process.argv.slice(2).map(shellWord);
   if (process.env.npm_lifecycle_event === 'bench:compare') {
     return ['npm run bench:compare', ...(args.length > 0 ? ['--', ...args] : [])].join(' ');
   }
   return ['node', path.relative(process.cwd(), process.argv[1]), ...args].join(' ');
+}
+
+function shellWord(arg) {
+  return /^[\w.,:/=@+-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, "'\\''")}'`;
 }
 
 // What was measured: the working tree's lib/, which may differ from the last commit.

@@ -15,6 +15,7 @@ const { formatReport, describeMachine, writeSection, sampleKey } = require('./co
 
 const LOAD = path.join(__dirname, 'load.js');
 const PEER = path.join(__dirname, 'node-http-proxy.js');
+const NET_PIPE = path.join(__dirname, 'net-pipe.js');
 const README = path.join(__dirname, 'README.md');
 const NGINX = '/usr/sbin/nginx';
 const PROXY_CPU = 0;
@@ -42,8 +43,8 @@ const STOP_TIMEOUT_MS = 5000;
 
 main();
 
-// `npm run bench:compare [-- --rounds <n>] [--duration <s>] [--write]`: direct, lila and its
-// peers in front of the same three backends, rounds interleaved, medians reported.
+// `npm run bench:compare [-- --rounds <n>] [--duration <s>] [--only <names>] [--write]`: direct,
+// lila and its peers in front of the same three backends, rounds interleaved, medians reported.
 async function main() {
   const run = { children: [], dir: null, stopping: null, signal: null, pinned: false, openFiles: 0, load: null };
   const stopOn = (signal) => interrupt(run, signal);
@@ -59,7 +60,7 @@ async function main() {
     const idleCount = idleConnections(run, notes);
     run.load = await startLoad(run);
     const backends = await startBackends(run, notes);
-    const targets = await startTargets(run, targetsFor(run, backends, notes), notes);
+    const targets = await startTargets(run, chosenTargets(targetsFor(run, backends), options.only, notes), notes);
     const samples = await measureRounds(run, targets, options, notes);
     for (const target of targets) if (target.child !== null) await stopChild(target.child, { killAfter: STOP_TIMEOUT_MS });
     const measured = targets.filter((target) => target.lost === null);
@@ -87,12 +88,20 @@ function optionsFrom(args) {
     options: {
       rounds: { type: 'string', short: 'r' },
       duration: { type: 'string', short: 'd' },
+      only: { type: 'string' },
       write: { type: 'boolean' }
     }
   });
+  const only = values.only === undefined ? null : values.only.split(',').map((name) => name.trim());
+  if (only !== null && only.some((name) => name === '')) {
+    throw new RangeError(`"--only" must be target names separated by commas, received "${values.only}"`);
+  }
+  // The README's table is a full run.
+  if (only !== null && values.write === true) throw new RangeError('"--write" measures every target: drop "--only"');
   return {
     rounds: wholeNumber('--rounds', values.rounds, DEFAULT_ROUNDS),
     duration: wholeNumber('--duration', values.duration, DEFAULT_SECONDS),
+    only,
     write: values.write === true
   };
 }
@@ -188,7 +197,9 @@ async function startBackends(run, notes) {
   return { kind: 'node', child, ports: value.map(({ port }) => port) };
 }
 
-function targetsFor(run, backends, notes) {
+// Every target, in the order of the tables; one that cannot run here has
+// `skipped`, the reason, instead of `start`.
+function targetsFor(run, backends) {
   const servers = backends.ports.map((port) => `127.0.0.1:${port}`);
   const targets = [{ name: 'direct', layer: null, start: async () => ({ port: backends.ports[0], child: null }) }];
   const lila = (name, layer, extra) => ({
@@ -206,26 +217,48 @@ function targetsFor(run, backends, notes) {
   const [first] = HTTP_ENGINES;
   if (HTTP_ENGINES.length === 1) targets.push(lila('lila http x2', 'http', ['--workers', '2']));
   else targets.push(lila(`lila http ${first} x2`, 'http', ['--engine', first, '--workers', '2']));
-  targets.push({ name: 'node-http-proxy', layer: 'http', start: () => startPeer(run, servers) });
+  targets.push({ name: 'node-http-proxy', layer: 'http', start: () => startNodePeer(run, PEER, servers) });
+  targets.push({ name: 'net pipe', layer: 'tcp', start: () => startNodePeer(run, NET_PIPE, servers) });
   if (fs.existsSync(NGINX)) {
     targets.push({ name: 'nginx http', layer: 'http', start: () => startNginxProxy(run, 'http', backends.ports) });
     const stream = nginxStreamModule(NGINX);
     if (stream.error === null) {
       targets.push({ name: 'nginx stream', layer: 'tcp', start: () => startNginxProxy(run, 'stream', backends.ports, stream.loadModule) });
     } else {
-      notes.push(`nginx stream skipped: ${stream.error}.`);
+      targets.push({ name: 'nginx stream', layer: 'tcp', skipped: `${stream.error}.` });
     }
   } else {
-    notes.push(`nginx skipped: ${NGINX} not found.`);
+    const skipped = `${NGINX} not found.`;
+    targets.push({ name: 'nginx http', layer: 'http', skipped }, { name: 'nginx stream', layer: 'tcp', skipped });
   }
   const haproxy = commandPath('haproxy');
   if (haproxy !== null) {
     targets.push({ name: 'haproxy http', layer: 'http', start: () => startHaproxy(run, haproxy, 'http', backends.ports) });
     targets.push({ name: 'haproxy tcp', layer: 'tcp', start: () => startHaproxy(run, haproxy, 'tcp', backends.ports) });
   } else {
-    notes.push('HAProxy skipped: `haproxy` is not installed (e.g. `apt-get install haproxy`).');
+    const skipped = '`haproxy` is not installed (e.g. `apt-get install haproxy`).';
+    targets.push({ name: 'haproxy http', layer: 'http', skipped }, { name: 'haproxy tcp', layer: 'tcp', skipped });
   }
   return targets;
+}
+
+// The targets `--only` names (all without it), those that cannot run here
+// left out with a note, targets sharing a reason in one.
+function chosenTargets(targets, only, notes) {
+  if (only !== null) {
+    const names = targets.map((target) => target.name);
+    const unknown = only.filter((name) => !names.includes(name));
+    if (unknown.length > 0) {
+      throw new RangeError(`"--only": no target ${unknown.map((name) => `"${name}"`).join(', ')}; the targets: ${names.join(', ')}`);
+    }
+  }
+  const chosen = only === null ? targets : targets.filter((target) => only.includes(target.name));
+  const skipped = new Map();
+  for (const { name, skipped: reason } of chosen) {
+    if (reason !== undefined) skipped.set(reason, [...(skipped.get(reason) || []), name]);
+  }
+  for (const [reason, names] of skipped) notes.push(`${names.join(', ')} skipped: ${reason}`);
+  return chosen.filter((target) => target.skipped === undefined);
 }
 
 // A peer that fails to start is skipped with a note; lila failing stops the run.
@@ -250,10 +283,11 @@ async function startLila(run, layer, args) {
   return { port: value, child };
 }
 
-async function startPeer(run, servers) {
-  const [command, args] = pinned(run, PROXY_CPU, process.execPath, [PEER, ...servers]);
+// A peer in Node, bench/node-http-proxy.js or bench/net-pipe.js: it prints `{"port":N}`.
+async function startNodePeer(run, script, servers) {
+  const [command, args] = pinned(run, PROXY_CPU, process.execPath, [script, ...servers]);
   const parse = (line) => parsePorts(line)?.port;
-  const { value, child } = await startReady(run, command, args, 'stdout', parse, 'node-http-proxy.js');
+  const { value, child } = await startReady(run, command, args, 'stdout', parse, path.basename(script));
   return { port: value, child };
 }
 
