@@ -67,22 +67,22 @@ class Exchange {
     this.hasBody = request.headers['transfer-encoding'] !== undefined ||
       (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0');
     this.headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress);
-    this.socketOnClose = null;
 
     const socket = request.socket;
-    (socket[kInFlight] ??= new Set()).add(this);
+    if (socket[kInFlight] === undefined) {
+      socket[kInFlight] = new Set();
+      // Pipelined requests behind an unfinished response: if the client goes
+      // away, Node never emits 'close' on their responses. One listener per
+      // connection, however deep the pipeline.
+      socket.on('close', socketOnClose);
+    }
+    socket[kInFlight].add(this);
     request[kExchange] = this;
     response[kExchange] = this;
     request.on('error', clientOnError);
     response.on('error', clientOnError);
     response.on('close', responseOnClose);
     if (context.settings.keepAliveTimeout === 0 || context.settings.draining) response.shouldKeepAlive = false;
-    if (response.socket === null) {
-      // Pipelined behind an unfinished response: if the client goes away,
-      // Node never emits 'close' on this response, so watch the socket.
-      this.socketOnClose = () => this.finish();
-      socket.on('close', this.socketOnClose);
-    }
   }
 
   /** Sends the request to the next backend the strategy picks. */
@@ -301,7 +301,6 @@ class Exchange {
       this.request.unpipe();
       this.request.resume();
     }
-    if (this.socketOnClose !== null) this.request.socket.removeListener('close', this.socketOnClose);
     const { balancer, traffic } = this.context;
     const status = this.finalStatus !== 0 ? this.finalStatus : this.response.headersSent ? this.response.statusCode : CLIENT_LEFT;
     traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent);
@@ -341,6 +340,10 @@ function trailerPairs(rawTrailers) {
 function clientOnError(err) {
   const exchange = this[kExchange];
   exchange.context.logger.debug(`client ${exchange.clientAddress}: ${describeError(err)}`);
+}
+
+function socketOnClose() {
+  for (const exchange of [...this[kInFlight]]) exchange.finish();
 }
 
 function responseOnClose() {

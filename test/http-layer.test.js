@@ -351,6 +351,21 @@ for (const engine of HTTP_ENGINES) {
         await until(() => proxy.backends[0].active === 0, 'every queued request is released');
       });
 
+      it('answers 100 pipelined requests in order, more than lila reads ahead', async () => {
+        const backends = await Promise.all(['A', 'B', 'C'].map((name) => startHttpBackend(name, (req, res) => res.end(`${name}${req.url}`))));
+        const proxy = await startProxy({ engine, mode: 'round-robin', servers: backends.map((b) => b.address) });
+
+        const socket = net.connect(proxy.port, '127.0.0.1');
+        onCleanup(() => socket.destroy());
+        let requests = '';
+        for (let i = 1; i <= 100; i++) requests += `GET /${i} HTTP/1.1\r\nHost: x\r\n${i === 100 ? 'Connection: close\r\n' : ''}\r\n`;
+        socket.write(requests);
+        const answer = String(await collect(socket));
+
+        const bodies = answer.split('HTTP/1.1 200 OK').slice(1).map((part) => part.split('\r\n\r\n')[1]);
+        assert.deepEqual(bodies, Array.from({ length: 100 }, (_, i) => `${'ABC'[i % 3]}/${i + 1}`));
+      });
+
       it('answers pipelined requests in order', async () => {
         const backend = await startHttpBackend('A', (req, res) => {
           // The first answer comes last, so order must come from lila, not from timing.
