@@ -43,7 +43,8 @@ class Session {
     // Why the current connect attempt failed, for passive health; '' while none did.
     this.failure = '';
     this.client = client;
-    this.clientAddress = clientAddressOf(client.remoteAddress);
+    // Read when a strategy, a log line or the access log asks: a system call per connection.
+    this.address = logger.accessEnabled ? clientAddressOf(client.remoteAddress) : null;
     this.tried = null;
     this.connectStartedAt = 0;
     this.backend = null;
@@ -55,6 +56,12 @@ class Session {
   }
 
   /** Opens an upstream connection to the next backend the strategy picks. */
+  /** The client's address, for ip-hash, log lines and the access log. */
+  get clientAddress() {
+    if (this.address === null) this.address = clientAddressOf(this.client.remoteAddress);
+    return this.address;
+  }
+
   connect() {
     const backend = this.balancer.acquire(this);
     if (backend === null) {
@@ -91,7 +98,8 @@ function clientOnClose() {
   // A connection no backend accepted counts as lila's own.
   const backend = session.connected ? session.servedBy : null;
   const ms = session.balancer.now() - session.startedAt;
-  session.traffic.session(backend, ms, session.clientAddress, this.bytesRead, this.bytesWritten);
+  // Known already when the access log wants it; the record needs it for nothing else.
+  session.traffic.session(backend, ms, session.address ?? undefined, this.bytesRead, this.bytesWritten);
 }
 
 function upstreamOnConnect() {
