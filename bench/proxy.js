@@ -14,7 +14,7 @@ const LAYERS = ['tcp', 'http'];
 const WARMUP_SECONDS = 1;
 const DEFAULT_SECONDS = 5;
 const COLUMNS = [
-  ['target', 10], ['conns', 5], ['req/s', 9], ['p50 ms', 7], ['p99 ms', 7], ['errors', 6], ['vs direct', 9]
+  ['target', 14], ['conns', 5], ['req/s', 9], ['p50 ms', 7], ['p99 ms', 7], ['errors', 6], ['vs direct', 9]
 ];
 
 main().catch((err) => {
