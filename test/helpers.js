@@ -256,8 +256,119 @@ function untilEnd(socket) {
   return once(socket, 'end').then(() => Buffer.concat(chunks));
 }
 
+/**
+ * Reads HTTP/1.x responses off a raw client socket, in order: `head()` reads
+ * the next final head (interim 1xx heads are kept in its `interim`), and
+ * `body(head, method)` its body, framed by chunked (trailers are kept in
+ * `head.trailers`), Content-Length or the end of the connection, none after
+ * HEAD, 204 and 304; `response(method)` reads both. What follows stays unread.
+ *
+ * @param {net.Socket} socket
+ */
+function responseReader(socket) {
+  let buffered = Buffer.alloc(0);
+  let ended = false;
+  let wake = () => {};
+  socket.on('data', (chunk) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    wake();
+  });
+  const onEnd = () => {
+    ended = true;
+    wake();
+  };
+  socket.on('end', onEnd);
+  socket.on('close', onEnd);
+
+  async function waitFor(ready) {
+    while (!ready()) {
+      if (ended) {
+        const unread = buffered.length > 0 ? ` with ${JSON.stringify(buffered.toString('latin1').slice(0, 80))} unread` : '';
+        throw new Error(`the connection ended${unread}`);
+      }
+      await new Promise((resolve) => { wake = resolve; });
+    }
+  }
+  function take(length) {
+    const out = buffered.subarray(0, length);
+    buffered = buffered.subarray(length);
+    return out;
+  }
+  async function line() {
+    await waitFor(() => buffered.includes('\r\n'));
+    return take(buffered.indexOf('\r\n') + 2).toString('latin1').slice(0, -2);
+  }
+  async function fields() {
+    const out = [];
+    for (let field; (field = await line()) !== '';) {
+      const colon = field.indexOf(':');
+      out.push([field.slice(0, colon), field.slice(colon + 1).trim()]);
+    }
+    return out;
+  }
+
+  async function head() {
+    const interim = [];
+    for (;;) {
+      const statusLine = await line();
+      const match = /^(HTTP\/\d\.\d) (\d{3}) ?(.*)$/.exec(statusLine);
+      if (match === null) throw new Error(`not a status line: ${JSON.stringify(statusLine)}`);
+      const list = await fields();
+      const status = Number(match[2]);
+      if (status < 200) {
+        interim.push(statusLine);
+        continue;
+      }
+      // By lowercase name, repeated fields joined by ", ".
+      const headers = {};
+      for (const [name, value] of list) {
+        const lower = name.toLowerCase();
+        headers[lower] = headers[lower] === undefined ? value : `${headers[lower]}, ${value}`;
+      }
+      return { statusLine, version: match[1], status, reason: match[3], interim, fields: list, headers, framing: 'none', trailers: [] };
+    }
+  }
+
+  async function body(response, method) {
+    const { status, headers } = response;
+    if (method === 'HEAD' || status === 204 || status === 304) return Buffer.alloc(0);
+    const transferEncoding = headers['transfer-encoding'];
+    if (transferEncoding !== undefined && /(?:^|,)\s*chunked\s*$/i.test(transferEncoding)) {
+      const chunks = [];
+      for (let size; (size = parseInt(await line(), 16)) > 0;) {
+        await waitFor(() => buffered.length >= size + 2);
+        chunks.push(take(size));
+        take(2);
+      }
+      response.framing = 'chunked';
+      response.trailers = await fields();
+      return Buffer.concat(chunks);
+    }
+    if (transferEncoding === undefined && headers['content-length'] !== undefined) {
+      const length = Number(headers['content-length']);
+      await waitFor(() => buffered.length >= length);
+      response.framing = 'length';
+      return take(length);
+    }
+    await waitFor(() => ended);
+    response.framing = 'close';
+    return take(buffered.length);
+  }
+
+  return {
+    head,
+    body,
+    async response(method) {
+      const response = await head();
+      response.body = await body(response, method);
+      return response;
+    }
+  };
+}
+
 module.exports = {
   onCleanup,
+  responseReader,
   cleanup,
   startHttpBackend,
   startTcpBackend,

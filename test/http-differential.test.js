@@ -4,7 +4,7 @@ const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const net = require('node:net');
 const { HTTP_ENGINES } = require('../lib/proxy');
-const { cleanup, onCleanup, startHttpBackend, startProxy } = require('./helpers');
+const { cleanup, onCleanup, startHttpBackend, startProxy, responseReader } = require('./helpers');
 
 // Fixed, so that CI sends the same bytes on every run; LILA_DIFF_SEED=<n> replays another
 // stream, LILA_DIFF_REQUESTS=<n> makes it longer.
@@ -484,91 +484,6 @@ function prng(seed) {
   };
 }
 
-/**
- * Reads responses off a raw client socket in order, each whole: heads,
- * interim responses, and bodies framed by Content-Length, chunked (with
- * trailers) or the end of the connection; none after HEAD, 204 and 304.
- */
-function responseReader(socket) {
-  let buffered = Buffer.alloc(0);
-  let ended = false;
-  let wake = () => {};
-  socket.on('data', (chunk) => {
-    buffered = Buffer.concat([buffered, chunk]);
-    wake();
-  });
-  const onEnd = () => {
-    ended = true;
-    wake();
-  };
-  socket.on('end', onEnd);
-  socket.on('close', onEnd);
-
-  async function waitFor(ready) {
-    while (!ready()) {
-      if (ended) {
-        const unread = buffered.length > 0 ? ` with ${JSON.stringify(buffered.toString('latin1').slice(0, 80))} unread` : '';
-        throw new Error(`the connection ended${unread}`);
-      }
-      await new Promise((resolve) => { wake = resolve; });
-    }
-  }
-  function take(length) {
-    const out = buffered.subarray(0, length);
-    buffered = buffered.subarray(length);
-    return out;
-  }
-  async function line() {
-    await waitFor(() => buffered.includes('\r\n'));
-    return take(buffered.indexOf('\r\n') + 2).toString('latin1').slice(0, -2);
-  }
-  async function fields() {
-    const out = [];
-    for (let field; (field = await line()) !== '';) {
-      const colon = field.indexOf(':');
-      out.push([field.slice(0, colon), field.slice(colon + 1).trim()]);
-    }
-    return out;
-  }
-  const valueOf = (list, name) => list.find(([n]) => n.toLowerCase() === name)?.[1];
-
-  return {
-    async response(method) {
-      const interim = [];
-      for (;;) {
-        const statusLine = await line();
-        const match = /^(HTTP\/\d\.\d) (\d{3}) ?(.*)$/.exec(statusLine);
-        if (match === null) throw new Error(`not a status line: ${JSON.stringify(statusLine)}`);
-        const headers = await fields();
-        const status = Number(match[2]);
-        if (status < 200) {
-          interim.push(statusLine);
-          continue;
-        }
-        const response = { version: match[1], status, reason: match[3], interim, headers, framing: 'none', body: Buffer.alloc(0), trailers: [] };
-        const transferEncoding = valueOf(headers, 'transfer-encoding');
-        const contentLength = valueOf(headers, 'content-length');
-        if (method === 'HEAD' || status === 204 || status === 304) return response;
-        if (transferEncoding !== undefined && /(?:^|,)\s*chunked\s*$/i.test(transferEncoding)) {
-          const chunks = [];
-          for (let size; (size = parseInt(await line(), 16)) > 0;) {
-            await waitFor(() => buffered.length >= size + 2);
-            chunks.push(take(size));
-            take(2);
-          }
-          return Object.assign(response, { framing: 'chunked', body: Buffer.concat(chunks), trailers: await fields() });
-        }
-        if (transferEncoding === undefined && contentLength !== undefined) {
-          await waitFor(() => buffered.length >= Number(contentLength));
-          return Object.assign(response, { framing: 'length', body: take(Number(contentLength)) });
-        }
-        await waitFor(() => ended);
-        return Object.assign(response, { framing: 'close', body: take(buffered.length) });
-      }
-    }
-  };
-}
-
 // The reference run must have forwarded and answered every request once, or the generator made an invalid one.
 function assertWellFormed(reference) {
   const problems = [];
@@ -630,7 +545,7 @@ function clientView(response, method) {
   return {
     'status line': `${response.version} ${response.status} ${response.reason}`,
     interim: response.interim,
-    headers: fieldLines(response.headers.map(lilaDate), bodiless ? RESPONSE_IGNORED : FRAMED_RESPONSE_IGNORED),
+    headers: fieldLines(response.fields.map(lilaDate), bodiless ? RESPONSE_IGNORED : FRAMED_RESPONSE_IGNORED),
     body: describeBody(response.body),
     trailers: fieldLines(response.trailers, RESPONSE_IGNORED)
   };

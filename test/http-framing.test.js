@@ -20,7 +20,8 @@ const {
   startProxy,
   request,
   sha256,
-  collect
+  collect,
+  responseReader
 } = require('./helpers');
 
 const { HTTP_ENGINES } = require('../lib/proxy');
@@ -426,71 +427,4 @@ function connect(port) {
   onCleanup(() => socket.destroy());
   socket.on('error', () => {});
   return socket;
-}
-
-/**
- * Reads HTTP/1.1 responses off a raw client socket, one head or body at a
- * time, leaving whatever follows unread.
- */
-function responseReader(socket) {
-  let buffered = Buffer.alloc(0);
-  let ended = false;
-  let wake = () => {};
-  socket.on('data', (chunk) => {
-    buffered = Buffer.concat([buffered, chunk]);
-    wake();
-  });
-  socket.on('end', () => {
-    ended = true;
-    wake();
-  });
-
-  async function waitFor(ready) {
-    while (!ready()) {
-      if (ended) throw new Error(`the connection ended with ${JSON.stringify(String(buffered))} unread`);
-      await new Promise((resolve) => { wake = resolve; });
-    }
-  }
-  function take(length) {
-    const out = buffered.subarray(0, length);
-    buffered = buffered.subarray(length);
-    return out;
-  }
-  async function line() {
-    await waitFor(() => buffered.includes('\r\n'));
-    return String(take(buffered.indexOf('\r\n') + 2)).slice(0, -2);
-  }
-
-  return {
-    async head() {
-      await waitFor(() => buffered.includes('\r\n\r\n'));
-      const [statusLine, ...fields] = String(take(buffered.indexOf('\r\n\r\n') + 4)).slice(0, -4).split('\r\n');
-      const headers = {};
-      for (const field of fields) {
-        const name = field.slice(0, field.indexOf(':')).toLowerCase();
-        const value = field.slice(field.indexOf(':') + 1).trim();
-        headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
-      }
-      return { statusLine, status: Number(statusLine.split(' ')[1]), headers };
-    },
-    async body(head) {
-      if (/chunked/i.test(head.headers['transfer-encoding'] || '')) {
-        const chunks = [];
-        for (let size; (size = parseInt(await line(), 16)) > 0;) {
-          await waitFor(() => buffered.length >= size + 2);
-          chunks.push(take(size));
-          take(2);
-        }
-        while ((await line()) !== '');
-        return Buffer.concat(chunks);
-      }
-      if (head.headers['content-length'] !== undefined) {
-        const length = Number(head.headers['content-length']);
-        await waitFor(() => buffered.length >= length);
-        return take(length);
-      }
-      await waitFor(() => ended);
-      return take(buffered.length);
-    }
-  };
 }
