@@ -1,0 +1,92 @@
+'use strict';
+
+const assert = require('node:assert/strict');
+const net = require('node:net');
+const { HTTP_ENGINES } = require('../lib/proxy');
+const { cleanup, onCleanup, startHttpBackend, startProxy, request, until, activeCounts } = require('./helpers');
+
+const CONNECTIONS = 300;
+const SEED = 20261123;
+// Pieces of requests, valid and not, that a connection's bytes are made of.
+const PIECES = [
+  'GET / HTTP/1.1\r\n', 'POST /x HTTP/1.0\r\n', 'HEAD / HTTP/1.1\r\n', 'Host: x\r\n', 'Content-Length: 5\r\n',
+  'Transfer-Encoding: chunked\r\n', 'Connection: close\r\n', 'Expect: 100-continue\r\n',
+  'Upgrade: websocket\r\nConnection: Upgrade\r\n', '\r\n', 'hello', '5\r\nhello\r\n', '0\r\n\r\n',
+  'ffffffff\r\n', '\n', '\r', ' ', 'X: a\u0000b\r\n'
+];
+const WHOLE = 'GET / HTTP/1.1\r\nHost: x\r\n\r\n';
+
+for (const engine of HTTP_ENGINES) {
+  describe(`http layer under abuse (${engine} engine)`, () => {
+    afterEach(cleanup);
+
+    it(`survives ${CONNECTIONS} connections of random bytes, cut and reset at random, against a backend that misbehaves, and leaks nothing`, async () => {
+      const random = prng(SEED);
+      const backend = await startHttpBackend('A', (req, res) => {
+        req.resume();
+        switch (random(5)) {
+          case 0: return res.end('A');
+          case 1: return res.end();
+          case 2: return req.socket.destroy();
+          case 3:
+            res.writeHead(200, { 'Content-Length': 10 });
+            res.write('abc');
+            return setImmediate(() => req.socket.destroy());
+          default: return setImmediate(() => res.end('later'));
+        }
+      });
+      backend.on('upgrade', (req, socket) => {
+        socket.on('error', () => {});
+        if (random(2) === 0) socket.end('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nhi');
+        else socket.destroy();
+      });
+      // Passive health off: the misbehaving backend stays the one backend.
+      const proxy = await startProxy({ engine, mode: 'round-robin', servers: [backend.address], maxFails: 0, timeout: 500, headerTimeout: 300, keepAliveTimeout: 200 });
+
+      for (let i = 0; i < CONNECTIONS; i++) await abuse(proxy.port, random);
+
+      await until(() => activeCounts(proxy)[0] === 0 && proxy.connections.size === 0, 'every request and connection is released');
+      assert.equal((await request(proxy.port, { agent: false })).status < 600, true);
+    });
+  });
+}
+
+// One connection: random pieces, written in two parts, then ended, reset or left to lila.
+function abuse(port, random) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    onCleanup(() => socket.destroy());
+    socket.on('error', () => {});
+    socket.resume();
+    // Whatever lila does, the client goes after a while.
+    const leave = setTimeout(() => socket.destroy(), 20 + random(60));
+    socket.on('close', () => {
+      clearTimeout(leave);
+      resolve();
+    });
+    let text = random(3) === 0 ? WHOLE : '';
+    for (let n = 1 + random(12); n > 0; n--) text += PIECES[random(PIECES.length)];
+    const bytes = Buffer.from(text, 'latin1');
+    const cut = random(bytes.length + 1);
+    socket.write(bytes.subarray(0, cut));
+    setImmediate(() => {
+      if (socket.destroyed) return;
+      socket.write(bytes.subarray(cut));
+      const end = random(6);
+      if (end === 0) socket.end();
+      else if (end === 1) socket.destroy();
+    });
+  });
+}
+
+// A small seeded generator: random(n) is an integer in [0, n).
+function prng(seed) {
+  let state = seed >>> 0;
+  return (n) => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 2 ** 32) * n);
+  };
+}
