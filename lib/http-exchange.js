@@ -18,6 +18,7 @@ const kInFlight = Symbol('kInFlight');
  * @property {number} timeout ms a backend may stay silent (response head or body)
  * @property {number} keepAliveTimeout ms an idle client connection stays open; 0 closes after each response
  * @property {number} headerTimeout ms a client has to send a complete request head
+ * @property {number} maxHeaderSize bytes a request head may take (431 past it)
  * @property {'client' | 'backend'} hostHeader the Host sent upstream
  */
 
