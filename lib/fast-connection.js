@@ -1,6 +1,6 @@
 'use strict';
 
-const { parseRequestHead } = require('./http1-head');
+const { parseRequestHead, requestLineProblem } = require('./http1-head');
 const ChunkedScanner = require('./chunked-scanner');
 const { FastExchange } = require('./fast-exchange');
 const Refusal = require('./fast-refusal');
@@ -10,6 +10,7 @@ const { rawErrorResponse } = require('./http-error-response');
 const { codes } = require('./errors');
 
 const kConnection = Symbol('kConnection');
+const CRLF = Buffer.from('\r\n');
 const CRLFCRLF = Buffer.from('\r\n\r\n');
 // Requests read ahead of their answers on one connection before reading stops.
 const MAX_PIPELINED = 32;
@@ -114,6 +115,7 @@ class ClientConnection {
       if (buffer.length > maxHeaderSize) this.refuse(431, 'the request headers are too large', codes.HEADERS_TOO_LARGE, null);
       // A bare LF never ends in CRLFCRLF: refuse it now, not at the timeout.
       else if (hasBareLF(buffer, from)) this.refuse(400, 'malformed request', codes.BAD_REQUEST, null);
+      else if (!this.lineChecked(buffer, from)) return false;
       else this.searched = buffer.length;
       return false;
     }
@@ -156,6 +158,17 @@ class ClientConnection {
     if (this.queue.length === 1) exchange.flowing = true;
     exchange.forward();
     return true;
+  }
+
+  // Refuses an invalid request line as soon as it is whole; true when it is
+  // valid or not whole yet. Checked once, when its CRLF first arrives.
+  lineChecked(buffer, from) {
+    const lineEnd = buffer.indexOf(CRLF);
+    if (lineEnd === -1 || lineEnd + 2 <= from) return true;
+    const problem = requestLineProblem(buffer.latin1Slice(0, lineEnd));
+    if (problem === null) return true;
+    this.refuse(problem.status, problem.reason, problem.code, null);
+    return false;
   }
 
   readLengthBody() {

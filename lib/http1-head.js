@@ -76,19 +76,7 @@ function parseRequestHead(text) {
   if (CONTROL.test(text) || hasBareCROrLF(text)) return refused(head, MALFORMED);
   let lineEnd = text.indexOf('\r\n');
   if (lineEnd === -1) lineEnd = text.length;
-  let i = 0;
-  while (i < lineEnd && TOKEN[text.charCodeAt(i)] === 1) i++;
-  if (i === 0 || text.charCodeAt(i) !== 0x20) return refused(head, MALFORMED);
-  head.method = text.slice(0, i);
-  const targetStart = ++i;
-  while (i < lineEnd && TARGET[text.charCodeAt(i)] === 1) i++;
-  if (i === targetStart || text.charCodeAt(i) !== 0x20) return refused(head, MALFORMED);
-  head.url = text.slice(targetStart, i);
-  const version = text.slice(i + 1, lineEnd);
-  if (version === 'HTTP/1.1') head.httpVersionMinor = 1;
-  else if (version === 'HTTP/1.0') head.httpVersionMinor = 0;
-  else if (/^HTTP\/\d\.\d$/.test(version)) return refused(head, `${version} is not an HTTP/1.x version lila serves`);
-  else return refused(head, MALFORMED);
+  if (!readRequestLine(head, text, lineEnd)) return head;
 
   let transferEncoding;
   let upgrade;
@@ -131,6 +119,20 @@ function parseRequestHead(text) {
   head.chunked = transferEncoding !== undefined;
   if (head.connectionUpgrade) head.upgrade = upgrade;
   return head;
+}
+
+/**
+ * Checks a request line on its own, before the rest of its head has come, so
+ * that garbage is refused at once rather than at the header timeout.
+ *
+ * @param {string} line the request line as latin1, without its CRLF
+ * @returns {{status: number, code: string, reason: string} | null} null when it is valid
+ */
+function requestLineProblem(line) {
+  const head = new RequestHead();
+  if (CONTROL.test(line) || line.includes('\r') || line.includes('\n')) refused(head, MALFORMED);
+  else readRequestLine(head, line, line.length);
+  return head.problem;
 }
 
 /**
@@ -191,7 +193,27 @@ function parseResponseHead(text) {
   return response;
 }
 
-module.exports = { parseRequestHead, parseResponseHead, RequestHead, TOKEN, VALUE };
+module.exports = { parseRequestHead, requestLineProblem, parseResponseHead, RequestHead, TOKEN, VALUE };
+
+// Method SP target SP HTTP/1.x into `head`; false (and `head.problem`) when it is not one.
+function readRequestLine(head, text, lineEnd) {
+  let i = 0;
+  while (i < lineEnd && TOKEN[text.charCodeAt(i)] === 1) i++;
+  let valid = i > 0 && text.charCodeAt(i) === 0x20;
+  if (valid) {
+    head.method = text.slice(0, i);
+    const targetStart = ++i;
+    while (i < lineEnd && TARGET[text.charCodeAt(i)] === 1) i++;
+    valid = i > targetStart && text.charCodeAt(i) === 0x20;
+    if (valid) head.url = text.slice(targetStart, i);
+  }
+  const version = valid ? text.slice(i + 1, lineEnd) : '';
+  if (version === 'HTTP/1.1') head.httpVersionMinor = 1;
+  else if (version === 'HTTP/1.0') head.httpVersionMinor = 0;
+  else if (/^HTTP\/\d\.\d$/.test(version)) refused(head, `${version} is not an HTTP/1.x version lila serves`);
+  else refused(head, MALFORMED);
+  return head.problem === null;
+}
 
 // Reads one `name: value` line into raw; returns -1 when it is malformed, else
 // which header it is: 1 Content-Length, 2 Transfer-Encoding, 3 Host,

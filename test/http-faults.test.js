@@ -165,6 +165,16 @@ for (const engine of HTTP_ENGINES) {
         assert.equal(requests, 0);
       });
 
+      it('answers an invalid request line with 400 at once, before the rest of its head', async () => {
+        const backend = await startHttpBackend('A');
+        // A 408 would come only after the test's own timeout.
+        const proxy = await startProxy({ engine, mode: 'round-robin', servers: [backend.address], headerTimeout: 60000 });
+
+        const received = await rawRequest(proxy.port, 'G@T / HTTP/1.1\r\nHost: x\r\n');
+
+        assert.match(received, /^HTTP\/1\.1 400 Bad Request\r\n/);
+      });
+
       it('answers request headers over the size limit with 431', async () => {
         const backend = await startHttpBackend('A');
         const proxy = await startProxy({ engine, mode: 'round-robin', servers: [backend.address] });
