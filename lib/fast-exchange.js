@@ -4,7 +4,7 @@ const { STATUS_CODES } = require('node:http');
 const { forwardRequestHeaders, forwardResponseHeaders, withoutField, withHost, backendAuthority } = require('./headers');
 const { parseResponseHead } = require('./http1-head');
 const ChunkedScanner = require('./chunked-scanner');
-const { errorBody } = require('./http-error-response');
+const { rawErrorResponse } = require('./http-error-response');
 const { IDEMPOTENT, CLIENT_LEFT, noBackendLeft, upstreamError, logAnswer } = require('./exchange-outcomes');
 const { timeoutError, describeError } = require('./errors');
 
@@ -455,14 +455,9 @@ class FastExchange {
       return;
     }
     logAnswer(logger, error, request, detail);
-    const body = errorBody(status, error.message);
     // The rest of a body lila did not read would be taken for the next request.
     const keepAlive = this.connection.mayKeepAlive(request) && this.requestRead;
-    let out = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
-      'Content-Type: text/plain; charset=utf-8\r\n' +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n`;
-    if (error.retryAfter !== undefined) out += `Retry-After: ${error.retryAfter}\r\n`;
-    out += `Date: ${new Date().toUTCString()}\r\n${this.connection.connectionHeader(keepAlive)}${body}`;
+    const out = rawErrorResponse(status, error.message, error.retryAfter, this.connection.connectionHeader(keepAlive));
     this.status = status;
     this.headWritten = true;
     if (!keepAlive) {

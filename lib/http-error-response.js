@@ -3,6 +3,8 @@
 const { STATUS_CODES } = require('node:http');
 const { LilaError, codes } = require('./errors');
 
+const CLOSE_FIELDS = 'Connection: close\r\n\r\n';
+
 /**
  * The short text body of an answer lila makes itself, naming lila and the
  * reason: `lila: 502 Bad Gateway: no backend accepted the connection`.
@@ -17,21 +19,22 @@ function errorBody(status, reason) {
 
 /**
  * A whole error response for a raw socket (no ServerResponse to write to),
- * closing the connection after it.
+ * closing the connection after it unless told otherwise.
  *
  * @param {number} status
  * @param {string} reason
+ * @param {number} [retryAfter] seconds, for a Retry-After field
+ * @param {string} [connectionFields] the Connection fields and the empty line ending the head
  * @returns {string}
  */
-function rawErrorResponse(status, reason, retryAfter) {
+function rawErrorResponse(status, reason, retryAfter, connectionFields = CLOSE_FIELDS) {
   const body = errorBody(status, reason);
   return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
     'Content-Type: text/plain; charset=utf-8\r\n' +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
     (retryAfter === undefined ? '' : `Retry-After: ${retryAfter}\r\n`) +
-    'Connection: close\r\n' +
     `Date: ${new Date().toUTCString()}\r\n` +
-    `\r\n${body}`;
+    `${connectionFields}${body}`;
 }
 
 /**
