@@ -1,13 +1,13 @@
 'use strict';
 
 const Proxy = require('./proxy');
-const Balancer = require('./balancer');
-const Backend = require('./backend');
-const Logger = require('./logger');
-const { strategies } = require('./balancers');
-const { parseServer } = require('./server-address');
+const Balancer = require('./balancing/balancer');
+const Backend = require('./balancing/backend');
+const Logger = require('./ops/logger');
+const { strategies } = require('./balancing/strategies');
+const { parseServer } = require('./balancing/server-address');
 const { LilaError, codes } = require('./errors');
-const { createAdminServer } = require('./admin-server');
+const { createAdminServer } = require('./ops/admin-server');
 
 /**
  * Creates a load balancer; call `listen()` on it to start.
@@ -33,7 +33,7 @@ function createProxy(options) {
  * @param {string | Function} mode a strategy name, a path to a balancer module, or a strategy class
  * @param {(string | object)[]} servers `host:port[,weight=N][,backup]` strings or
  *   `{host, port, name?, weight?, backup?}` objects
- * @param {import('./balancer').BalancerOptions} [options]
+ * @param {import('./balancing/balancer').BalancerOptions} [options]
  * @returns {Balancer}
  */
 function createBalancer(mode, servers, options) {

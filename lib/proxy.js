@@ -1,15 +1,15 @@
 'use strict';
 
-const Balancer = require('./balancer');
-const Logger = require('./logger');
-const { createHttpServer } = require('./http-proxy');
-const { createFastHttpServer } = require('./fast-http-server');
-const { createTcpServer } = require('./tcp-proxy');
-const { formatHostPort } = require('./address');
-const { parseHashKey } = require('./hash-key');
+const Balancer = require('./balancing/balancer');
+const Logger = require('./ops/logger');
+const { createHttpServer } = require('./http/node/server');
+const { createFastHttpServer } = require('./http/fast/server');
+const { createTcpServer } = require('./tcp/server');
+const { formatHostPort } = require('./net/address');
+const { parseHashKey } = require('./balancing/hash-key');
 const Health = require('./health');
-const Traffic = require('./traffic');
-const { validateChoice, validateCount, validateDuration, validatePath, validatePort } = require('./validate');
+const Traffic = require('./ops/traffic');
+const { validateChoice, validateCount, validateDuration, validatePath, validatePort } = require('./config/validate');
 const { LilaError, codes, describeError } = require('./errors');
 
 const LAYERS = ['http', 'tcp'];
@@ -114,7 +114,7 @@ class Proxy {
     });
   }
 
-  /** @returns {import('./backend')[]} the backends, in the order given */
+  /** @returns {import('./balancing/backend')[]} the backends, in the order given */
   get backends() {
     return this.balancer.backends;
   }

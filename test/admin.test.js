@@ -21,9 +21,9 @@ const {
   runLila
 } = require('./helpers');
 const { Logger, Backend } = require('../lib');
-const Traffic = require('../lib/traffic');
-const { createAdminServer, isLoopback } = require('../lib/admin-server');
-const { renderMetrics } = require('../lib/metrics');
+const Traffic = require('../lib/ops/traffic');
+const { createAdminServer, isLoopback } = require('../lib/ops/admin-server');
+const { renderMetrics } = require('../lib/ops/metrics');
 
 const JSON_BODY = { 'Content-Type': 'application/json' };
 

@@ -7,8 +7,8 @@ const {
   forwardedElement,
   withHost,
   backendAuthority
-} = require('../lib/headers');
-const { clientAddressOf } = require('../lib/address');
+} = require('../lib/http/headers');
+const { clientAddressOf } = require('../lib/net/address');
 
 describe('forwardRequestHeaders', () => {
   it('drops every hop-by-hop header of RFC 9110 §7.6.1, whatever its case', () => {

@@ -4,7 +4,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { parseHostsFile, readHostsFile } = require('../lib/hosts-file');
+const { parseHostsFile, readHostsFile } = require('../lib/config/hosts-file');
 const { createBalancer } = require('../lib');
 const { onCleanup, cleanup } = require('./helpers');
 

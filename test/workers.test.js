@@ -172,7 +172,7 @@ describe('workers', function () {
 });
 
 describe('cluster admin merging', () => {
-  const { mergeMetrics, mergeStatus } = require('../lib/cluster-admin');
+  const { mergeMetrics, mergeStatus } = require('../lib/cluster/admin-server');
 
   it('adds samples up across workers, except up (lowest), weight (highest) and start times (earliest)', () => {
     const worker = (requests, up, start) => [

@@ -1,0 +1,49 @@
+'use strict';
+
+const { TrafficStats } = require('./traffic-stats');
+
+/**
+ * A configured server and its live state. Proxies and health write the
+ * state, strategies only read it.
+ */
+class Backend {
+  /**
+   * @param {{name: string, host: string, port: number, weight?: number, backup?: boolean}} server
+   *   as returned by `parseServer`
+   */
+  constructor(server) {
+    this.name = server.name;
+    this.host = server.host;
+    this.port = server.port;
+    this.weight = server.weight === undefined ? 1 : server.weight;
+    // What strategies use: the weight, or a part of it during slow start.
+    this.effectiveWeight = this.weight;
+    this.backup = server.backup === true;
+    // Health (lib/health): 'up' or 'down', why, and since when (ms since the epoch).
+    this.state = 'up';
+    this.reason = 'started';
+    this.since = Date.now();
+    // Failures counted for passive health since failuresSince.
+    this.failures = 0;
+    this.failuresSince = 0;
+    // A down backend may take one trial request (open), or has one under way (pending).
+    this.trialOpen = false;
+    this.trialPending = false;
+    // When a down backend gets its trial, 0 when not known.
+    this.retryAt = 0;
+    // Connections (tcp) or requests (http) from pick to end, connect attempts included.
+    this.active = 0;
+    // Peak-EWMA response time in ms as of latencyAt (see peak-ewma.js).
+    this.latency = 0;
+    this.latencyAt = 0;
+    // Taken out of the balancer; what is active finishes.
+    this.removed = false;
+    // Every failure health was told of, and the last one's reason.
+    this.failuresTotal = 0;
+    this.lastError = '';
+    // Requests and connections that ended here, for the admin API.
+    this.stats = new TrafficStats();
+  }
+}
+
+module.exports = Backend;

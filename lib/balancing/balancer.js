@@ -1,0 +1,348 @@
+'use strict';
+
+const EventEmitter = require('node:events');
+const Backend = require('./backend');
+const eligible = require('./strategies/eligible');
+const { parseServer, checkWeight, isValidName } = require('./server-address');
+const { resolveStrategy } = require('./strategies');
+const { recordLatency } = require('./peak-ewma');
+const { LilaError, codes } = require('../errors');
+
+/**
+ * @typedef {object} PickContext What a strategy may look at; any field may be missing.
+ * @property {string} [clientAddress] the client's IP address
+ * @property {Set<Backend> | null} [tried] backends that already failed this request or connection
+ * @property {{url: string, headers: Record<string, string | string[] | undefined>}} [request]
+ *   the http request (http layer only): its target and lower-case headers
+ */
+
+/**
+ * @typedef {object} BalancerOptions
+ * @property {string} [hashKey] for `hash`: `ip` (default), `header:<name>`,
+ *   `query:<name>`, `cookie:<name>` or `path`
+ * @property {() => number} [random] uniform in [0, 1), for `random`, `p2c` and `ewma`
+ * @property {() => number} [now] monotonic clock in ms, for `ewma`
+ * @property {string} [cwd] where a relative module path starts
+ * @property {{warn: (message: string) => void}} [logger] told when a strategy's pick throws
+ */
+
+/**
+ * A set of backends and the strategy that chooses among them. Both proxy
+ * layers use it the same way: `acquire` when a connection or request starts
+ * on a backend, `release` exactly once when it ends, so counters stay exact.
+ * Members can change while it runs (`add`, `remove`, `setWeight`).
+ *
+ * Events: `add` (backend), `remove` (backend), and `drained` (backend) once a
+ * removed backend has nothing active, so its connections can be closed;
+ * `down` and `up` (backend) when health changes a backend's state;
+ * `changed` after members or (effective) weights changed.
+ */
+class Balancer extends EventEmitter {
+  /**
+   * @param {string | Function} mode a strategy name (`round-robin`, ...), a path to a
+   *   balancer module, or a strategy class
+   * @param {(string | object)[]} servers `host:port[,weight=N][,backup]` strings or
+   *   `{host, port, name?, weight?, backup?}` objects
+   * @param {BalancerOptions} [options]
+   * @throws {LilaError} for an unknown mode or module, no servers, or an invalid server
+   */
+  constructor(mode, servers, options = {}) {
+    super();
+    const Strategy = resolveStrategy(mode, options.cwd);
+    if (!Array.isArray(servers) || servers.length === 0) {
+      throw new LilaError(codes.NO_SERVERS, 'no servers given; list them as host:port after the mode, or in a hosts file (--hosts)');
+    }
+    this.mode = typeof mode === 'function' ? mode.name : mode;
+    this.now = options.now || performance.now.bind(performance);
+    this.logger = options.logger || null;
+    this.Strategy = Strategy;
+    this.strategyOptions = options;
+    /** @type {Backend[]} every member, in the order given */
+    this.backends = [];
+    // Primaries and backups each have a strategy of their own: backups are
+    // picked from only when no primary is available.
+    this.primaries = [];
+    this.backups = [];
+    this.strategy = null;
+    this.backupStrategy = null;
+    for (const server of servers) this.join(this.toBackend(server));
+    this.strategy = createStrategy(Strategy, this.primaries, options, this.mode);
+    if (this.backups.length > 0) this.backupStrategy = createStrategy(Strategy, this.backups, options, this.mode);
+    // Strategies that index backends by load hear of every count change.
+    this.tracksLoad = typeof this.strategy.acquired === 'function' && typeof this.strategy.released === 'function';
+    this.lastPickError = '';
+    this.deferChanges = false;
+  }
+
+  /**
+   * The current backends, in the order given. Read it (map over it) but
+   * change it only through `add`, `remove` and `setWeight`.
+   *
+   * @returns {Backend[]}
+   */
+  get members() {
+    return this.backends;
+  }
+
+  /**
+   * Asks the strategy for a backend without counting anything.
+   *
+   * @param {PickContext} [ctx]
+   * @returns {Backend | null} null when no backend is available
+   */
+  pick(ctx) {
+    const backend = this.pickWith(this.strategy, ctx);
+    if (backend !== null || this.backupStrategy === null) return backend;
+    return this.pickWith(this.backupStrategy, ctx);
+  }
+
+  /**
+   * Picks a backend and counts the connection or request that starts on it.
+   *
+   * @param {PickContext} [ctx]
+   * @returns {Backend | null}
+   */
+  acquire(ctx) {
+    const backend = this.pick(ctx);
+    if (backend !== null) {
+      backend.active++;
+      // Only a down backend's one trial request gets past eligible().
+      if (backend.state !== 'up') {
+        backend.trialOpen = false;
+        backend.trialPending = true;
+      }
+      if (this.tracksLoad) this.tell('acquired', backend);
+    }
+    return backend;
+  }
+
+  /**
+   * Ends what `acquire` started. Call it once per successful `acquire`.
+   *
+   * @param {Backend} backend
+   */
+  release(backend) {
+    backend.active--;
+    if (backend.trialPending) {
+      // The trial ended with no answer either way (the client left): the next request tries.
+      backend.trialPending = false;
+      backend.trialOpen = backend.state !== 'up';
+    }
+    if (this.tracksLoad) this.tell('released', backend);
+    if (backend.removed && backend.active === 0) this.emit('drained', backend);
+  }
+
+  /**
+   * Records how long a backend took to answer (http: until the response head;
+   * tcp: to accept the connection), for latency-aware strategies.
+   *
+   * @param {Backend} backend
+   * @param {number} ms
+   */
+  observe(backend, ms) {
+    recordLatency(backend, ms, this.now());
+  }
+
+  /**
+   * Adds a backend; it gets picks at once.
+   *
+   * @param {string | object} server as in the constructor
+   * @returns {Backend}
+   * @throws {LilaError} `LILA_ERR_INVALID_SERVER` when invalid or already a member
+   */
+  add(server) {
+    const backend = this.toBackend(server);
+    this.join(backend);
+    if (backend.backup && this.backupStrategy === null) {
+      this.backupStrategy = createStrategy(this.Strategy, this.backups, this.strategyOptions, this.mode);
+    }
+    this.changed();
+    this.emit('add', backend);
+    return backend;
+  }
+
+  /**
+   * Removes a backend from new picks; what is active on it finishes, then
+   * `drained` is emitted.
+   *
+   * @param {string} name as in `backend.name`, e.g. `localhost:8001`
+   * @returns {Backend | null} the removed backend, null when there is no such member
+   */
+  remove(name) {
+    const index = this.backends.findIndex((backend) => backend.name === name);
+    if (index === -1) return null;
+    const [backend] = this.backends.splice(index, 1);
+    const group = backend.backup ? this.backups : this.primaries;
+    group.splice(group.indexOf(backend), 1);
+    backend.removed = true;
+    this.changed();
+    this.emit('remove', backend);
+    // Next tick, so that a caller can listen for it after remove() returns.
+    if (backend.active === 0) process.nextTick(() => this.emit('drained', backend));
+    return backend;
+  }
+
+  /**
+   * Changes a backend's weight; 0 takes it out of new picks while what is
+   * active on it finishes.
+   *
+   * @param {string} name
+   * @param {number} weight an integer between 0 and 1000
+   * @returns {Backend | null} null when there is no such member
+   * @throws {LilaError} `LILA_ERR_INVALID_SERVER` for an invalid weight
+   */
+  setWeight(name, weight) {
+    checkWeight(weight, name);
+    const backend = this.backends.find((member) => member.name === name);
+    if (backend === undefined) return null;
+    backend.weight = weight;
+    backend.effectiveWeight = weight;
+    this.changed();
+    return backend;
+  }
+
+  /**
+   * Makes the members those of `servers` (a reload): new ones join, missing
+   * ones are removed (what is active on them finishes), changed weights
+   * apply, and unchanged backends keep their state and counters. A backend
+   * whose address or backup flag changed is replaced. All or nothing: an
+   * invalid list changes nothing.
+   *
+   * @param {(string | object)[]} servers as in the constructor
+   * @returns {{added: Backend[], removed: Backend[], reweighted: Backend[]}}
+   * @throws {LilaError} for an invalid server, a name listed twice, or no servers
+   */
+  sync(servers) {
+    if (!Array.isArray(servers) || servers.length === 0) {
+      throw new LilaError(codes.NO_SERVERS, 'no servers given; list them as host:port after the mode, or in a hosts file (--hosts)');
+    }
+    const wanted = new Map();
+    for (const server of servers) {
+      const parsed = typeof server === 'string' ? parseServer(server) : normalizeServer(server);
+      if (wanted.has(parsed.name)) throw new LilaError(codes.INVALID_SERVER, `server "${parsed.name}" is listed twice`);
+      wanted.set(parsed.name, parsed);
+    }
+    const current = new Map(this.backends.map((backend) => [backend.name, backend]));
+    // One rebuild of the strategies at the end, not one per change.
+    this.deferChanges = true;
+    try {
+      return this.apply(wanted, current);
+    } finally {
+      this.deferChanges = false;
+      this.changed();
+    }
+  }
+
+  apply(wanted, current) {
+    const removed = [];
+    for (const [name, backend] of current) {
+      const want = wanted.get(name);
+      if (want === undefined || want.host !== backend.host || want.port !== backend.port || want.backup !== backend.backup) {
+        removed.push(this.remove(name));
+        current.delete(name);
+      }
+    }
+    const added = [];
+    const reweighted = [];
+    for (const [name, want] of wanted) {
+      const backend = current.get(name);
+      if (backend === undefined) added.push(this.add(want));
+      else if (backend.weight !== want.weight) reweighted.push(this.setWeight(name, want.weight));
+    }
+    // Round-robin goes in the order given: the file's.
+    const position = new Map([...wanted.keys()].map((name, i) => [name, i]));
+    const byOrder = (a, b) => position.get(a.name) - position.get(b.name);
+    this.backends.sort(byOrder);
+    this.primaries.sort(byOrder);
+    this.backups.sort(byOrder);
+    return { added, removed, reweighted };
+  }
+
+  pickWith(strategy, ctx) {
+    let backend;
+    try {
+      backend = strategy.pick(ctx);
+    } catch (err) {
+      this.pickFailed(err);
+      return null;
+    }
+    // A strategy that hands back a backend it must not is treated as "nobody".
+    if (backend === null || backend === undefined || !eligible(backend, ctx)) return null;
+    return backend;
+  }
+
+  join(backend) {
+    this.backends.push(backend);
+    (backend.backup ? this.backups : this.primaries).push(backend);
+  }
+
+  toBackend(server) {
+    const parsed = typeof server === 'string' ? parseServer(server) : normalizeServer(server);
+    if (this.backends.some((backend) => backend.name === parsed.name)) {
+      throw new LilaError(codes.INVALID_SERVER, `server "${parsed.name}" is listed twice`);
+    }
+    return new Backend(parsed);
+  }
+
+  // A hook of a module of one's own may throw; the request must not.
+  tell(hook, backend) {
+    try {
+      (backend.backup ? this.backupStrategy : this.strategy)[hook](backend);
+    } catch (err) {
+      this.pickFailed(err);
+    }
+  }
+
+  /** Tells the strategies, then `changed` listeners, that members or weights changed. */
+  changed() {
+    if (this.deferChanges) return;
+    for (const strategy of [this.strategy, this.backupStrategy]) {
+      if (strategy !== null && typeof strategy.update === 'function') strategy.update();
+    }
+    this.emit('changed');
+  }
+
+  pickFailed(err) {
+    // One line per distinct failure, not one per request.
+    const message = err instanceof Error ? err.message : String(err);
+    if (message === this.lastPickError) return;
+    this.lastPickError = message;
+    if (this.logger !== null) this.logger.warn(`strategy "${this.mode}" failed to pick a backend: ${message}`);
+  }
+}
+
+module.exports = Balancer;
+
+function createStrategy(Strategy, backends, options, mode) {
+  let strategy;
+  try {
+    // `available` lets modules of one's own apply the rules built-ins follow.
+    strategy = new Strategy(backends, { ...options, available: eligible });
+  } catch (err) {
+    if (err instanceof LilaError) throw err;
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new LilaError(codes.INVALID_MODULE, `balancer "${mode}" failed to start: ${reason}`);
+  }
+  if (strategy === null || typeof strategy !== 'object' || typeof strategy.pick !== 'function') {
+    throw new LilaError(codes.INVALID_MODULE, `balancer "${mode}" must be a class with a pick(context) method`);
+  }
+  return strategy;
+}
+
+// A server object from library users: the same checks as a server argument.
+function normalizeServer(server) {
+  if (server === null || typeof server !== 'object') {
+    throw new LilaError(codes.INVALID_SERVER, `server must be "host:port" or {host, port}, received ${String(server)}`);
+  }
+  const host = String(server.host);
+  const parsed = parseServer(`${host.includes(':') ? `[${host}]` : host}:${server.port}`);
+  if (server.weight !== undefined) parsed.weight = checkWeight(server.weight, parsed.name);
+  parsed.backup = server.backup === true;
+  if (server.name !== undefined) {
+    if (!isValidName(server.name)) {
+      throw new LilaError(codes.INVALID_SERVER, `server "${parsed.name}" has name "${server.name}"; a name is 1 to 128 letters, digits and . _ : - [ ]`);
+    }
+    parsed.name = server.name;
+  }
+  return parsed;
+}

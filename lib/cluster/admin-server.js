@@ -1,0 +1,197 @@
+'use strict';
+
+const http = require('node:http');
+
+const BODY_LIMIT = 64 * 1024;
+const ASK_TIMEOUT_MS = 5000;
+// How a sample merges across workers when it is not a sum.
+const MERGE = {
+  lila_backend_up: Math.min,
+  lila_backend_weight: Math.max,
+  lila_start_time_seconds: Math.min,
+  process_start_time_seconds: Math.min
+};
+const SUMMED_STATUS_FIELDS = ['active', 'requests', 'connections', 'failures'];
+
+/**
+ * The admin API of `--workers`, served by the primary: each worker runs its
+ * own admin API on a private loopback port, and this one asks them all.
+ * `GET /status` and `GET /metrics` add up what the workers report; a change
+ * (`POST`, `DELETE`) goes to every worker, which checks the token itself;
+ * other reads go to one worker.
+ *
+ * @param {{adminPorts: () => number[]}} primary
+ * @param {import('../ops/logger')} logger
+ * @returns {http.Server} not listening
+ */
+function createClusterAdminServer(primary, logger) {
+  const server = http.createServer((request, response) => {
+    answer(primary, request, logger).then((reply) => {
+      logger.debug(`admin: ${request.method} ${request.url} ${reply.status} (workers)`);
+      response.writeHead(reply.status, {
+        'Content-Type': reply.type,
+        'Content-Length': Buffer.byteLength(reply.body),
+        'Cache-Control': 'no-store'
+      });
+      response.end(request.method === 'HEAD' ? undefined : reply.body);
+    }, (err) => {
+      logger.warn(`admin: ${request.method} ${request.url}: ${err.message}`);
+      response.destroy();
+    });
+  });
+  server.on('clientError', (err, socket) => socket.destroy());
+  return server;
+}
+
+module.exports = { createClusterAdminServer, mergeStatus, mergeMetrics };
+
+async function answer(primary, request, logger) {
+  let body;
+  try {
+    body = await readBody(request);
+  } catch {
+    return json(413, { error: `the body is larger than ${BODY_LIMIT} bytes` });
+  }
+  const ports = primary.adminPorts();
+  if (ports.length === 0) return json(503, { error: 'no worker is ready yet' });
+  const path = request.url.split('?')[0];
+  const read = request.method === 'GET' || request.method === 'HEAD';
+  try {
+    if (read && path === '/status') {
+      const replies = await Promise.all(ports.map((port) => ask(port, request, body, 'GET')));
+      const ok = replies.filter((reply) => reply.status === 200);
+      if (ok.length === 0) return replies[0];
+      return json(200, mergeStatus(ok.map((reply) => JSON.parse(reply.body))));
+    }
+    if (read && path === '/metrics') {
+      const replies = await Promise.all(ports.map((port) => ask(port, request, body, 'GET')));
+      const ok = replies.filter((reply) => reply.status === 200);
+      if (ok.length === 0) return replies[0];
+      return { status: 200, type: ok[0].type, body: mergeMetrics(ok.map((reply) => reply.body)) };
+    }
+    if (read) return await ask(ports[0], request, body, 'GET');
+    const settled = await Promise.allSettled(ports.map((port) => ask(port, request, body, request.method)));
+    const replies = settled.filter((result) => result.status === 'fulfilled').map((result) => result.value);
+    if (replies.length === 0) throw settled[0].reason;
+    // Workers apply the same change to the same members: they answer alike.
+    if (replies.length < ports.length) logger.warn(`admin: ${request.method} ${request.url} reached ${replies.length} of ${ports.length} workers`);
+    return replies[0];
+  } catch (err) {
+    return json(502, { error: `a worker did not answer: ${err.message}` });
+  }
+}
+
+function ask(port, request, body, method) {
+  const headers = { ...request.headers };
+  delete headers.host;
+  delete headers.connection;
+  return new Promise((resolve, reject) => {
+    const upstream = http.request({ host: '127.0.0.1', port, method, path: request.url, headers, agent: false });
+    upstream.on('error', reject);
+    // A stuck worker must not hang the admin API.
+    upstream.setTimeout(ASK_TIMEOUT_MS, () => upstream.destroy(new Error(`no answer within ${ASK_TIMEOUT_MS} ms`)));
+    upstream.on('response', (response) => {
+      const chunks = [];
+      response.on('data', (chunk) => chunks.push(chunk));
+      response.on('error', reject);
+      response.on('end', () => resolve({
+        status: response.statusCode,
+        type: response.headers['content-type'] || 'application/json',
+        body: Buffer.concat(chunks).toString()
+      }));
+    });
+    upstream.end(body);
+  });
+}
+
+function readBody(request) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    let size = 0;
+    request.on('data', (chunk) => {
+      size += chunk.length;
+      if (size > BODY_LIMIT) reject(new Error('too large'));
+      else chunks.push(chunk);
+    });
+    request.on('end', () => resolve(Buffer.concat(chunks)));
+    request.on('error', reject);
+  });
+}
+
+/**
+ * One `/status` out of every worker's: counts add up; a backend is up when
+ * every worker has it up (each runs its own health checks).
+ *
+ * @param {object[]} statuses
+ * @returns {object}
+ */
+function mergeStatus(statuses) {
+  const [first] = statuses;
+  const byName = new Map();
+  for (const status of statuses) {
+    for (const backend of status.backends) {
+      const merged = byName.get(backend.name);
+      if (merged === undefined) {
+        byName.set(backend.name, { ...backend, up_in_workers: backend.state === 'up' ? 1 : 0 });
+        continue;
+      }
+      for (const field of SUMMED_STATUS_FIELDS) merged[field] += backend[field];
+      if (backend.state === 'up') merged.up_in_workers++;
+      else if (merged.state === 'up') Object.assign(merged, { state: backend.state, reason: backend.reason, since: backend.since });
+      if (merged.last_error === null) merged.last_error = backend.last_error;
+    }
+  }
+  return {
+    mode: first.mode,
+    layer: first.layer,
+    workers: statuses.length,
+    uptime_seconds: Math.max(...statuses.map((status) => status.uptime_seconds)),
+    connections: statuses.reduce((sum, status) => sum + status.connections, 0),
+    backends: [...byName.values()]
+  };
+}
+
+/**
+ * One Prometheus exposition out of every worker's: samples with the same
+ * name and labels add up (up: the lowest; weight: the highest; start times:
+ * the earliest); families keep the first worker's HELP and TYPE.
+ *
+ * @param {string[]} texts
+ * @returns {string}
+ */
+function mergeMetrics(texts) {
+  const families = new Map();
+  for (const text of texts) {
+    let family = null;
+    for (const line of text.split('\n')) {
+      if (line === '') continue;
+      const comment = /^# (HELP|TYPE) (\S+)/.exec(line);
+      if (comment !== null) {
+        family = families.get(comment[2]);
+        if (family === undefined) {
+          family = { comments: [], samples: new Map() };
+          families.set(comment[2], family);
+        }
+        if (family.comments.length < 2 && !family.comments.includes(line)) family.comments.push(line);
+        continue;
+      }
+      const space = line.lastIndexOf(' ');
+      const key = line.slice(0, space);
+      const value = Number(line.slice(space + 1));
+      const name = key.split('{')[0];
+      const merge = MERGE[name] || ((a, b) => a + b);
+      const samples = family.samples;
+      samples.set(key, samples.has(key) ? merge(samples.get(key), value) : value);
+    }
+  }
+  let out = '';
+  for (const { comments, samples } of families.values()) {
+    out += `${comments.join('\n')}\n`;
+    for (const [key, value] of samples) out += `${key} ${value}\n`;
+  }
+  return out;
+}
+
+function json(status, body) {
+  return { status, type: 'application/json', body: `${JSON.stringify(body)}\n` };
+}

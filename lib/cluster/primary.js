@@ -1,0 +1,140 @@
+'use strict';
+
+const cluster = require('node:cluster');
+
+// A crash loop: this many worker deaths within the window make the primary give up.
+const CRASHES = 5;
+const CRASH_WINDOW_MS = 10000;
+// Doubling with each death in the window: 100, 200, 400, 800 ms, then the crash loop.
+const FIRST_BACKOFF_MS = 100;
+// Past the drain timeout, workers that have not exited get this long, then SIGKILL.
+const EXIT_GRACE_MS = 2000;
+
+/**
+ * The primary of `--workers`: forks the workers (each a whole lila serving
+ * the same port, through `node:cluster`), replaces a worker that dies with a
+ * growing delay, gives up on a crash loop, and passes SIGHUP and
+ * SIGTERM/SIGINT on. It serves no traffic itself.
+ */
+class Primary {
+  /**
+   * @param {object} options
+   * @param {number} options.count workers to run
+   * @param {import('../ops/logger')} options.logger
+   * @param {number} options.drainTimeout ms the workers drain for on SIGTERM
+   * @param {(address: {address: string, port: number}) => void} options.onListening
+   *   called once every worker is listening
+   * @param {(code: number) => void} options.exit how the process ends
+   */
+  constructor(options) {
+    this.count = options.count;
+    this.logger = options.logger;
+    this.drainTimeout = options.drainTimeout;
+    this.onListening = options.onListening;
+    this.exit = options.exit;
+    /** @type {Map<number, {worker: import('node:cluster').Worker, listening: boolean, adminPort: number}>} */
+    this.workers = new Map();
+    this.crashes = [];
+    this.stopping = false;
+    this.announced = false;
+  }
+
+  /** Forks every worker. */
+  start() {
+    for (let i = 0; i < this.count; i++) this.fork();
+  }
+
+  /** @returns {number[]} the private admin ports of the workers now listening */
+  adminPorts() {
+    return [...this.workers.values()].filter((entry) => entry.adminPort > 0).map((entry) => entry.adminPort);
+  }
+
+  fork() {
+    const worker = cluster.fork();
+    const entry = { worker, listening: false, adminPort: 0 };
+    this.workers.set(worker.id, entry);
+    worker.on('message', (message) => this.heard(entry, message));
+    worker.on('exit', (code, signal) => this.exited(entry, code, signal));
+    worker.on('error', (err) => this.logger.debug(`worker ${worker.process.pid}: ${err.message}`));
+  }
+
+  heard(entry, message) {
+    if (message === null || typeof message !== 'object') return;
+    if (message.lila === 'admin') entry.adminPort = message.port;
+    if (message.lila === 'fatal') {
+      // The worker said why (the port is taken, ...): starting others would fail alike.
+      this.stopping = true;
+      for (const { worker } of this.workers.values()) worker.process.kill('SIGKILL');
+      this.exit(1);
+      return;
+    }
+    if (message.lila !== 'listening') return;
+    entry.listening = true;
+    if (!this.announced && [...this.workers.values()].every((other) => other.listening)) {
+      this.announced = true;
+      this.onListening(message.address);
+    }
+  }
+
+  exited(entry, code, signal) {
+    this.workers.delete(entry.worker.id);
+    if (this.stopping) {
+      if (this.workers.size === 0) this.stopped();
+      return;
+    }
+    const now = Date.now();
+    this.crashes = this.crashes.filter((at) => now - at < CRASH_WINDOW_MS);
+    this.crashes.push(now);
+    const how = signal === null ? `code ${code}` : signal;
+    if (this.crashes.length >= CRASHES) {
+      this.logger.error(`worker ${entry.worker.process.pid} exited (${how}): ${CRASHES} workers died within ${CRASH_WINDOW_MS} ms, giving up`);
+      this.stopping = true;
+      for (const { worker } of this.workers.values()) worker.process.kill('SIGKILL');
+      this.exit(1);
+      return;
+    }
+    const delay = FIRST_BACKOFF_MS * 2 ** (this.crashes.length - 1);
+    this.logger.warn(`worker ${entry.worker.process.pid} exited (${how}); starting another in ${delay} ms`);
+    // Not unref'd: with no worker left, this timer is what keeps the primary alive.
+    setTimeout(() => {
+      if (!this.stopping) this.fork();
+    }, delay);
+  }
+
+  /** SIGHUP: every worker reloads its hosts file. */
+  reload() {
+    for (const { worker } of this.workers.values()) worker.process.kill('SIGHUP');
+  }
+
+  /**
+   * SIGTERM or SIGINT: every worker drains; the primary exits once they all
+   * have. A second call stops them at once.
+   *
+   * @param {string} signal
+   */
+  stop(signal) {
+    if (this.stopping) {
+      this.logger.info(`${signal} received again, stopped at once`);
+      for (const { worker } of this.workers.values()) worker.process.kill('SIGKILL');
+      this.exit(0);
+      return;
+    }
+    this.stopping = true;
+    this.logger.info(`${signal} received, draining ${this.workers.size} workers for up to ${this.drainTimeout} ms`);
+    if (this.workers.size === 0) {
+      this.stopped();
+      return;
+    }
+    for (const { worker } of this.workers.values()) worker.process.kill('SIGTERM');
+    setTimeout(() => {
+      for (const { worker } of this.workers.values()) worker.process.kill('SIGKILL');
+    }, this.drainTimeout + EXIT_GRACE_MS).unref();
+  }
+
+  stopped() {
+    this.logger.info('stopped: every worker has exited');
+    this.exit(0);
+  }
+}
+
+module.exports = Primary;

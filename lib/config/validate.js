@@ -1,0 +1,104 @@
+'use strict';
+
+const { LilaError, codes } = require('../errors');
+
+const DIGITS = /^[0-9]+$/;
+const DURATION = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)$/;
+const MS_PER_UNIT = { ms: 1, s: 1000, m: 60000, h: 3600000 };
+// setTimeout's limit; longer timers would fire at once.
+const MAX_DURATION = 2 ** 31 - 1;
+
+/**
+ * Checks a listen port: an integer between 0 (any free port) and 65535.
+ *
+ * @param {unknown} value a number, or the text the user typed
+ * @param {string} name the option as the user knows it, e.g. `--port`
+ * @returns {number}
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
+ */
+function validatePort(value, name) {
+  const port = typeof value === 'number' ? value : DIGITS.test(value) ? Number(value) : NaN;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new LilaError(
+      codes.INVALID_OPTION,
+      `"${name}" must be an integer between 0 and 65535, received "${value}"`
+    );
+  }
+  return port;
+}
+
+/**
+ * Checks that a value is one of a fixed set of choices.
+ *
+ * @param {unknown} value
+ * @param {string[]} choices
+ * @param {string} name the option as the user knows it, e.g. `--layer`
+ * @returns {string}
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
+ */
+function validateChoice(value, choices, name) {
+  if (choices.includes(value)) return value;
+  const list = choices.map((choice) => `"${choice}"`).join(' or ');
+  throw new LilaError(codes.INVALID_OPTION, `"${name}" must be ${list}, received "${value}"`);
+}
+
+/**
+ * Reads a duration such as `500ms`, `5s`, `1.5m` or `2h` (a number of
+ * milliseconds is accepted as is, for the library API).
+ *
+ * @param {unknown} value a number of milliseconds, or the text the user typed
+ * @param {string} name the option as the user knows it, e.g. `--timeout`
+ * @param {{allowZero?: boolean}} [options] whether 0 (meaning "off") is allowed
+ * @returns {number} milliseconds, a whole number
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
+ */
+function validateDuration(value, name, options = {}) {
+  let ms = NaN;
+  if (typeof value === 'number') ms = value;
+  else if (value === '0') ms = 0;
+  else {
+    const match = DURATION.exec(value);
+    if (match !== null) ms = Math.round(Number(match[1]) * MS_PER_UNIT[match[2]]);
+  }
+  const low = options.allowZero ? 0 : 1;
+  if (!Number.isInteger(ms) || ms < low || ms > MAX_DURATION) {
+    const range = options.allowZero ? '0 (off) or a duration' : 'a duration';
+    throw new LilaError(
+      codes.INVALID_OPTION,
+      `"${name}" must be ${range} such as 500ms, 5s or 2m (at most 24 days), received "${value}"`
+    );
+  }
+  return ms;
+}
+
+/**
+ * Checks a count: an integer from `min` up.
+ *
+ * @param {unknown} value a number, or the text the user typed
+ * @param {string} name the option as the user knows it, e.g. `--max-fails`
+ * @param {number} min the smallest allowed
+ * @returns {number}
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
+ */
+function validateCount(value, name, min) {
+  const count = typeof value === 'number' ? value : DIGITS.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(count) || count < min) {
+    throw new LilaError(codes.INVALID_OPTION, `"${name}" must be an integer of ${min} or more, received "${value}"`);
+  }
+  return count;
+}
+
+/**
+ * Checks a request path: starts with `/`, no spaces or control characters.
+ *
+ * @param {unknown} value
+ * @param {string} name the option as the user knows it, e.g. `--health-path`
+ * @returns {string}
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
+ */
+function validatePath(value, name) {
+  if (typeof value === 'string' && value.startsWith('/') && !/[\s\u0000-\u001f\u007f]/.test(value)) return value;
+  throw new LilaError(codes.INVALID_OPTION, `"${name}" must be a path starting with "/", received "${value}"`);
+}
+
+module.exports = { validatePort, validateChoice, validateDuration, validateCount, validatePath };

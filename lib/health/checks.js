@@ -1,0 +1,149 @@
+'use strict';
+
+const http = require('node:http');
+const net = require('node:net');
+const { backendAuthority } = require('../http/headers');
+const { describeError } = require('../errors');
+
+const kChecks = Symbol('kChecks');
+
+/**
+ * Active health checks (equilibrio's, HAProxy's rise and fall): every
+ * backend is checked once per interval, the backends' checks spread over the
+ * interval rather than all at once, and never two at a time for one backend.
+ * tcp: a connect; http: `GET <path>` answered 2xx or 3xx.
+ */
+class HealthChecks {
+  /**
+   * @param {import('./index')} health where results turn into states
+   * @param {import('./index').HealthSettings} settings
+   * @param {{layer: 'http' | 'tcp'}} target
+   */
+  constructor(health, settings, target) {
+    this.health = health;
+    this.settings = settings;
+    this.layer = target.layer;
+    /** @type {Map<import('../balancing/backend'), {timer: NodeJS.Timeout | null, probe: object | null, good: number, bad: number}>} */
+    this.runs = new Map();
+    this.stopped = false;
+    this.onAdd = (backend) => this.schedule(backend, 0);
+    this.balancer = null;
+  }
+
+  /**
+   * @param {import('../balancing/balancer')} balancer whose members to check, now and as they change
+   */
+  start(balancer) {
+    this.balancer = balancer;
+    balancer.on('add', this.onAdd);
+    const backends = balancer.backends;
+    backends.forEach((backend, i) => this.schedule(backend, (i * this.settings.healthInterval) / backends.length));
+  }
+
+  /** Stops every check, including those under way. */
+  stop() {
+    this.stopped = true;
+    if (this.balancer !== null) this.balancer.removeListener('add', this.onAdd);
+    for (const backend of [...this.runs.keys()]) this.forget(backend);
+  }
+
+  /** @param {import('../balancing/backend')} backend no longer a member */
+  forget(backend) {
+    const run = this.runs.get(backend);
+    if (run === undefined) return;
+    if (run.timer !== null) clearTimeout(run.timer);
+    if (run.probe !== null) run.probe.destroy();
+    this.runs.delete(backend);
+  }
+
+  /** @param {import('../balancing/backend')} backend whose good and failed checks count from zero again */
+  resetCounts(backend) {
+    const run = this.runs.get(backend);
+    if (run === undefined) return;
+    run.good = 0;
+    run.bad = 0;
+  }
+
+  schedule(backend, delay) {
+    if (this.stopped) return;
+    let run = this.runs.get(backend);
+    if (run === undefined) {
+      run = { timer: null, probe: null, good: 0, bad: 0 };
+      this.runs.set(backend, run);
+    }
+    run.timer = setTimeout(() => this.check(backend, run), delay);
+    run.timer.unref();
+  }
+
+  check(backend, run) {
+    run.timer = null;
+    const started = Date.now();
+    const done = (err) => {
+      if (run.probe === null) return;
+      run.probe.destroy();
+      run.probe = null;
+      if (this.stopped || this.runs.get(backend) !== run) return;
+      this.record(backend, run, err);
+      // The next check starts one interval after this one started.
+      this.schedule(backend, Math.max(0, this.settings.healthInterval - (Date.now() - started)));
+    };
+    run.probe = this.layer === 'tcp' ? this.connect(backend, done) : this.get(backend, done);
+  }
+
+  connect(backend, done) {
+    const socket = net.connect({ host: backend.host, port: backend.port });
+    socket[kChecks] = done;
+    socket.setTimeout(this.settings.healthTimeout, probeOnTimeout);
+    socket.on('error', probeOnError);
+    socket.on('connect', () => done(null));
+    return socket;
+  }
+
+  get(backend, done) {
+    const request = http.request({
+      host: backend.host,
+      port: backend.port,
+      path: this.settings.healthPath,
+      headers: { Host: backendAuthority(backend), 'User-Agent': 'lila-health-check', Connection: 'close' },
+      agent: false,
+      timeout: this.settings.healthTimeout
+    });
+    request[kChecks] = done;
+    request.on('timeout', probeOnTimeout);
+    request.on('error', probeOnError);
+    request.on('response', (response) => {
+      response.resume();
+      const status = response.statusCode;
+      done(status >= 200 && status < 400 ? null : new Error(`health check answered ${status}`));
+    });
+    request.end();
+    return request;
+  }
+
+  record(backend, run, err) {
+    const { healthRise, healthFall } = this.settings;
+    if (err === null) {
+      run.bad = 0;
+      run.good++;
+      if (backend.state !== 'up' && run.good >= healthRise) {
+        this.health.markUp(backend, `${run.good} health checks passed`);
+      }
+      return;
+    }
+    run.good = 0;
+    run.bad++;
+    if (backend.state === 'up' && run.bad >= healthFall) {
+      this.health.markDown(backend, `${run.bad} health checks failed, the last: ${describeError(err)}`, false);
+    }
+  }
+}
+
+module.exports = HealthChecks;
+
+function probeOnTimeout() {
+  this[kChecks](Object.assign(new Error('health check timed out'), { code: 'ETIMEDOUT' }));
+}
+
+function probeOnError(err) {
+  this[kChecks](err);
+}

@@ -1,0 +1,140 @@
+'use strict';
+
+const { TOKEN, VALUE } = require('./head-parser');
+
+// States of RFC 9112 §7.1's chunked-body grammar.
+const SIZE_FIRST = 0;
+const SIZE = 1;
+const EXTENSION = 2;
+const SIZE_LF = 3;
+const DATA = 4;
+const DATA_CR = 5;
+const DATA_LF = 6;
+const TRAILER_START = 7;
+const TRAILER_NAME = 8;
+const TRAILER_VALUE = 9;
+const TRAILER_LF = 10;
+const LAST_LF = 11;
+const HEX = new Int8Array(256).fill(-1);
+for (let c = 0; c < 16; c++) {
+  HEX['0123456789abcdef'.charCodeAt(c)] = c;
+  HEX['0123456789ABCDEF'.charCodeAt(c)] = c;
+}
+
+/**
+ * Follows a chunked body through the buffers it arrives in, without
+ * re-encoding it: it only finds where the body ends, and where its data is.
+ * Strict: anything RFC 9112 does not allow (a size that overflows, a bare
+ * CR or LF, whitespace around the size, data longer than its size, a
+ * malformed trailer field) is an error.
+ */
+class ChunkedScanner {
+  /**
+   * @param {number} maxTrailerBytes bytes the trailer section may take
+   */
+  constructor(maxTrailerBytes) {
+    this.maxTrailerBytes = maxTrailerBytes;
+    this.state = SIZE_FIRST;
+    this.size = 0;
+    this.trailerBytes = 0;
+  }
+
+  /** Starts on a new body. */
+  reset() {
+    this.state = SIZE_FIRST;
+    this.size = 0;
+    this.trailerBytes = 0;
+  }
+
+  /**
+   * Scans `buffer[start, end)`.
+   *
+   * @param {Buffer} buffer
+   * @param {number} start
+   * @param {number} end
+   * @param {((buffer: Buffer, from: number, to: number) => void) | null} onData told of
+   *   every run of chunk data, for a reader that wants the body without its framing
+   * @returns {number} the index just past the body when it ends in this range, -1 when it
+   *   goes on, -2 when the framing is invalid
+   */
+  scan(buffer, start, end, onData) {
+    let state = this.state;
+    let i = start;
+    while (i < end) {
+      if (state === DATA) {
+        const n = Math.min(this.size, end - i);
+        if (onData !== null) onData(buffer, i, i + n);
+        i += n;
+        this.size -= n;
+        if (this.size === 0) state = DATA_CR;
+        continue;
+      }
+      const c = buffer[i++];
+      switch (state) {
+        case SIZE_FIRST:
+        case SIZE: {
+          const digit = HEX[c];
+          if (digit !== -1) {
+            this.size = this.size * 16 + digit;
+            if (this.size > Number.MAX_SAFE_INTEGER) return this.fail();
+            state = SIZE;
+          } else if (state === SIZE && c === 0x3b) {
+            state = EXTENSION;
+          } else if (state === SIZE && c === 0x0d) {
+            state = SIZE_LF;
+          } else {
+            return this.fail();
+          }
+          break;
+        }
+        case EXTENSION:
+          if (c === 0x0d) state = SIZE_LF;
+          else if (VALUE[c] !== 1) return this.fail();
+          break;
+        case SIZE_LF:
+          if (c !== 0x0a) return this.fail();
+          state = this.size === 0 ? TRAILER_START : DATA;
+          break;
+        case DATA_CR:
+          if (c !== 0x0d) return this.fail();
+          state = DATA_LF;
+          break;
+        case DATA_LF:
+          if (c !== 0x0a) return this.fail();
+          state = SIZE_FIRST;
+          break;
+        case TRAILER_START:
+          if (c === 0x0d) state = LAST_LF;
+          else if (TOKEN[c] === 1) state = TRAILER_NAME;
+          else return this.fail();
+          break;
+        case TRAILER_NAME:
+          if (c === 0x3a) state = TRAILER_VALUE;
+          else if (TOKEN[c] !== 1) return this.fail();
+          break;
+        case TRAILER_VALUE:
+          if (c === 0x0d) state = TRAILER_LF;
+          else if (VALUE[c] !== 1) return this.fail();
+          break;
+        case TRAILER_LF:
+          if (c !== 0x0a) return this.fail();
+          state = TRAILER_START;
+          break;
+        case LAST_LF:
+          if (c !== 0x0a) return this.fail();
+          this.reset();
+          return i;
+      }
+      if (state >= TRAILER_START && ++this.trailerBytes > this.maxTrailerBytes) return this.fail();
+    }
+    this.state = state;
+    return -1;
+  }
+
+  fail() {
+    this.reset();
+    return -2;
+  }
+}
+
+module.exports = ChunkedScanner;

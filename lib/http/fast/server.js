@@ -1,0 +1,63 @@
+'use strict';
+
+const net = require('node:net');
+const { ClientConnection } = require('./connection');
+const UpstreamSockets = require('./upstream-sockets');
+
+/**
+ * Creates the http layer on lila's fast engine: a `net` server whose
+ * connections parse HTTP/1.1 themselves (connection.js) and forward
+ * each request on pooled upstream sockets (exchange.js). It has the
+ * `closeIdleConnections()` of an `http.Server`.
+ *
+ * @param {import('../../balancing/balancer')} balancer
+ * @param {import('../../ops/logger')} logger
+ * @param {import('../node/exchange').HttpSettings} settings
+ * @param {import('../../health')} health told of every request's outcome
+ * @param {import('../../ops/traffic')} traffic where ended requests are counted
+ * @returns {net.Server & {closeIdleConnections: () => void}}
+ */
+function createFastHttpServer(balancer, logger, settings, health, traffic) {
+  const connections = new Set();
+  const pools = new UpstreamSockets(balancer);
+  const context = {
+    balancer,
+    logger,
+    settings,
+    pools,
+    health,
+    traffic,
+    connections,
+    now: Date.now,
+    keepAliveFields: `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(settings.keepAliveTimeout / 1000)}\r\n\r\n`
+  };
+  // Half-open: a client's FIN is handled by the connection, not by net.
+  const server = net.createServer({ allowHalfOpen: true, noDelay: true });
+  server.on('connection', (socket) => {
+    traffic.connections++;
+    new ClientConnection(context, socket);
+  });
+  // Deadlines (request head, keep-alive idle) are checked by one sweep, not a timer per request.
+  const every = Math.min(1000, Math.max(10, Math.floor(Math.min(settings.headerTimeout, settings.keepAliveTimeout || Infinity) / 4)));
+  let sweep = null;
+  server.on('listening', () => {
+    sweep = setInterval(() => {
+      const now = Date.now();
+      for (const connection of connections) {
+        if (connection.deadlineKind !== 0 && now >= connection.deadline) connection.expired();
+      }
+    }, every);
+    sweep.unref();
+  });
+  server.closeIdleConnections = () => {
+    for (const connection of connections) if (connection.idle) connection.socket.destroy();
+  };
+  // Once every connection has ended; a balancer may outlive its proxy.
+  server.on('close', () => {
+    clearInterval(sweep);
+    pools.destroy();
+  });
+  return server;
+}
+
+module.exports = { createFastHttpServer };

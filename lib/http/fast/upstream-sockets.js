@@ -1,0 +1,216 @@
+'use strict';
+
+const net = require('node:net');
+
+// Idle sockets close after 4 s, before the 5 s keep-alive timeout of Node and
+// Apache backends (nginx: 75 s), so lila rarely reuses a socket the backend is closing.
+const IDLE_TIMEOUT = 4000;
+// How often idle sockets past IDLE_TIMEOUT are looked for.
+const IDLE_SWEEP = 1000;
+const kBackend = Symbol('kBackend');
+const kIdle = Symbol('kIdle');
+// When the socket went back to the pool.
+const kIdleSince = Symbol('kIdleSince');
+// The exchange using the socket, told of its events; null while idle.
+const kOwner = Symbol('kOwner');
+
+/**
+ * @typedef {object} SocketOwner What uses an upstream socket (a fast exchange),
+ *   told of the socket's events.
+ * @property {(socket: net.Socket) => void} upstreamConnected
+ * @property {(socket: net.Socket, chunk: Buffer) => void} upstreamData
+ * @property {(socket: net.Socket) => void} upstreamEnded the backend closed its side
+ * @property {(socket: net.Socket, err: Error) => void} upstreamFailed an error, or the socket closed
+ * @property {(socket: net.Socket) => void} upstreamTimedOut
+ * @property {() => void} upstreamDrained
+ */
+
+/**
+ * The fast engine's upstream sockets, for one proxy: it connects them, hands
+ * their events to the exchange using each (its owner), and keeps idle ones per
+ * backend, reused last in first out so that the hot ones stay busy and the
+ * others idle out. A removed backend's sockets close once nothing is active
+ * on it.
+ */
+class UpstreamSockets {
+  /**
+   * @param {import('../../balancing/balancer')} balancer
+   */
+  constructor(balancer) {
+    this.balancer = balancer;
+    /** @type {Map<import('../../balancing/backend'), net.Socket[]>} */
+    this.idle = new Map();
+    this.closed = false;
+    this.onDrained = (backend) => this.drop(backend);
+    balancer.on('drained', this.onDrained);
+    // One sweep instead of a timer per idle socket: an exchange keeps its
+    // socket's timeout, and taking a socket from the pool costs no timer.
+    this.sweep = setInterval(() => this.closeIdle(Date.now() - IDLE_TIMEOUT), IDLE_SWEEP);
+    this.sweep.unref();
+  }
+
+  /**
+   * @param {import('../../balancing/backend')} backend
+   * @returns {net.Socket | null} an idle connected socket to the backend, or null
+   */
+  take(backend) {
+    const stack = this.idle.get(backend);
+    if (stack === undefined) return null;
+    while (stack.length > 0) {
+      const socket = stack.pop();
+      socket[kIdle] = false;
+      if (!socket.destroyed && socket.writable) return socket;
+    }
+    return null;
+  }
+
+  /**
+   * Opens a new connection to the backend.
+   *
+   * @param {import('../../balancing/backend')} backend
+   * @returns {net.Socket} connecting
+   */
+  connect(backend) {
+    const socket = net.connect({ host: backend.host, port: backend.port, noDelay: true });
+    socket[kBackend] = backend;
+    socket[kIdle] = false;
+    socket[kOwner] = null;
+    socket.on('connect', socketOnConnect);
+    socket.on('data', socketOnData);
+    socket.on('end', socketOnEnd);
+    socket.on('error', socketOnError);
+    socket.on('timeout', socketOnTimeout);
+    socket.on('drain', socketOnDrain);
+    socket.on('close', () => {
+      const owner = socket[kOwner];
+      if (owner === null) this.forget(socket);
+      else owner.upstreamFailed(socket, Object.assign(new Error('the connection closed'), { code: 'ECONNRESET' }));
+    });
+    return socket;
+  }
+
+  /**
+   * Gives a socket's events to `owner` until `unclaim`.
+   *
+   * @param {net.Socket} socket
+   * @param {SocketOwner} owner
+   */
+  claim(socket, owner) {
+    socket[kOwner] = owner;
+  }
+
+  /**
+   * Takes a socket's events back from its owner, before it is pooled or destroyed.
+   *
+   * @param {net.Socket} socket
+   */
+  unclaim(socket) {
+    socket[kOwner] = null;
+  }
+
+  /**
+   * Keeps a socket whose exchange is over, for the next request to its backend.
+   *
+   * @param {net.Socket} socket
+   */
+  put(socket) {
+    const backend = socket[kBackend];
+    if (this.closed || backend.removed || socket.destroyed) {
+      socket.destroy();
+      return;
+    }
+    let stack = this.idle.get(backend);
+    if (stack === undefined) this.idle.set(backend, (stack = []));
+    socket[kIdle] = true;
+    socket[kIdleSince] = Date.now();
+    if (socket.isPaused()) socket.resume();
+    stack.push(socket);
+  }
+
+  /**
+   * Closes the sockets idle since before `before`; the oldest are at the
+   * bottom of each stack.
+   *
+   * @param {number} before a Date.now() value
+   */
+  closeIdle(before) {
+    for (const stack of this.idle.values()) {
+      let stale = 0;
+      while (stale < stack.length && stack[stale][kIdleSince] < before) stale++;
+      if (stale === 0) continue;
+      const closing = stack.splice(0, stale);
+      for (const socket of closing) {
+        socket[kIdle] = false;
+        socket.destroy();
+      }
+    }
+  }
+
+  /**
+   * Forgets an idle socket that closed or misbehaved.
+   *
+   * @param {net.Socket} socket
+   */
+  forget(socket) {
+    if (!socket[kIdle]) return;
+    socket[kIdle] = false;
+    const stack = this.idle.get(socket[kBackend]);
+    const at = stack === undefined ? -1 : stack.indexOf(socket);
+    if (at !== -1) stack.splice(at, 1);
+  }
+
+  /**
+   * Closes a backend's idle sockets.
+   *
+   * @param {import('../../balancing/backend')} backend
+   */
+  drop(backend) {
+    const stack = this.idle.get(backend);
+    if (stack === undefined) return;
+    this.idle.delete(backend);
+    for (const socket of stack) socket.destroy();
+  }
+
+  /** Closes every idle socket and stops following the balancer; for a closed proxy. */
+  destroy() {
+    this.closed = true;
+    clearInterval(this.sweep);
+    this.balancer.removeListener('drained', this.onDrained);
+    for (const backend of [...this.idle.keys()]) this.drop(backend);
+  }
+}
+
+module.exports = UpstreamSockets;
+
+function socketOnConnect() {
+  const owner = this[kOwner];
+  if (owner !== null) owner.upstreamConnected(this);
+}
+
+function socketOnData(chunk) {
+  const owner = this[kOwner];
+  // An idle pooled socket must stay silent.
+  if (owner === null) this.destroy();
+  else owner.upstreamData(this, chunk);
+}
+
+function socketOnEnd() {
+  const owner = this[kOwner];
+  if (owner !== null) owner.upstreamEnded(this);
+}
+
+function socketOnError(err) {
+  const owner = this[kOwner];
+  if (owner !== null) owner.upstreamFailed(this, err);
+}
+
+function socketOnTimeout() {
+  const owner = this[kOwner];
+  if (owner === null) this.destroy();
+  else owner.upstreamTimedOut(this);
+}
+
+function socketOnDrain() {
+  const owner = this[kOwner];
+  if (owner !== null) owner.upstreamDrained();
+}

@@ -1,0 +1,409 @@
+'use strict';
+
+const { forwardRequestHeaders, forwardResponseHeaders, withoutField } = require('../headers');
+const { createUpstreamRequest } = require('../upstream-request');
+const { clientAddressOf } = require('../../net/address');
+const { errorBody } = require('../error-response');
+const { IDEMPOTENT, CLIENT_LEFT, noBackendLeft, upstreamError, logAnswer } = require('../outcomes');
+const { LilaError, codes, timeoutError, describeError } = require('../../errors');
+
+const kExchange = Symbol('kExchange');
+const kUpstream = Symbol('kUpstream');
+const kInFlight = Symbol('kInFlight');
+
+
+/**
+ * @typedef {object} HttpSettings
+ * @property {number} connectTimeout ms to connect to a backend
+ * @property {number} timeout ms a backend may stay silent (response head or body)
+ * @property {number} keepAliveTimeout ms an idle client connection stays open; 0 closes after each response
+ * @property {number} headerTimeout ms a client has to send a complete request head
+ * @property {number} maxHeaderSize bytes a request head may take (431 past it)
+ * @property {'client' | 'backend'} hostHeader the Host sent upstream
+ */
+
+/**
+ * @typedef {object} HttpContext What every exchange of one server shares.
+ * @property {import('../../balancing/balancer')} balancer
+ * @property {import('../../ops/logger')} logger
+ * @property {HttpSettings} settings
+ * @property {import('./upstream-pools')} pools keep-alive agents by backend
+ * @property {import('../../health')} health where outcomes are reported
+ * @property {import('../../ops/traffic')} traffic where ended requests are counted
+ */
+
+/**
+ * One client request and its way to a backend; the pick context for the strategy.
+ */
+class Exchange {
+  /**
+   * @param {HttpContext} context
+   * @param {import('node:http').IncomingMessage} request
+   * @param {import('node:http').ServerResponse} response
+   * @param {boolean} expectContinue the client waits for a 100 before sending its body
+   */
+  constructor(context, request, response, expectContinue) {
+    this.context = context;
+    this.request = request;
+    this.response = response;
+    this.expectContinue = expectContinue;
+    this.clientAddress = clientAddressOf(request.socket.remoteAddress);
+    this.tried = null;
+    this.backend = null;
+    // The last backend acquired, kept after release for the traffic record.
+    this.servedBy = null;
+    this.startedAt = context.balancer.now();
+    this.bytesSent = 0;
+    // Set when lila answers on the raw connection instead of this response.
+    this.finalStatus = 0;
+    this.upstream = null;
+    this.upstreamSocket = null;
+    this.bytesReadBefore = 0;
+    this.sentAt = 0;
+    this.connected = false;
+    this.responded = false;
+    this.retried = false;
+    this.timedOut = false;
+    this.done = false;
+    this.hasBody = request.headers['transfer-encoding'] !== undefined ||
+      (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0');
+    this.headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress);
+
+    const socket = request.socket;
+    if (socket[kInFlight] === undefined) {
+      socket[kInFlight] = new Set();
+      // Pipelined requests behind an unfinished response: if the client goes
+      // away, Node never emits 'close' on their responses. One listener per
+      // connection, however deep the pipeline.
+      socket.on('close', socketOnClose);
+    }
+    socket[kInFlight].add(this);
+    request[kExchange] = this;
+    response[kExchange] = this;
+    request.on('error', clientOnError);
+    response.on('error', clientOnError);
+    response.on('close', responseOnClose);
+    if (context.settings.keepAliveTimeout === 0 || context.settings.draining) response.shouldKeepAlive = false;
+  }
+
+  /** Sends the request to the next backend the strategy picks. */
+  forward() {
+    const backend = this.context.balancer.acquire(this);
+    if (backend === null) {
+      const { error, detail } = noBackendLeft(this.context.health, this.tried);
+      this.fail(error, detail);
+      return;
+    }
+    this.backend = backend;
+    this.servedBy = backend;
+    this.send(this.context.pools.get(backend));
+  }
+
+  /**
+   * Sends the request to `this.backend`.
+   *
+   * @param {import('node:http').Agent | false} agent the backend's pool, or false for a new connection
+   */
+  send(agent) {
+    this.sentAt = this.context.balancer.now();
+    this.connected = false;
+    this.upstreamSocket = null;
+    let upstream;
+    try {
+      upstream = createUpstreamRequest(this.backend, this.request, this.headers, this.context.settings, agent);
+    } catch (err) {
+      this.release();
+      this.fail(new LilaError(codes.BAD_REQUEST, 'this request cannot be forwarded', 400), err.message);
+      return;
+    }
+    upstream[kExchange] = this;
+    this.upstream = upstream;
+    upstream.on('socket', upstreamOnSocket);
+    upstream.on('response', upstreamOnResponse);
+    upstream.on('information', upstreamOnInformation);
+    upstream.on('error', upstreamOnError);
+    upstream.on('timeout', upstreamOnTimeout);
+    // A body waits in the client's stream until the upstream socket is
+    // connected, so a refused connect can go to the next backend intact.
+    if (!this.hasBody) upstream.end();
+  }
+
+  socketAssigned(upstream, socket) {
+    this.upstreamSocket = socket;
+    this.bytesReadBefore = socket.bytesRead;
+    if (socket.connecting) {
+      socket.setTimeout(this.context.settings.connectTimeout);
+      socket[kUpstream] = upstream;
+      socket.once('connect', upstreamSocketOnConnect);
+    } else {
+      this.upstreamConnected(upstream);
+    }
+  }
+
+  upstreamConnected(upstream) {
+    if (upstream !== this.upstream || this.done) return;
+    this.connected = true;
+    this.upstreamSocket.setTimeout(this.context.settings.timeout);
+    if (this.hasBody) {
+      // The head goes at once: a backend may answer before the body (413,
+      // 401). Written as latin1, as header bytes arrived (flushHeaders() would
+      // encode them as UTF-8).
+      upstream.write('', 'latin1');
+      // Ended by hand, so that trailers can follow the body.
+      this.request.pipe(upstream, { end: false });
+      this.request.on('end', requestOnEnd);
+    }
+  }
+
+  upstreamTimedOut(upstream) {
+    if (upstream !== this.upstream || this.done) return;
+    const settings = this.context.settings;
+    const err = this.connected
+      ? timeoutError(`silent for ${settings.timeout} ms`)
+      : timeoutError(`no connection within ${settings.connectTimeout} ms`);
+    this.timedOut = this.connected;
+    this.upstreamFailed(upstream, err);
+    upstream.destroy();
+  }
+
+  upstreamFailed(upstream, err) {
+    // Errors after the end (lila destroyed the upstream) or from an earlier attempt change nothing.
+    if (upstream !== this.upstream || this.done) return;
+    const backend = this.backend;
+    const logger = this.context.logger;
+    if (!this.connected) {
+      logger.debug(`backend ${backend.name}: ${describeError(err)}`);
+      this.context.health.failed(backend, describeError(err));
+      this.release();
+      (this.tried ??= new Set()).add(backend);
+      this.upstream = null;
+      this.forward();
+      return;
+    }
+    if (this.mayRetry(upstream)) {
+      // The backend closed an idle pooled socket as lila reused it.
+      logger.debug(`backend ${backend.name}: ${describeError(err)} on a reused connection; retrying on a new one`);
+      this.retried = true;
+      this.send(false);
+      return;
+    }
+    if (!this.responded) this.context.health.failed(backend, describeError(err));
+    this.release();
+    const what = `backend ${backend.name}: ${describeError(err)}`;
+    this.fail(upstreamError(this.timedOut), what);
+  }
+
+  // Only an idempotent request without a body that got no byte back on a
+  // reused socket is sent again, once.
+  mayRetry(upstream) {
+    return !this.retried && !this.timedOut && !this.responded && !this.hasBody &&
+      upstream.reusedSocket && IDEMPOTENT.has(this.request.method) &&
+      this.upstreamSocket.bytesRead === this.bytesReadBefore;
+  }
+
+  respond(upstreamResponse) {
+    if (this.done) return;
+    this.responded = true;
+    const response = this.response;
+    const { balancer, health, settings } = this.context;
+    upstreamResponse[kExchange] = this;
+    upstreamResponse.on('error', upstreamResponseOnError);
+    upstreamResponse.on('end', upstreamResponseOnEnd);
+    upstreamResponse.on('close', upstreamResponseOnClose);
+    if (this.context.logger.accessEnabled) upstreamResponse.on('data', upstreamResponseOnData);
+    // The backend's Date (or its absence) passes through unchanged.
+    response.sendDate = false;
+    if (settings.draining) response.shouldKeepAlive = false;
+    let headers = forwardResponseHeaders(upstreamResponse.rawHeaders);
+    // Trailers cannot reach an HTTP/1.0 client (Node throws on announcing them).
+    if (this.request.httpVersionMinor === 0) headers = withoutField(headers, 'trailer');
+    try {
+      response.writeHead(upstreamResponse.statusCode, upstreamResponse.statusMessage || undefined, headers);
+    } catch (err) {
+      const what = `backend ${this.backend.name}: ${err.message}`;
+      health.failed(this.backend, 'invalid response head');
+      this.upstream.destroy();
+      this.release();
+      this.fail(new LilaError(codes.UPSTREAM, 'the backend sent an invalid response', 502), what);
+      return;
+    }
+    // Counted once the head is through: an invalid one is a failure.
+    balancer.observe(this.backend, balancer.now() - this.sentAt);
+    const status = upstreamResponse.statusCode;
+    if (status >= 500 && health.settings.failOn5xx) health.failed(this.backend, `answered ${status}`);
+    else health.succeeded(this.backend);
+    upstreamResponse.pipe(response, { end: false });
+  }
+
+  /**
+   * Relays an interim response: 100 Continue to a client that asked for it,
+   * 103 Early Hints to HTTP/1.1 clients.
+   */
+  inform(info) {
+    if (this.done || this.request.httpVersionMinor === 0) return;
+    if (info.statusCode === 100) {
+      if (this.expectContinue) this.response.writeContinue();
+    } else if (info.statusCode === 103) {
+      const hints = {};
+      for (let i = 0; i < info.rawHeaders.length; i += 2) {
+        const name = info.rawHeaders[i].toLowerCase();
+        hints[name] = hints[name] === undefined ? info.rawHeaders[i + 1] : [].concat(hints[name], info.rawHeaders[i + 1]);
+      }
+      this.response.writeEarlyHints(hints);
+    }
+  }
+
+  /**
+   * Answers the client with lila's own error, or cuts the connection when a
+   * response has already begun so that the truncation is visible.
+   *
+   * @param {LilaError} error its message goes to the client, with its status
+   * @param {string} detail for the log, naming the backend
+   */
+  fail(error, detail) {
+    const response = this.response;
+    const request = this.request;
+    const logger = this.context.logger;
+    const status = error.status;
+    if (response.headersSent || response.destroyed) {
+      logger.warn(`${request.method} ${request.url} cut short: ${detail} (${error.code})`);
+      response.destroy();
+      return;
+    }
+    logAnswer(logger, error, request, detail);
+    const body = errorBody(status, error.message);
+    response.sendDate = true;
+    if (this.context.settings.draining) response.shouldKeepAlive = false;
+    const headers = { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) };
+    if (error.retryAfter !== undefined) headers['Retry-After'] = String(error.retryAfter);
+    response.writeHead(status, headers);
+    response.end(body);
+  }
+
+  release() {
+    if (this.backend !== null) {
+      this.context.balancer.release(this.backend);
+      this.backend = null;
+    }
+  }
+
+  /** The client side is over (response finished, or client gone): free everything once. */
+  finish() {
+    if (this.done) return;
+    this.done = true;
+    this.release();
+    this.request.socket[kInFlight].delete(this);
+    const upstream = this.upstream;
+    // A completed upstream request is already back in the agent's pool.
+    if (upstream !== null && !upstream.destroyed) upstream.destroy();
+    // The rest of a body answered early is read and dropped, so that the
+    // connection reaches the next request (Node only does so for bodies nobody piped).
+    if (!this.request.complete && !this.request.destroyed) {
+      this.request.unpipe();
+      this.request.resume();
+    }
+    const { balancer, traffic } = this.context;
+    const status = this.finalStatus !== 0 ? this.finalStatus : this.response.headersSent ? this.response.statusCode : CLIENT_LEFT;
+    traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent);
+  }
+}
+
+/**
+ * Ends every request in flight on a client connection whose input lila
+ * gives up on (its parser failed mid-body), before any response began:
+ * their upstream requests are destroyed, so a backend never gets a request
+ * whose end lila could not see.
+ *
+ * @param {import('node:net').Socket} socket
+ * @param {number} status what lila answers on the connection, for the traffic record
+ * @returns {boolean} false when a response has already begun: the connection can only be cut
+ */
+function abandonRequests(socket, status) {
+  const exchanges = socket[kInFlight];
+  if (exchanges === undefined) return true;
+  for (const exchange of exchanges) if (exchange.response.headersSent) return false;
+  for (const exchange of [...exchanges]) {
+    exchange.finalStatus = status;
+    exchange.finish();
+  }
+  return true;
+}
+
+module.exports = { Exchange, abandonRequests };
+
+// Trailers arrive as [name, value, name, value, ...]; addTrailers wants pairs.
+function trailerPairs(rawTrailers) {
+  const pairs = [];
+  for (let i = 0; i < rawTrailers.length; i += 2) pairs.push([rawTrailers[i], rawTrailers[i + 1]]);
+  return pairs;
+}
+
+function clientOnError(err) {
+  const exchange = this[kExchange];
+  exchange.context.logger.debug(`client ${exchange.clientAddress}: ${describeError(err)}`);
+}
+
+function socketOnClose() {
+  for (const exchange of [...this[kInFlight]]) exchange.finish();
+}
+
+function responseOnClose() {
+  this[kExchange].finish();
+}
+
+function requestOnEnd() {
+  const exchange = this[kExchange];
+  const upstream = exchange.upstream;
+  if (exchange.done || upstream === null || upstream.destroyed) return;
+  if (this.rawTrailers.length > 0) upstream.addTrailers(trailerPairs(this.rawTrailers));
+  upstream.end();
+}
+
+function upstreamOnSocket(socket) {
+  this[kExchange].socketAssigned(this, socket);
+}
+
+function upstreamSocketOnConnect() {
+  const upstream = this[kUpstream];
+  this[kUpstream] = null;
+  upstream[kExchange].upstreamConnected(upstream);
+}
+
+function upstreamOnError(err) {
+  this[kExchange].upstreamFailed(this, err);
+}
+
+function upstreamOnTimeout() {
+  this[kExchange].upstreamTimedOut(this);
+}
+
+function upstreamOnResponse(upstreamResponse) {
+  this[kExchange].respond(upstreamResponse);
+}
+
+function upstreamOnInformation(info) {
+  this[kExchange].inform(info);
+}
+
+function upstreamResponseOnError(err) {
+  this[kExchange].context.logger.debug(`response from backend: ${describeError(err)}`);
+}
+
+function upstreamResponseOnData(chunk) {
+  this[kExchange].bytesSent += chunk.length;
+}
+
+function upstreamResponseOnEnd() {
+  const response = this[kExchange].response;
+  if (response.destroyed) return;
+  if (this.rawTrailers.length > 0) response.addTrailers(trailerPairs(this.rawTrailers));
+  response.end();
+}
+
+function upstreamResponseOnClose() {
+  // Closed before its end (backend died mid-body): cut the client too.
+  if (this.complete) return;
+  const exchange = this[kExchange];
+  const name = exchange.backend === null ? 'backend' : `backend ${exchange.backend.name}`;
+  if (!exchange.done) exchange.fail(new LilaError(codes.UPSTREAM, 'the backend failed mid-response', 502), `${name}: response cut short`);
+}

@@ -1,0 +1,125 @@
+'use strict';
+
+const http = require('node:http');
+const { Exchange, abandonRequests } = require('./exchange');
+const { requestProblem } = require('../request-checks');
+const { clientAddressOf } = require('../../net/address');
+const { Tunnel } = require('../tunnel');
+const UpstreamPools = require('./upstream-pools');
+const { rawErrorResponse, errorBody } = require('../error-response');
+const { codes, describeError } = require('../../errors');
+
+// What lila answers to a client whose request head it cannot use.
+const CLIENT_ERRORS = {
+  HPE_HEADER_OVERFLOW: [431, 'the request headers are too large', codes.HEADERS_TOO_LARGE],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'the request headers did not arrive in time', codes.REQUEST_TIMEOUT]
+};
+const MALFORMED = [400, 'malformed request', codes.BAD_REQUEST];
+// A connection lila refused a request on: what follows on it is not forwarded.
+const kRejected = Symbol('kRejected');
+
+/**
+ * Creates the http layer: a core `http` server that balances every request on
+ * its own and forwards it through one keep-alive `http.Agent` per backend
+ * (upstream-pools.js);
+ * upgrade requests become tunnels.
+ *
+ * @param {import('../../balancing/balancer')} balancer
+ * @param {import('../../ops/logger')} logger
+ * @param {import('./exchange').HttpSettings} settings
+ * @param {import('../../health')} health told of every request's outcome
+ * @param {import('../../ops/traffic')} traffic where ended requests are counted
+ * @returns {http.Server}
+ */
+function createHttpServer(balancer, logger, settings, health, traffic) {
+  const pools = new UpstreamPools(balancer);
+  const context = { balancer, logger, settings, pools, health, traffic };
+  const server = http.createServer({
+    // Checked by requestProblem(), which also stops what is pipelined behind.
+    requireHostHeader: false,
+    maxHeaderSize: settings.maxHeaderSize,
+    headersTimeout: settings.headerTimeout,
+    // Bodies may take long; silence is caught by the upstream's timeout.
+    requestTimeout: 0,
+    // How often Node looks for connections past headersTimeout.
+    connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(settings.headerTimeout / 4)))
+  });
+  server.keepAliveTimeout = settings.keepAliveTimeout;
+  server.on('connection', () => {
+    traffic.connections++;
+  });
+  server.on('request', (request, response) => {
+    if (accepted(context, request, response)) new Exchange(context, request, response, false).forward();
+  });
+  server.on('checkContinue', (request, response) => {
+    if (accepted(context, request, response)) new Exchange(context, request, response, true).forward();
+  });
+  server.on('upgrade', (request, socket, head) => {
+    const problem = requestProblem(request);
+    if (problem === null) {
+      new Tunnel(context, request, socket, head).open();
+      return;
+    }
+    socket.on('error', noop);
+    logger.debug(`client ${socket.remoteAddress}: ${problem.status}, ${problem.reason} (${problem.code})`);
+    answerAndClose(socket, problem.status, problem.reason);
+  });
+  server.on('clientError', (err, socket) => {
+    const [status, reason, code] = CLIENT_ERRORS[err.code] || MALFORMED;
+    logger.debug(`client ${socket.remoteAddress}: ${status}, ${describeError(err)} (${code})`);
+    if (socket[kRejected]) {
+      // lila has answered already; the rest of the input does not matter.
+      socket.end();
+      return;
+    }
+    // Mid-way through a response a raw answer would corrupt it: only cut then.
+    if (err.code === 'ECONNRESET' || !socket.writable || !abandonRequests(socket, status)) {
+      socket.destroy();
+      return;
+    }
+    answerAndClose(socket, status, reason);
+  });
+  // CONNECT asks for a forward proxy's tunnel to any host; lila only reaches its backends.
+  server.on('connect', (request, socket) => {
+    socket.on('error', noop);
+    logger.debug(`client ${socket.remoteAddress}: 501, CONNECT ${request.url} (${codes.METHOD_NOT_SUPPORTED})`);
+    answerAndClose(socket, 501, 'CONNECT is not supported: lila is a reverse proxy');
+  });
+  // Once every connection has ended; a balancer may outlive its proxy.
+  server.on('close', () => pools.destroy());
+  return server;
+}
+
+module.exports = { createHttpServer };
+
+// Refuses (400, connection closed) a request head RFC 9112 says a server must
+// refuse, and ignores requests pipelined behind it: none of them is forwarded.
+function accepted(context, request, response) {
+  const socket = request.socket;
+  if (socket[kRejected]) {
+    request.resume();
+    return false;
+  }
+  const problem = requestProblem(request);
+  if (problem === null) return true;
+  socket[kRejected] = true;
+  const client = clientAddressOf(socket.remoteAddress);
+  context.logger.debug(`client ${client}: ${problem.status}, ${problem.reason} (${problem.code})`);
+  request.on('error', noop);
+  response.on('error', noop);
+  response.shouldKeepAlive = false;
+  const body = errorBody(problem.status, problem.reason);
+  response.writeHead(problem.status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+  response.end(body);
+  context.traffic.request(null, problem.status, 0, request, client, 0);
+  return false;
+}
+
+// Ends a connection lila gives up on with its own answer, letting the answer
+// reach a client that is still sending, then closes it for good.
+function answerAndClose(socket, status, reason) {
+  socket.end(rawErrorResponse(status, reason));
+  socket.setTimeout(1000, () => socket.destroy());
+}
+
+function noop() {}

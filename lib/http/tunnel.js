@@ -1,0 +1,283 @@
+'use strict';
+
+const { forwardRequestHeaders, forwardResponseHeaders } = require('./headers');
+const { createUpstreamRequest } = require('./upstream-request');
+const { closedCleanly } = require('../net/closed-cleanly');
+const { clientAddressOf } = require('../net/address');
+const { rawErrorResponse, unavailable } = require('./error-response');
+const { LilaError, codes, timeoutError, describeError } = require('../errors');
+
+const kTunnel = Symbol('kTunnel');
+// The status recorded for a client that left before any answer, as nginx logs it.
+const NO_ANSWER_YET = 499;
+// Bytes a client may send after its upgrade request before the switch, held until then.
+const EARLY_LIMIT = 64 * 1024;
+
+/**
+ * One upgrade request (WebSocket or any other protocol): sent to the picked
+ * backend on a connection of its own; after the backend's 101 the client and
+ * upstream sockets are joined and bytes flow both ways unchanged. The
+ * backend stays counted as active until the upstream socket closes.
+ */
+class Tunnel {
+  /**
+   * @param {import('./node/exchange').HttpContext} context
+   * @param {import('node:http').IncomingMessage} request
+   * @param {import('node:net').Socket} client
+   * @param {Buffer} head bytes the client sent after its request head
+   */
+  constructor(context, request, client, head) {
+    this.context = context;
+    this.request = request;
+    this.client = client;
+    this.head = head;
+    this.clientAddress = clientAddressOf(client.remoteAddress);
+    this.tried = null;
+    this.backend = null;
+    this.servedBy = null;
+    this.startedAt = context.balancer.now();
+    // What the client got: 101, a relayed status, or lila's own.
+    this.status = NO_ANSWER_YET;
+    this.upstream = null;
+    this.upstreamSocket = null;
+    this.connected = false;
+    this.headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress);
+    this.headers.push('Connection', 'Upgrade', 'Upgrade', request.headers.upgrade);
+    client[kTunnel] = this;
+    client.on('error', clientOnError);
+    client.on('close', clientOnClose);
+    // Read from now on, so that a client leaving before the switch is seen;
+    // what it sends meanwhile waits here for the tunnel.
+    this.early = [];
+    this.earlyBytes = 0;
+    client.on('data', clientOnEarlyData);
+    client.on('end', clientOnEnd);
+    client.setTimeout(0);
+  }
+
+  /** Sends the upgrade request to the next backend the strategy picks. */
+  open() {
+    const backend = this.context.balancer.acquire(this);
+    if (backend === null) {
+      if (this.tried === null) this.refuse(unavailable(this.context.health), 'no backend is available');
+      else this.refuse(new LilaError(codes.NO_BACKEND, 'no backend accepted the connection', 502), 'no backend accepted the connection');
+      return;
+    }
+    this.backend = backend;
+    this.servedBy = backend;
+    this.connected = false;
+    let upstream;
+    try {
+      upstream = createUpstreamRequest(backend, this.request, this.headers, this.context.settings, false);
+    } catch (err) {
+      this.release();
+      this.refuse(new LilaError(codes.BAD_REQUEST, 'this request cannot be forwarded', 400), err.message);
+      return;
+    }
+    upstream[kTunnel] = this;
+    this.upstream = upstream;
+    upstream.on('socket', upstreamOnSocket);
+    upstream.on('upgrade', upstreamOnUpgrade);
+    upstream.on('response', upstreamOnResponse);
+    upstream.on('error', upstreamOnError);
+    upstream.on('timeout', upstreamOnTimeout);
+    upstream.end();
+  }
+
+  upstreamFailed(upstream, err, timedOut) {
+    // A timeout is followed by the error of the destroy: handle the first only.
+    if (upstream !== this.upstream || this.backend === null) return;
+    const backend = this.backend;
+    this.upstream = null;
+    if (this.status !== NO_ANSWER_YET) {
+      // The backend answered; failing now cuts the relayed response short.
+      this.release();
+      this.client.destroy();
+      return;
+    }
+    this.context.health.failed(backend, describeError(err));
+    this.release();
+    if (this.client.destroyed) return;
+    const what = `backend ${backend.name}: ${describeError(err)}`;
+    if (!this.connected) {
+      this.context.logger.debug(what);
+      (this.tried ??= new Set()).add(backend);
+      this.open();
+      return;
+    }
+    if (timedOut) this.refuse(new LilaError(codes.TIMEOUT, 'the backend did not answer in time', 504), what);
+    else this.refuse(new LilaError(codes.UPSTREAM, 'the backend failed before answering', 502), what);
+  }
+
+  /** The backend switched protocols: join the two sockets. */
+  join(upstreamResponse, socket, upstreamHead) {
+    const client = this.client;
+    socket[kTunnel] = this;
+    socket.on('error', upstreamSocketOnError);
+    socket.on('close', upstreamSocketOnClose);
+    if (client.destroyed) {
+      socket.destroy();
+      return;
+    }
+    this.upstreamSocket = socket;
+    this.status = 101;
+    socket.setTimeout(0);
+    let head = `HTTP/1.1 101 ${upstreamResponse.statusMessage}\r\n`;
+    const raw = upstreamResponse.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) head += `${raw[i]}: ${raw[i + 1]}\r\n`;
+    client.write(`${head}\r\n`);
+    if (upstreamHead.length > 0) client.write(upstreamHead);
+    if (this.head.length > 0) socket.write(this.head);
+    client.removeListener('data', clientOnEarlyData);
+    for (const chunk of this.early) socket.write(chunk);
+    this.early = null;
+    client.pipe(socket);
+    socket.pipe(client);
+  }
+
+  /**
+   * The backend answered the upgrade with an ordinary response: relay it,
+   * framed by its Content-Length or by closing the connection.
+   */
+  relay(upstreamResponse) {
+    const client = this.client;
+    this.early = null;
+    upstreamResponse[kTunnel] = this;
+    upstreamResponse.on('error', upstreamResponseOnError);
+    upstreamResponse.on('close', upstreamResponseOnClose);
+    if (client.destroyed) return;
+    const status = upstreamResponse.statusCode;
+    this.status = status;
+    let head = `HTTP/1.1 ${status} ${upstreamResponse.statusMessage}\r\n`;
+    const headers = forwardResponseHeaders(upstreamResponse.rawHeaders);
+    for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
+    client.write(`${head}Connection: close\r\n\r\n`);
+    const bodiless = this.request.method === 'HEAD' || status === 204 || status === 304;
+    if (bodiless) {
+      upstreamResponse.resume();
+      client.end();
+    } else {
+      upstreamResponse.pipe(client);
+    }
+  }
+
+  /** Answers the client with lila's own error on the raw socket and closes it. */
+  refuse(error, detail) {
+    const request = this.request;
+    const logger = this.context.logger;
+    const log = error.status === 503 ? logger.debug : logger.warn;
+    log.call(logger, `${error.status} for upgrade ${request.method} ${request.url}: ${detail} (${error.code})`);
+    if (this.client.destroyed) return;
+    this.status = error.status;
+    this.client.end(rawErrorResponse(error.status, error.message, error.retryAfter));
+  }
+
+  /** The client left before an answer: its upstream request goes, counted as nobody's failure. */
+  abandon() {
+    const upstream = this.upstream;
+    if (upstream === null || this.upstreamSocket !== null) return;
+    this.upstream = null;
+    this.release();
+    upstream.destroy();
+  }
+
+  /** Stops counting the tunnel against its backend; once per backend. */
+  release() {
+    if (this.backend !== null) {
+      this.context.balancer.release(this.backend);
+      this.backend = null;
+    }
+  }
+}
+
+module.exports = { Tunnel };
+
+function clientOnError(err) {
+  this[kTunnel].context.logger.debug(`client ${this[kTunnel].clientAddress}: ${describeError(err)}`);
+}
+
+function clientOnEarlyData(chunk) {
+  const tunnel = this[kTunnel];
+  if (tunnel.early === null) return;
+  tunnel.early.push(chunk);
+  tunnel.earlyBytes += chunk.length;
+  // Enough waiting: stop reading until the tunnel takes it.
+  if (tunnel.earlyBytes >= EARLY_LIMIT) this.pause();
+}
+
+// A client that half-closes before the switch will not use the tunnel.
+function clientOnEnd() {
+  const tunnel = this[kTunnel];
+  if (tunnel.upstreamSocket !== null || tunnel.status !== NO_ANSWER_YET) return;
+  tunnel.abandon();
+  this.destroy();
+}
+
+function clientOnClose() {
+  const tunnel = this[kTunnel];
+  if (tunnel.upstreamSocket !== null) {
+    if (!closedCleanly(this)) tunnel.upstreamSocket.destroy();
+  } else {
+    tunnel.abandon();
+  }
+  const { balancer, traffic } = tunnel.context;
+  // Bytes the client received after the upgrade head, as for a tcp connection.
+  traffic.request(tunnel.servedBy, tunnel.status, balancer.now() - tunnel.startedAt, tunnel.request, tunnel.clientAddress, this.bytesWritten);
+}
+
+// Tunnels never share upstream sockets (agent: false), so each one connects.
+function upstreamOnSocket(socket) {
+  socket[kTunnel] = this[kTunnel];
+  socket.setTimeout(this[kTunnel].context.settings.connectTimeout);
+  socket.once('connect', upstreamSocketOnConnect);
+}
+
+function upstreamSocketOnConnect() {
+  const tunnel = this[kTunnel];
+  tunnel.connected = true;
+  // Until the response head arrives; join() lifts it for the tunnel itself.
+  this.setTimeout(tunnel.context.settings.timeout);
+}
+
+function upstreamOnUpgrade(upstreamResponse, socket, upstreamHead) {
+  const tunnel = this[kTunnel];
+  tunnel.context.health.succeeded(tunnel.backend);
+  tunnel.join(upstreamResponse, socket, upstreamHead);
+}
+
+function upstreamOnResponse(upstreamResponse) {
+  const tunnel = this[kTunnel];
+  tunnel.context.health.succeeded(tunnel.backend);
+  tunnel.relay(upstreamResponse);
+}
+
+function upstreamOnError(err) {
+  this[kTunnel].upstreamFailed(this, err, false);
+}
+
+function upstreamOnTimeout() {
+  const tunnel = this[kTunnel];
+  const err = timeoutError(tunnel.connected ? 'timed out waiting for the response' : 'timed out connecting');
+  tunnel.upstreamFailed(this, err, tunnel.connected);
+  this.destroy();
+}
+
+function upstreamSocketOnError(err) {
+  this[kTunnel].context.logger.debug(`upstream of a tunnel: ${describeError(err)}`);
+}
+
+function upstreamSocketOnClose() {
+  const tunnel = this[kTunnel];
+  tunnel.release();
+  if (!closedCleanly(this)) tunnel.client.destroy();
+}
+
+function upstreamResponseOnError(err) {
+  this[kTunnel].context.logger.debug(`response from backend: ${describeError(err)}`);
+}
+
+function upstreamResponseOnClose() {
+  const tunnel = this[kTunnel];
+  tunnel.release();
+  if (!this.complete) tunnel.client.destroy();
+}

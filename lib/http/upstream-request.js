@@ -1,0 +1,34 @@
+'use strict';
+
+const http = require('node:http');
+const { withHost, backendAuthority } = require('./headers');
+
+/**
+ * Opens the upstream request that carries a client's request to a backend,
+ * for exchanges and tunnels alike.
+ *
+ * @param {import('../balancing/backend')} backend
+ * @param {http.IncomingMessage} request the client's request: method, target, Host
+ * @param {string[]} headers as built by `forwardRequestHeaders`
+ * @param {import('./node/exchange').HttpSettings} settings
+ * @param {http.Agent | false} agent the backend's pool, or false for a connection of its own
+ * @returns {http.ClientRequest}
+ * @throws {Error} when Node refuses the request as it is (e.g. a header value it rejects)
+ */
+function createUpstreamRequest(backend, request, headers, settings, agent) {
+  // HTTP/1.1 needs a Host; an HTTP/1.0 client may have sent none.
+  const sent = settings.hostHeader === 'backend' || request.headers.host === undefined
+    ? withHost(headers, backendAuthority(backend))
+    : headers;
+  return http.request({
+    host: backend.host,
+    port: backend.port,
+    method: request.method,
+    path: request.url,
+    headers: sent,
+    agent,
+    timeout: settings.connectTimeout
+  });
+}
+
+module.exports = { createUpstreamRequest };

@@ -1,0 +1,153 @@
+'use strict';
+
+/** The Content-Type of the Prometheus text exposition format 0.0.4. */
+const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+// One function per family, in the order they are rendered.
+const HTTP_FAMILIES = [
+  requestsTotal, requestDuration, backendActive, backendUp, backendWeight, backendFailuresTotal,
+  connectionsTotal, startTime, processStartTime
+];
+const TCP_FAMILIES = [
+  backendConnectionsTotal, backendBytesTotal, connectionDuration, backendActive, backendUp, backendWeight,
+  backendFailuresTotal, connectionsTotal, startTime, processStartTime
+];
+
+/**
+ * Renders a proxy's counters and backend states in the Prometheus text
+ * exposition format 0.0.4: one family after the other, each with its HELP
+ * and TYPE lines. Backend counters cover the current members; lila's own
+ * answers (no backend reached) are labelled `backend=""`.
+ *
+ * @param {import('../proxy')} proxy
+ * @returns {string}
+ */
+function renderMetrics(proxy) {
+  const families = proxy.layer === 'tcp' ? TCP_FAMILIES : HTTP_FAMILIES;
+  let text = '';
+  for (const family of families) text += family(proxy);
+  return text;
+}
+
+module.exports = { renderMetrics, CONTENT_TYPE };
+
+function requestsTotal(proxy) {
+  const lines = [];
+  for (const [backend, stats] of trafficSources(proxy)) {
+    const statuses = [...stats.codes.keys()].sort((a, b) => a - b);
+    for (const code of statuses) {
+      lines.push(sample('lila_requests_total', { backend, code: String(code) }, stats.codes.get(code)));
+    }
+  }
+  return family('lila_requests_total', 'counter',
+    'HTTP requests that ended, by backend and the status the client got (499: the client left first).', lines);
+}
+
+function requestDuration(proxy) {
+  return durations(proxy, 'lila_request_duration_seconds',
+    'Time from a request\'s arrival to the end of its response.');
+}
+
+function connectionDuration(proxy) {
+  return durations(proxy, 'lila_connection_duration_seconds', 'Lifetime of client connections that closed.');
+}
+
+function backendConnectionsTotal(proxy) {
+  const lines = [];
+  for (const [backend, stats] of trafficSources(proxy)) {
+    lines.push(sample('lila_backend_connections_total', { backend }, stats.connections));
+  }
+  return family('lila_backend_connections_total', 'counter', 'Client connections that closed, by backend.', lines);
+}
+
+function backendBytesTotal(proxy) {
+  const lines = [];
+  for (const [backend, stats] of trafficSources(proxy)) {
+    lines.push(sample('lila_backend_bytes_total', { backend, direction: 'from_client' }, stats.bytesFromClients));
+    lines.push(sample('lila_backend_bytes_total', { backend, direction: 'to_client' }, stats.bytesToClients));
+  }
+  return family('lila_backend_bytes_total', 'counter', 'Bytes moved by connections that closed, by backend and direction.', lines);
+}
+
+function backendActive(proxy) {
+  return perBackend(proxy, 'lila_backend_active', 'gauge',
+    'Requests (http) or connections (tcp) under way on a backend.', (backend) => backend.active);
+}
+
+function backendUp(proxy) {
+  return perBackend(proxy, 'lila_backend_up', 'gauge',
+    'Whether health has a backend up (1) or down (0).', (backend) => (backend.state === 'up' ? 1 : 0));
+}
+
+function backendWeight(proxy) {
+  return perBackend(proxy, 'lila_backend_weight', 'gauge',
+    'The weight a backend is picked with: 0 while drained, part of it during slow start.',
+    (backend) => backend.effectiveWeight);
+}
+
+function backendFailuresTotal(proxy) {
+  return perBackend(proxy, 'lila_backend_failures_total', 'counter',
+    'Failures health was told of: refused, timed out, reset, or a counted 5xx.', (backend) => backend.failuresTotal);
+}
+
+function connectionsTotal(proxy) {
+  return family('lila_connections_total', 'counter', 'Client connections accepted.',
+    [sample('lila_connections_total', {}, proxy.traffic.connections)]);
+}
+
+function startTime(proxy) {
+  return family('lila_start_time_seconds', 'gauge', 'When the proxy was created, in seconds since the Unix epoch.',
+    [sample('lila_start_time_seconds', {}, proxy.traffic.startedAt / 1000)]);
+}
+
+function processStartTime() {
+  // Node's time origin is the process's start.
+  return family('process_start_time_seconds', 'gauge', 'Start time of the process since unix epoch in seconds.',
+    [sample('process_start_time_seconds', {}, performance.timeOrigin / 1000)]);
+}
+
+function durations(proxy, name, help) {
+  const lines = [];
+  for (const [backend, stats] of trafficSources(proxy)) {
+    const histogram = stats.durations;
+    for (const { le, count } of histogram.cumulative()) {
+      lines.push(sample(`${name}_bucket`, { backend, le: formatValue(le) }, count));
+    }
+    lines.push(sample(`${name}_bucket`, { backend, le: '+Inf' }, histogram.count));
+    lines.push(sample(`${name}_sum`, { backend }, histogram.sum));
+    lines.push(sample(`${name}_count`, { backend }, histogram.count));
+  }
+  return family(name, 'histogram', help, lines);
+}
+
+function perBackend(proxy, name, type, help, read) {
+  const lines = proxy.balancer.backends.map((backend) => sample(name, { backend: backend.name }, read(backend)));
+  return family(name, type, help, lines);
+}
+
+// Every member's stats, then lila's own answers once there are any: a
+// series that is always 0 would only be noise.
+function trafficSources(proxy) {
+  const sources = proxy.balancer.backends.map((backend) => [backend.name, backend.stats]);
+  const unrouted = proxy.traffic.unrouted;
+  if (unrouted.requests > 0 || unrouted.connections > 0) sources.push(['', unrouted]);
+  return sources;
+}
+
+function family(name, type, help, lines) {
+  return `# HELP ${name} ${help.replace(/\\/g, '\\\\').replace(/\n/g, '\\n')}\n# TYPE ${name} ${type}\n${lines.join('')}`;
+}
+
+function sample(name, labels, value) {
+  const pairs = Object.keys(labels).map((key) => `${key}="${escapeLabel(labels[key])}"`);
+  return `${name}${pairs.length === 0 ? '' : `{${pairs.join(',')}}`} ${formatValue(value)}\n`;
+}
+
+function escapeLabel(value) {
+  return String(value).replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
+function formatValue(value) {
+  if (Number.isFinite(value)) return String(value);
+  if (Number.isNaN(value)) return 'NaN';
+  return value > 0 ? '+Inf' : '-Inf';
+}
