@@ -1,7 +1,6 @@
 'use strict';
 
-const { parseRequestHead, requestLineProblem } = require('./head-parser');
-const ChunkedScanner = require('./chunked-scanner');
+const { RequestReader, HEAD, UPGRADE, DONE } = require('./request-reader');
 const { FastExchange } = require('./exchange');
 const Refusal = require('./refusal');
 const { Tunnel } = require('../tunnel');
@@ -10,19 +9,8 @@ const { rawErrorResponse } = require('../error-response');
 const { codes } = require('../../errors');
 
 const kConnection = Symbol('kConnection');
-const CRLF = Buffer.from('\r\n');
-const CRLFCRLF = Buffer.from('\r\n\r\n');
-// Requests read ahead of their answers on one connection before reading stops.
-const MAX_PIPELINED = 32;
 // Bytes an upgrade request's client may send before its tunnel takes them.
 const UPGRADE_HOLD = 64 * 1024;
-// What the connection is reading.
-const HEAD = 0;
-const LENGTH_BODY = 1;
-const CHUNKED_BODY = 2;
-const UPGRADE = 3;
-// Nothing more is read: the connection closes after the answers it owes.
-const DONE = 4;
 // Which deadline `deadline` is.
 const NO_DEADLINE = 0;
 const HEAD_DEADLINE = 1;
@@ -31,29 +19,19 @@ const IDLE_DEADLINE = 2;
 /**
  * One client connection on the fast engine: reads request heads and bodies
  * off the socket, starts an exchange per request (pipelined ones at once),
- * and writes their responses back in request order.
+ * and writes their responses back in request order. Its base class,
+ * RequestReader (request-reader.js), parses the client's bytes.
  */
-class ClientConnection {
+class ClientConnection extends RequestReader {
   /**
    * @param {object} context what every exchange of the server shares, plus `connections`
    * @param {import('node:net').Socket} socket
    */
   constructor(context, socket) {
-    this.context = context;
-    this.socket = socket;
+    super(context, socket);
     this.clientAddress = clientAddressOf(socket.remoteAddress);
-    this.buffer = null;
-    // Bytes at the start of `buffer` already searched for the end of a head.
-    this.searched = 0;
-    this.state = HEAD;
-    this.current = null;
-    this.remaining = 0;
-    this.scanner = null;
     /** Exchanges whose responses are owed, oldest first; the first one writes. */
     this.queue = [];
-    this.paused = false;
-    // False once a request or response closes the connection: nothing after it is read.
-    this.reading = true;
     this.upgradeHead = null;
     this.deadline = context.now() + context.settings.headerTimeout;
     this.deadlineKind = HEAD_DEADLINE;
@@ -82,46 +60,14 @@ class ClientConnection {
     this.parse();
   }
 
-  parse() {
-    while (this.buffer !== null && !this.paused && !this.socket.destroyed) {
-      if (this.state === HEAD) {
-        if (this.queue.length >= MAX_PIPELINED) {
-          this.pause();
-          return;
-        }
-        if (!this.readHead()) return;
-      } else if (this.state === LENGTH_BODY) {
-        this.readLengthBody();
-      } else if (this.state === CHUNKED_BODY) {
-        if (!this.readChunkedBody()) return;
-      } else {
-        return;
-      }
-    }
-  }
-
-  readHead() {
-    let buffer = this.buffer;
-    // RFC 9112 §2.2: empty lines before a request line are ignored.
-    let start = 0;
-    while (buffer.length >= start + 2 && buffer[start] === 0x0d && buffer[start + 1] === 0x0a) start += 2;
-    if (start > 0) buffer = this.consume(start);
-    if (buffer === null) return false;
-    const maxHeaderSize = this.context.settings.maxHeaderSize;
-    // A head arriving in pieces is searched once, not from its start at every piece.
-    const from = start > 0 ? 0 : Math.max(0, this.searched - 3);
-    const end = buffer.indexOf(CRLFCRLF, from);
-    if (end === -1 || end > maxHeaderSize) {
-      if (buffer.length > maxHeaderSize) this.refuse(431, 'the request headers are too large', codes.HEADERS_TOO_LARGE, null);
-      // A bare LF never ends in CRLFCRLF: refuse it now, not at the timeout.
-      else if (hasBareLF(buffer, from)) this.refuse(400, 'malformed request', codes.BAD_REQUEST, null);
-      else if (!this.lineChecked(buffer, from)) return false;
-      else this.searched = buffer.length;
-      return false;
-    }
-    this.searched = 0;
-    const head = parseRequestHead(buffer.latin1Slice(0, end));
-    this.consume(end + 4);
+  /**
+   * A whole request head has been read: it is refused, or becomes a tunnel
+   * or an exchange.
+   *
+   * @param {import('./head-parser').RequestHead} head
+   * @returns {boolean} true when reading goes on
+   */
+  accept(head) {
     this.deadline = 0;
     this.deadlineKind = NO_DEADLINE;
     if (head.problem !== null) {
@@ -142,67 +88,10 @@ class ClientConnection {
     if (!this.clientKeepAlive(head)) this.reading = false;
     const exchange = new FastExchange(this, head);
     this.queue.push(exchange);
-    if (head.chunked) {
-      this.current = exchange;
-      this.scanner ??= new ChunkedScanner(this.context.settings.maxHeaderSize);
-      this.scanner.reset();
-      this.state = CHUNKED_BODY;
-    } else if (head.contentLength > 0) {
-      this.current = exchange;
-      this.remaining = head.contentLength;
-      this.state = LENGTH_BODY;
-    } else if (!this.reading) {
-      this.state = DONE;
-      this.buffer = null;
-    }
+    this.afterHead(exchange, head);
     if (this.queue.length === 1) exchange.flowing = true;
     exchange.forward();
     return true;
-  }
-
-  // Refuses an invalid request line as soon as it is whole; true when it is
-  // valid or not whole yet. Checked once, when its CRLF first arrives.
-  lineChecked(buffer, from) {
-    const lineEnd = buffer.indexOf(CRLF);
-    if (lineEnd === -1 || lineEnd + 2 <= from) return true;
-    const problem = requestLineProblem(buffer.latin1Slice(0, lineEnd));
-    if (problem === null) return true;
-    this.refuse(problem.status, problem.reason, problem.code, null);
-    return false;
-  }
-
-  readLengthBody() {
-    const buffer = this.buffer;
-    const n = Math.min(this.remaining, buffer.length);
-    const piece = n === buffer.length ? buffer : buffer.subarray(0, n);
-    this.consume(n);
-    this.remaining -= n;
-    const exchange = this.current;
-    if (this.remaining === 0) this.bodyEnded();
-    exchange.requestBody(piece);
-  }
-
-  readChunkedBody() {
-    const buffer = this.buffer;
-    const end = this.scanner.scan(buffer, 0, buffer.length, null);
-    if (end === -2) {
-      this.bodyFailed();
-      return false;
-    }
-    const n = end === -1 ? buffer.length : end;
-    const piece = n === buffer.length ? buffer : buffer.subarray(0, n);
-    this.consume(n);
-    const exchange = this.current;
-    if (end >= 0) this.bodyEnded();
-    exchange.requestBody(piece);
-    return true;
-  }
-
-  bodyEnded() {
-    this.current.requestEnded();
-    this.current = null;
-    this.state = this.reading ? HEAD : DONE;
-    if (this.state === DONE) this.buffer = null;
   }
 
   // The client's chunked body is malformed: no request whose end lila could
@@ -224,11 +113,6 @@ class ClientConnection {
     this.answerAndClose(rawErrorResponse(400, 'malformed request'));
   }
 
-  consume(n) {
-    this.buffer = n === this.buffer.length ? null : this.buffer.subarray(n);
-    return this.buffer;
-  }
-
   /** Whether the client asked to keep its connection (HTTP/1.1 unless `close`; 1.0 only with `keep-alive`). */
   clientKeepAlive(head) {
     return head.httpVersionMinor === 1 ? !head.connectionClose : head.connectionKeepAlive;
@@ -244,30 +128,6 @@ class ClientConnection {
   connectionHeader(keepAlive) {
     if (!keepAlive) return 'Connection: close\r\n\r\n';
     return this.context.keepAliveFields;
-  }
-
-  /** No request after the ones read so far: the connection ends with their answers. */
-  stopReading() {
-    this.reading = false;
-    if (this.state === HEAD) {
-      this.state = DONE;
-      this.buffer = null;
-    }
-  }
-
-  /** Stops reading the socket (a backend or the pipeline is full). */
-  pause() {
-    if (this.paused) return;
-    this.paused = true;
-    this.socket.pause();
-  }
-
-  /** Reads on, and parses what is waiting. */
-  resume() {
-    if (!this.paused) return;
-    this.paused = false;
-    this.socket.resume();
-    this.parse();
   }
 
   /** The oldest exchange has written its whole response. */
@@ -385,13 +245,6 @@ class ClientConnection {
 }
 
 module.exports = { ClientConnection };
-
-function hasBareLF(buffer, from) {
-  for (let at = buffer.indexOf(0x0a, from); at !== -1; at = buffer.indexOf(0x0a, at + 1)) {
-    if (at === 0 || buffer[at - 1] !== 0x0d) return true;
-  }
-  return false;
-}
 
 function clientOnData(chunk) {
   this[kConnection].received(chunk);

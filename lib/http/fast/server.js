@@ -6,9 +6,9 @@ const UpstreamSockets = require('./upstream-sockets');
 
 /**
  * Creates the http layer on lila's fast engine: a `net` server whose
- * connections parse HTTP/1.1 themselves (connection.js) and forward
- * each request on pooled upstream sockets (exchange.js). It has the
- * `closeIdleConnections()` of an `http.Server`.
+ * connections parse HTTP/1.1 themselves (connection.js, request-reader.js)
+ * and forward each request on pooled upstream sockets (exchange.js,
+ * response-relay.js). It has the `closeIdleConnections()` of an `http.Server`.
  *
  * @param {import('../../balancing/balancer')} balancer
  * @param {import('../../ops/logger')} logger

@@ -1,0 +1,280 @@
+'use strict';
+
+const { STATUS_CODES } = require('node:http');
+const { forwardResponseHeaders, withoutField } = require('../headers');
+const { parseResponseHead } = require('./head-parser');
+const ChunkedScanner = require('./chunked-scanner');
+
+const CRLFCRLF = Buffer.from('\r\n\r\n');
+// Response bytes held for a pipelined request waiting its turn, and request
+// bytes held while the upstream connects, before reading stops.
+const HOLD_LIMIT = 64 * 1024;
+// A response head larger than this is not one lila relays.
+const MAX_RESPONSE_HEAD = 64 * 1024;
+// How a response body is delimited.
+const NONE = 0;
+const LENGTH = 1;
+const CHUNKED = 2;
+const CLOSE = 3;
+
+/**
+ * The response side of a fast exchange: reads the backend's response head,
+ * frames and relays its body, rewriting only the head, and writes to the
+ * client in request order, holding what comes before this request's turn.
+ *
+ * The subclass sends the request, and provides:
+ * - `upstream`: the upstream socket in use, or null
+ * - `backend`: the backend picked, told of the response's latency and health
+ * - `sentAt`: when the request went to the upstream socket
+ * - `done`: the exchange is over; later upstream events change nothing
+ * - `upstreamFailed(socket, err)`: the response cannot be relayed
+ * - `responseEnded()`: the whole response is relayed
+ */
+class ResponseRelay {
+  /**
+   * @param {import('./connection').ClientConnection} connection
+   * @param {import('./head-parser').RequestHead} head
+   */
+  constructor(connection, head) {
+    this.connection = connection;
+    this.context = connection.context;
+    this.request = head;
+    // A byte of response arrived on the current upstream socket.
+    this.received = false;
+    this.responseHead = null;
+    this.partialHead = null;
+    this.framing = NONE;
+    this.remaining = 0;
+    this.scanner = null;
+    this.dechunk = null;
+    // A close-delimited response goes to an HTTP/1.1 client chunked, keeping its connection.
+    this.rechunk = false;
+    this.reusable = false;
+    this.continued = false;
+    // What the client is sent: written when this is the oldest request on the connection, else held.
+    this.flowing = false;
+    this.held = null;
+    this.heldBytes = 0;
+    // The response head, held to go out in one write with the first body bytes.
+    this.prefix = null;
+    this.headWritten = false;
+    this.status = 0;
+    this.bytesSent = 0;
+    this.responseDone = false;
+    this.closeAfter = false;
+  }
+
+  upstreamData(socket, chunk) {
+    if (socket !== this.upstream || this.done) return;
+    this.received = true;
+    if (this.responseHead === null) this.readHead(chunk);
+    else this.relayBody(chunk, 0);
+  }
+
+  readHead(chunk) {
+    let buffer = this.partialHead === null ? chunk : Buffer.concat([this.partialHead, chunk]);
+    for (;;) {
+      const end = buffer.indexOf(CRLFCRLF);
+      if (end === -1) {
+        if (buffer.length > MAX_RESPONSE_HEAD) return this.invalidResponse('a response head too large');
+        this.partialHead = buffer;
+        return;
+      }
+      const head = parseResponseHead(buffer.latin1Slice(0, end));
+      if (head === null || head.status === 101) return this.invalidResponse('an invalid response head');
+      buffer = buffer.subarray(end + 4);
+      if (head.status >= 200) {
+        this.partialHead = null;
+        this.respond(head);
+        if (buffer.length > 0 && !this.responseDone) this.relayBody(buffer, 0);
+        else if (buffer.length > 0) this.reusable = false;
+        if (this.prefix !== null) this.emitPrefix();
+        return;
+      }
+      this.inform(head);
+      if (buffer.length === 0) {
+        this.partialHead = null;
+        return;
+      }
+    }
+  }
+
+  /**
+   * Relays an interim response: 100 Continue to a client that asked for it,
+   * 103 Early Hints to HTTP/1.1 clients; others are dropped.
+   */
+  inform(head) {
+    if (this.request.httpVersionMinor === 0) return;
+    if (head.status === 100) {
+      if (!this.request.expectContinue || this.continued) return;
+      this.continued = true;
+      this.emit('HTTP/1.1 100 Continue\r\n\r\n');
+    } else if (head.status === 103) {
+      this.emit(`HTTP/1.1 103 Early Hints\r\n${fieldLines(head.rawHeaders)}\r\n`);
+    }
+  }
+
+  respond(head) {
+    const { balancer, health, settings } = this.context;
+    const request = this.request;
+    this.responseHead = head;
+    const status = head.status;
+    balancer.observe(this.backend, balancer.now() - this.sentAt);
+    if (status >= 500 && health.settings.failOn5xx) health.failed(this.backend, `answered ${status}`);
+    else health.succeeded(this.backend);
+
+    const bodiless = request.method === 'HEAD' || status === 204 || status === 304;
+    this.framing = bodiless ? NONE : head.chunked ? CHUNKED : head.closeDelimited ? CLOSE : LENGTH;
+    this.remaining = head.contentLength;
+    this.reusable = this.framing !== CLOSE &&
+      (head.httpVersionMinor === 1 ? !head.connectionClose : head.connectionKeepAlive);
+    const http10 = request.httpVersionMinor === 0;
+    if (this.framing === CHUNKED) {
+      this.scanner ??= new ChunkedScanner(settings.maxHeaderSize);
+      // An HTTP/1.0 client cannot read chunked: it gets the data, and the close ends it.
+      if (http10) this.dechunk = (buffer, from, to) => this.emit(buffer.subarray(from, to), true);
+    }
+    this.rechunk = this.framing === CLOSE && !http10;
+    const keepAlive = this.connection.mayKeepAlive(request) &&
+      !(http10 && (this.framing === CLOSE || this.framing === CHUNKED)) &&
+      !(request.expectContinue && !this.continued);
+    let headers = forwardResponseHeaders(head.rawHeaders);
+    // Trailers cannot reach an HTTP/1.0 client: announcing them would be wrong.
+    if (http10) headers = withoutField(headers, 'trailer');
+    let out = `HTTP/1.1 ${status} ${head.reason || STATUS_CODES[status] || 'Unknown'}\r\n${fieldLines(headers)}`;
+    if ((head.chunked && !http10) || this.rechunk) out += 'Transfer-Encoding: chunked\r\n';
+    out += this.connection.connectionHeader(keepAlive);
+    this.status = status;
+    this.headWritten = true;
+    if (!keepAlive) {
+      this.closeAfter = true;
+      this.connection.stopReading();
+    }
+    this.prefix = out;
+    if (this.framing === NONE || (this.framing === LENGTH && this.remaining === 0)) {
+      this.emitPrefix();
+      this.responseEnded();
+    }
+  }
+
+  emitPrefix() {
+    const prefix = this.prefix;
+    this.prefix = null;
+    this.emit(prefix);
+  }
+
+  relayBody(chunk, start) {
+    const length = chunk.length;
+    switch (this.framing) {
+      case LENGTH: {
+        const n = Math.min(this.remaining, length - start);
+        this.emit(start === 0 && n === length ? chunk : chunk.subarray(start, start + n), true);
+        this.remaining -= n;
+        if (this.remaining === 0) {
+          if (start + n < length) this.reusable = false;
+          this.responseEnded();
+        }
+        return;
+      }
+      case CHUNKED: {
+        const end = this.scanner.scan(chunk, start, length, this.dechunk);
+        if (end === -2) {
+          this.upstreamFailed(this.upstream, new Error('an invalid chunked response body'));
+          return;
+        }
+        const stop = end === -1 ? length : end;
+        if (this.dechunk === null) this.emit(start === 0 && stop === length ? chunk : chunk.subarray(start, stop), true);
+        if (end >= 0) {
+          if (end < length) this.reusable = false;
+          this.responseEnded();
+        }
+        return;
+      }
+      case CLOSE: {
+        const data = start === 0 ? chunk : chunk.subarray(start);
+        if (this.rechunk) this.emit(`${data.length.toString(16)}\r\n`);
+        this.emit(data, true);
+        if (this.rechunk) this.emit('\r\n');
+        return;
+      }
+      default:
+        // Bytes after a bodiless response: the socket is not to be trusted again.
+        this.reusable = false;
+    }
+  }
+
+  /**
+   * Sends bytes to the client, or holds them while an earlier request on the
+   * connection is still being answered.
+   *
+   * @param {Buffer | string} data a string is latin1
+   * @param {boolean} [body] counted as response body bytes
+   */
+  emit(data, body) {
+    if (body === true) this.bytesSent += data.length;
+    if (this.prefix !== null) data = this.withPrefix(data);
+    if (this.flowing) {
+      if (!this.connection.socket.write(data, 'latin1') && this.upstream !== null) this.upstream.pause();
+      return;
+    }
+    (this.held ??= []).push(data);
+    this.heldBytes += data.length;
+    if (this.heldBytes >= HOLD_LIMIT && this.upstream !== null) this.upstream.pause();
+  }
+
+  // The held response head and `data` as one piece: one write, one syscall.
+  withPrefix(data) {
+    const prefix = this.prefix;
+    this.prefix = null;
+    if (typeof data === 'string') return prefix + data;
+    const joined = Buffer.allocUnsafe(prefix.length + data.length);
+    joined.latin1Write(prefix, 0);
+    data.copy(joined, prefix.length);
+    return joined;
+  }
+
+  /** This request's turn on the client connection has come: held bytes go out. */
+  startFlowing() {
+    this.flowing = true;
+    const held = this.held;
+    if (held !== null) {
+      this.held = null;
+      this.heldBytes = 0;
+      const socket = this.connection.socket;
+      socket.cork();
+      for (const data of held) socket.write(data, 'latin1');
+      socket.uncork();
+    }
+    if (this.responseDone) this.connection.responseFinished(this);
+    else if (this.upstream !== null && this.upstream.isPaused() && this.connection.socket.writableNeedDrain === false) this.upstream.resume();
+  }
+
+  /** The client connection can take more: resume reading the backend. */
+  clientDrained() {
+    if (this.upstream !== null && this.upstream.isPaused()) this.upstream.resume();
+  }
+
+  upstreamEnded(socket) {
+    if (socket !== this.upstream || this.done) return;
+    if (this.framing === CLOSE && this.responseHead !== null) {
+      this.reusable = false;
+      if (this.rechunk) this.emit('0\r\n\r\n');
+      this.responseEnded();
+      return;
+    }
+    this.upstreamFailed(socket, Object.assign(new Error('the backend closed the connection'), { code: 'ECONNRESET' }));
+  }
+
+  invalidResponse(what) {
+    this.upstreamFailed(this.upstream, new Error(what));
+  }
+}
+
+module.exports = { ResponseRelay, HOLD_LIMIT };
+
+// Serializes `[name, value, ...]` as header lines.
+function fieldLines(headers) {
+  let lines = '';
+  for (let i = 0; i < headers.length; i += 2) lines += `${headers[i]}: ${headers[i + 1]}\r\n`;
+  return lines;
+}
