@@ -1,6 +1,7 @@
 'use strict';
 
 const Proxy = require('./proxy');
+const Service = require('./service');
 const Balancer = require('./balancing/balancer');
 const Backend = require('./balancing/backend');
 const Logger = require('./ops/logger');
@@ -40,11 +41,31 @@ function createBalancer(mode, servers, options) {
   return new Balancer(mode, servers, options);
 }
 
+/**
+ * Runs lila as the executable does: a proxy and, as configured, its hosts
+ * file, admin API and worker processes. Call `handleSignals()` for the
+ * executable's signals, then `start()`; `exited` resolves with an exit code.
+ *
+ * @example
+ * // In a program run as `node app.js`: with workers, app.js runs again in each of them.
+ * const service = createService({ proxy: { mode: 'p2c', servers: ['10.0.0.1:80', '10.0.0.2:80'] }, port: 8080, workers: 4 });
+ * service.handleSignals();
+ * service.start().then(() => service.exited, () => 1).then((code) => process.exit(code));
+ *
+ * @param {ConstructorParameters<typeof Service>[0]} options
+ * @returns {Service}
+ */
+function createService(options) {
+  return new Service(options);
+}
+
 module.exports = {
   createBalancer,
   createProxy,
+  createService,
   createAdminServer,
   Proxy,
+  Service,
   Balancer,
   Backend,
   Logger,

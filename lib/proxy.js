@@ -39,6 +39,8 @@ const HEALTH_DEFAULTS = {
 };
 // How often a draining http proxy closes keep-alive connections gone idle.
 const IDLE_SWEEP_MS = 50;
+// What the proxy does when an option is not given.
+const DEFAULTS = { port: 4444, layer: LAYERS[0], engine: HTTP_ENGINES[0], ...HTTP_DEFAULTS, ...HEALTH_DEFAULTS };
 const LISTEN_ERRORS = {
   EADDRINUSE: 'address already in use',
   EACCES: 'permission denied',
@@ -88,9 +90,9 @@ class Proxy {
    * @throws {LilaError} for invalid options or servers
    */
   constructor(options) {
-    this.layer = validateChoice(options.layer === undefined ? 'http' : options.layer, LAYERS, 'layer');
+    this.layer = validateChoice(options.layer === undefined ? DEFAULTS.layer : options.layer, LAYERS, 'layer');
     this.logger = options.logger || new Logger();
-    this.engine = validateChoice(options.engine === undefined ? HTTP_ENGINES[0] : options.engine, HTTP_ENGINES, 'engine');
+    this.engine = validateChoice(options.engine === undefined ? DEFAULTS.engine : options.engine, HTTP_ENGINES, 'engine');
     this.settings = httpSettings(options);
     this.balancer = options.balancer instanceof Balancer
       ? options.balancer
@@ -127,7 +129,7 @@ class Proxy {
    * @returns {Promise<{address: string, port: number, family: string}>}
    * @throws {LilaError} `LILA_ERR_LISTEN` naming the address and the reason
    */
-  listen(port = 4444, host = undefined) {
+  listen(port = DEFAULTS.port, host = undefined) {
     validatePort(port, 'port');
     return new Promise((resolve, reject) => {
       const onError = (err) => {
@@ -196,6 +198,7 @@ module.exports = Proxy;
 module.exports.LAYERS = LAYERS;
 module.exports.HTTP_ENGINES = HTTP_ENGINES;
 module.exports.HOST_HEADERS = HOST_HEADERS;
+module.exports.DEFAULTS = DEFAULTS;
 
 function httpSettings(options) {
   const pick = (name) => (options[name] === undefined ? HTTP_DEFAULTS[name] : options[name]);

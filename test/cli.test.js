@@ -13,6 +13,7 @@ const {
   request,
   collect,
   runLila,
+  takenPort,
   startLila
 } = require('./helpers');
 
@@ -187,11 +188,7 @@ describe('lila (command line)', () => {
 
   describe('listen failures', () => {
     it('exits 1 with one line when the port is in use', async () => {
-      const taken = net.createServer();
-      taken.listen(0, '127.0.0.1');
-      await once(taken, 'listening');
-      onCleanup(() => new Promise((resolve) => taken.close(resolve)));
-      const { port } = taken.address();
+      const port = await takenPort();
 
       const result = await runLila(['round-robin', '127.0.0.1:1', '-a', '127.0.0.1', '-p', String(port)]);
 

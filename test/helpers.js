@@ -113,6 +113,20 @@ async function refusingPort() {
 }
 
 /**
+ * A port on 127.0.0.1 that a listener of the test holds until cleanup:
+ * listening on it fails with EADDRINUSE.
+ *
+ * @returns {Promise<number>}
+ */
+async function takenPort() {
+  const server = net.createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  onCleanup(() => new Promise((resolve) => server.close(resolve)));
+  return server.address().port;
+}
+
+/**
  * An address where connects neither succeed nor fail: a listener in a
  * stopped child process, its accept queue full, so the kernel drops new SYNs
  * and a connect stays pending until the connecting side gives up.
@@ -374,6 +388,7 @@ module.exports = {
   startTcpBackend,
   startProxy,
   refusingPort,
+  takenPort,
   blackHoleAddress,
   rawRequest,
   request,
@@ -395,12 +410,14 @@ module.exports = {
  * and waits until it has exited.
  *
  * @param {string[]} args
- * @param {{cwd?: string}} [options] where relative paths in args start
+ * @param {{cwd?: string, program?: string}} [options] cwd: where relative paths in args start;
+ *   program: a node program to run instead of lila
  * @returns {{child: import('node:child_process').ChildProcess, stdout: string, stderr: string,
  *   closed: Promise<{code: number | null, signal: string | null}>}}
  */
 function spawnLila(args, options = {}) {
-  const child = spawn(process.execPath, [LILA, ...args], { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const program = options.program === undefined ? LILA : options.program;
+  const child = spawn(process.execPath, [program, ...args], { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   const lila = { child, stdout: '', stderr: '', closed: null };
   child.stdout.setEncoding('utf8');
   child.stderr.setEncoding('utf8');
@@ -421,7 +438,7 @@ function spawnLila(args, options = {}) {
  * Runs lila to its end.
  *
  * @param {string[]} args
- * @param {{cwd?: string}} [options]
+ * @param {{cwd?: string, program?: string}} [options] as for spawnLila
  * @returns {Promise<{code: number | null, signal: string | null, stdout: string, stderr: string}>}
  */
 async function runLila(args, options) {
@@ -435,7 +452,7 @@ async function runLila(args, options) {
  * with what it printed, if it exits first.
  *
  * @param {string[]} args
- * @param {{cwd?: string}} [options]
+ * @param {{cwd?: string, program?: string}} [options] as for spawnLila
  * @returns {Promise<ReturnType<typeof spawnLila> & {line: string, mode: string, layer: string,
  *   host: string, port: number, count: number}>}
  */

@@ -13,6 +13,8 @@ const {
   startHttpBackend,
   request,
   until,
+  runLila,
+  takenPort,
   startLila,
   nextLine
 } = require('./helpers');
@@ -168,6 +170,47 @@ describe('workers', function () {
     assert.match(metrics, new RegExp(`^lila_backend_up\\{backend="${a.address}"\\} 1$`, 'm'));
     assert.equal(added.status, 201);
     assert.deepEqual(new Set(await bodies(lila.port, 10)), new Set(['B']));
+  });
+  it('exits 1 with one line when the port is in use', async () => {
+    const port = await takenPort();
+
+    const result = await runLila(['round-robin', '127.0.0.1:1', '-a', '127.0.0.1', '-p', String(port), '--workers', '2']);
+
+    assert.deepEqual(
+      { stderr: result.stderr, stdout: result.stdout, code: result.code },
+      { stderr: `lila: cannot listen on 127.0.0.1:${port}: address already in use\n`, stdout: '', code: 1 }
+    );
+  });
+
+  it('runs workers from a program of its own through createService', async () => {
+    const a = await startHttpBackend('A');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-service-'));
+    onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const program = path.join(dir, 'app.js');
+    fs.writeFileSync(program, `
+      const { createService } = require(${JSON.stringify(path.join(__dirname, '..', 'lib'))});
+      const service = createService({
+        proxy: { mode: 'round-robin', servers: [${JSON.stringify(a.address)}] },
+        host: '127.0.0.1',
+        port: 0,
+        workers: 2,
+        admin: { port: 0 }
+      });
+      service.handleSignals();
+      service.start().then(() => service.exited, () => 1).then((code) => process.exit(code));
+    `);
+
+    const app = await startLila([], { program });
+    await until(() => /admin API listening/.test(app.stderr), 'the admin API');
+    const admin = adminPortOf(app);
+    await eventually(async () => JSON.parse((await request(admin, { agent: false, path: '/status' })).body).workers === 2, 'both workers answer');
+    const served = await bodies(app.port, 4);
+    process.kill(app.child.pid, 'SIGTERM');
+    const { code } = await app.closed;
+
+    assert.match(app.line, /^lila: round-robin \(http\) listening on 127\.0\.0\.1:\d+ -> 1 server, 2 workers$/);
+    assert.deepEqual([served, code], [Array(4).fill('A'), 0]);
+    assert.match(app.stderr, /lila: stopped: every worker has exited\n$/);
   });
 });
 

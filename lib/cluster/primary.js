@@ -13,8 +13,8 @@ const EXIT_GRACE_MS = 2000;
 /**
  * The primary of `--workers`: forks the workers (each a whole lila serving
  * the same port, through `node:cluster`), replaces a worker that dies with a
- * growing delay, gives up on a crash loop, and passes SIGHUP and
- * SIGTERM/SIGINT on. It serves no traffic itself.
+ * growing delay, gives up on a crash loop, and passes reloads (SIGHUP) and
+ * stops (SIGTERM) on to them. It serves no traffic itself.
  */
 class Primary {
   /**
@@ -24,18 +24,24 @@ class Primary {
    * @param {number} options.drainTimeout ms the workers drain for on SIGTERM
    * @param {(address: {address: string, port: number}) => void} options.onListening
    *   called once every worker is listening
-   * @param {(code: number) => void} options.exit how the process ends
+   * @param {(message: string) => void} options.onFatal called when a worker cannot serve,
+   *   with its reason (`cannot listen on ...`); every worker is stopped then
+   * @param {(code: number) => void} options.exit called when the primary is done: 0 once
+   *   every worker has exited after stop(), 1 on a crash loop
    */
   constructor(options) {
     this.count = options.count;
     this.logger = options.logger;
     this.drainTimeout = options.drainTimeout;
     this.onListening = options.onListening;
+    this.onFatal = options.onFatal;
     this.exit = options.exit;
     /** @type {Map<number, {worker: import('node:cluster').Worker, listening: boolean, adminPort: number}>} */
     this.workers = new Map();
     this.crashes = [];
     this.stopping = false;
+    // Killed at once (a fatal error, a crash loop, a second signal): exits are not waited for.
+    this.aborted = false;
     this.announced = false;
   }
 
@@ -62,10 +68,9 @@ class Primary {
     if (message === null || typeof message !== 'object') return;
     if (message.lila === 'admin') entry.adminPort = message.port;
     if (message.lila === 'fatal') {
-      // The worker said why (the port is taken, ...): starting others would fail alike.
-      this.stopping = true;
-      for (const { worker } of this.workers.values()) worker.process.kill('SIGKILL');
-      this.exit(1);
+      // Starting others would fail alike (the port is taken, ...).
+      this.abort();
+      this.onFatal(String(message.message));
       return;
     }
     if (message.lila !== 'listening') return;
@@ -79,7 +84,7 @@ class Primary {
   exited(entry, code, signal) {
     this.workers.delete(entry.worker.id);
     if (this.stopping) {
-      if (this.workers.size === 0) this.stopped();
+      if (this.workers.size === 0 && !this.aborted) this.stopped();
       return;
     }
     const now = Date.now();
@@ -88,8 +93,7 @@ class Primary {
     const how = signal === null ? `code ${code}` : signal;
     if (this.crashes.length >= CRASHES) {
       this.logger.error(`worker ${entry.worker.process.pid} exited (${how}): ${CRASHES} workers died within ${CRASH_WINDOW_MS} ms, giving up`);
-      this.stopping = true;
-      for (const { worker } of this.workers.values()) worker.process.kill('SIGKILL');
+      this.abort();
       this.exit(1);
       return;
     }
@@ -115,7 +119,7 @@ class Primary {
   stop(signal) {
     if (this.stopping) {
       this.logger.info(`${signal} received again, stopped at once`);
-      for (const { worker } of this.workers.values()) worker.process.kill('SIGKILL');
+      this.abort();
       this.exit(0);
       return;
     }
@@ -129,6 +133,13 @@ class Primary {
     setTimeout(() => {
       for (const { worker } of this.workers.values()) worker.process.kill('SIGKILL');
     }, this.drainTimeout + EXIT_GRACE_MS).unref();
+  }
+
+  /** Kills every worker at once; the primary reports nothing more. */
+  abort() {
+    this.stopping = true;
+    this.aborted = true;
+    for (const { worker } of this.workers.values()) worker.process.kill('SIGKILL');
   }
 
   stopped() {

@@ -1,0 +1,116 @@
+'use strict';
+
+const { OPTIONS, GROUPS } = require('./options');
+
+const WIDTH = 80;
+// Where an option's description starts.
+const INDENT = 24;
+
+const HEAD = `Usage: lila <mode> <server> [server ...] [options]
+       lila <mode> --hosts <file> [options]
+
+lila puts one address in front of many backends and balances requests (http)
+or connections (tcp) across them.
+
+Modes:
+  round-robin         each backend in turn, in proportion to its weight
+                      (nginx's smooth weighted round-robin)
+  least-connections   the fewest active requests (http) or connections (tcp)
+                      per unit of weight; on a tie, the one picked longest ago
+  ip-hash             the client's IP picks the backend (consistent hashing)
+  hash                a key picks the backend, see --hash-key; requests
+                      without the key go round-robin
+  random              a random backend, in proportion to its weight
+  p2c                 two random backends, the one with fewer active requests
+                      per unit of weight (power of two choices)
+  ewma                two random backends, the one with the lower peak-EWMA
+                      response time times its active requests
+  ./my-balancer.js    a path: your own module, a class with pick(context)
+
+Servers:
+  host:port, 1.2.3.4:port or [v6addr]:port, e.g. localhost:8001 or [::1]:8001.
+  Parameters may follow after commas:
+    weight=N    0 to 1000 (default 1); 0 takes the backend out of new picks
+    backup      gets traffic only while no other backend is available
+    name=X      call the backend X (logs, admin API) instead of host:port
+  Or in a hosts file, one a line, parameters after spaces, # for comments:
+    10.0.0.1:8080 weight=3 name=api-1
+`;
+
+const TAIL = `
+Durations: a number with ms, s, m or h, e.g. 500ms, 5s, 2m.
+
+Signals:
+  SIGTERM, SIGINT  stop accepting, drain, exit 0; a second one exits at once
+  SIGHUP           reload the hosts file
+
+Examples:
+  lila round-robin localhost:8001 localhost:8002 localhost:8003
+  lila hash --hash-key query:id a.local:8080,weight=40 b.local:8080,weight=60
+  lila least-connections --layer tcp 10.0.0.1:5432 10.0.0.2:5432 -p 5432
+  lila p2c --hosts /etc/lila/hosts --watch --health-check --admin 9000
+
+Exit status:
+  0  stopped by SIGINT or SIGTERM, or --help / --version
+  1  runtime failure, e.g. the port is in use
+  2  usage error
+`;
+
+/**
+ * The text of `lila --help`: the modes and servers, every option of the
+ * table by group, signals, examples and exit codes.
+ *
+ * @returns {string}
+ */
+function helpText() {
+  let text = HEAD;
+  for (const [group, title] of Object.entries(GROUPS)) {
+    text += `\n${title}:\n`;
+    for (const option of OPTIONS) {
+      if (option.group === group) text += optionLines(option);
+    }
+  }
+  return text + TAIL;
+}
+
+/**
+ * How an option is written in the help and in README: `-p, --port <n>`.
+ *
+ * @param {{name: string, short?: string, arg?: string}} option
+ * @returns {string}
+ */
+function optionSignature(option) {
+  const short = option.short === undefined ? '' : `-${option.short}, `;
+  return `${short}--${option.name}${option.arg === undefined ? '' : ` ${option.arg}`}`;
+}
+
+module.exports = { helpText, optionSignature };
+
+// The signature, then the description wrapped at WIDTH from INDENT; on a line
+// of its own when the signature leaves no room.
+function optionLines(option) {
+  const signature = `  ${optionSignature(option)}`;
+  const words = option.help.split(' ');
+  // Flags are off unless given; "(default 60s)" is never split over two lines.
+  if (option.arg !== undefined && !/^(|none|off.*)$/.test(option.default)) words.push(`(default ${option.default})`);
+  const lines = wrap(words, WIDTH - INDENT);
+  const pad = ' '.repeat(INDENT);
+  let out = signature.length <= INDENT - 2 ? `${signature.padEnd(INDENT)}${lines.shift()}\n` : `${signature}\n`;
+  for (const line of lines) out += `${pad}${line}\n`;
+  return out;
+}
+
+function wrap(words, width) {
+  const lines = [];
+  let line = '';
+  for (const word of words) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line === '' ? word : `${line} ${word}`;
+    }
+  }
+  lines.push(line);
+  return lines;
+}

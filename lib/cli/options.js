@@ -1,0 +1,276 @@
+'use strict';
+
+const os = require('node:os');
+const Proxy = require('../proxy');
+const Logger = require('../ops/logger');
+const { DEFAULT_DRAIN_MS } = require('../service');
+const { validateChoice, validateCount, validateDuration, validatePath, validatePort } = require('../config/validate');
+const { LilaError, codes } = require('../errors');
+
+const { DEFAULTS, LAYERS, HTTP_ENGINES, HOST_HEADERS } = Proxy;
+const MAX_WORKERS = 256;
+
+/**
+ * Every command-line option, once: `parseArgs`, validation, `--help` and
+ * README's option reference are all made from this table.
+ *
+ * - `name`, `short`: the long and the one-letter name
+ * - `arg`: what the value looks like in the help (`<n>`); none for a flag
+ * - `group`: the section of `--help` it is listed in (see `GROUPS`)
+ * - `help`: one sentence, the same in `--help` and README
+ * - `default`: the default as the user reads it; '' for none
+ * - `read(text, flag)`: checks the value and returns it as the library wants it
+ *   (absent options are not read: the library's defaults apply)
+ * - `key`: the `createProxy` option it sets, if it is one
+ *
+ * @type {{name: string, short?: string, arg?: string, group: string, help: string, default: string,
+ *   read?: (text: string, flag: string) => unknown, key?: string}[]}
+ */
+const OPTIONS = [
+  {
+    name: 'hosts', arg: '<file>', group: 'servers', default: '',
+    help: 'read the servers from this file, one a line; with no server given, ./hosts is read if it exists'
+  },
+  {
+    name: 'watch', group: 'servers', default: 'off',
+    help: 'reload the hosts file when it changes (SIGHUP always does); an invalid file keeps the running servers'
+  },
+  {
+    name: 'port', short: 'p', arg: '<n>', group: 'general', default: String(DEFAULTS.port),
+    help: 'port to listen on; 0 picks a free one', read: validatePort
+  },
+  {
+    name: 'address', short: 'a', arg: '<addr>', group: 'general', default: 'all interfaces',
+    help: 'address to listen on', read: notEmpty
+  },
+  {
+    name: 'layer', short: 'l', arg: '<http|tcp>', group: 'general', default: DEFAULTS.layer, key: 'layer',
+    help: 'http: balance every request, keep-alive to backends; tcp: pass bytes through unchanged, any protocol',
+    read: (text, flag) => validateChoice(text, LAYERS, flag)
+  },
+  {
+    name: 'connect-timeout', arg: '<t>', group: 'general', default: ms(DEFAULTS.connectTimeout), key: 'connectTimeout',
+    help: 'time to connect to a backend before trying the next (both layers)', read: duration
+  },
+  {
+    name: 'drain-timeout', arg: '<t>', group: 'general', default: ms(DEFAULT_DRAIN_MS),
+    help: 'on SIGTERM or SIGINT, time for requests and connections in flight to finish; a second signal stops at once',
+    read: durationOrZero
+  },
+  {
+    name: 'hash-key', arg: '<key>', group: 'general', default: 'ip', key: 'hashKey',
+    help: 'for mode hash: ip, header:<name>, query:<name>, cookie:<name> or path (tcp: ip only)'
+  },
+  { name: 'help', short: 'h', group: 'general', default: '', help: 'print this help' },
+  { name: 'version', short: 'V', group: 'general', default: '', help: 'print the version' },
+  {
+    name: 'timeout', arg: '<t>', group: 'http', default: ms(DEFAULTS.timeout), key: 'timeout',
+    help: 'how long a backend may stay silent, before its response head (504) or within its body (connection cut)',
+    read: duration
+  },
+  {
+    name: 'keepalive-timeout', arg: '<t>', group: 'http', default: ms(DEFAULTS.keepAliveTimeout), key: 'keepAliveTimeout',
+    help: 'close idle client connections after this; 0 closes each connection after one response', read: durationOrZero
+  },
+  {
+    name: 'header-timeout', arg: '<t>', group: 'http', default: ms(DEFAULTS.headerTimeout), key: 'headerTimeout',
+    help: 'time a client has to send its request head, else 408', read: duration
+  },
+  {
+    name: 'max-header-size', arg: '<n>', group: 'http', default: String(DEFAULTS.maxHeaderSize), key: 'maxHeaderSize',
+    help: 'bytes a request head may take, else 431', read: (text, flag) => validateCount(text, flag, 1024)
+  },
+  {
+    name: 'engine', arg: '<fast|node>', group: 'http', default: DEFAULTS.engine, key: 'engine',
+    help: "fast: lila's own HTTP/1.1 engine on net; node: Node's core http, the reference",
+    read: (text, flag) => validateChoice(text, HTTP_ENGINES, flag)
+  },
+  {
+    name: 'host-header', arg: '<client|backend>', group: 'http', default: DEFAULTS.hostHeader, key: 'hostHeader',
+    help: "client: pass the client's Host unchanged; backend: send the backend's host:port",
+    read: (text, flag) => validateChoice(text, HOST_HEADERS, flag)
+  },
+  {
+    name: 'max-fails', arg: '<n>', group: 'health', default: String(DEFAULTS.maxFails), key: 'maxFails',
+    help: 'failures within --fail-timeout that take a backend down (refused, timed out, reset before a response); ' +
+      '0 turns passive health off',
+    read: (text, flag) => validateCount(text, flag, 0)
+  },
+  {
+    name: 'fail-timeout', arg: '<t>', group: 'health', default: ms(DEFAULTS.failTimeout), key: 'failTimeout',
+    help: 'the window failures are counted in, and how long a backend stays down before one trial request',
+    read: duration
+  },
+  {
+    name: 'fail-on-5xx', group: 'health', default: 'off', key: 'failOn5xx',
+    help: 'http: a 5xx response counts as a failure'
+  },
+  {
+    name: 'health-check', group: 'health', default: 'off', key: 'healthCheck',
+    help: 'check every backend actively: tcp connect, or http GET --health-path answered 2xx or 3xx'
+  },
+  {
+    name: 'health-interval', arg: '<t>', group: 'health', default: ms(DEFAULTS.healthInterval), key: 'healthInterval',
+    help: 'time between two checks of a backend', read: duration
+  },
+  {
+    name: 'health-timeout', arg: '<t>', group: 'health', default: ms(DEFAULTS.healthTimeout), key: 'healthTimeout',
+    help: 'time a check may take', read: duration
+  },
+  {
+    name: 'health-rise', arg: '<n>', group: 'health', default: String(DEFAULTS.healthRise), key: 'healthRise',
+    help: 'good checks in a row that bring a backend up', read: (text, flag) => validateCount(text, flag, 1)
+  },
+  {
+    name: 'health-fall', arg: '<n>', group: 'health', default: String(DEFAULTS.healthFall), key: 'healthFall',
+    help: 'failed checks in a row that take a backend down', read: (text, flag) => validateCount(text, flag, 1)
+  },
+  {
+    name: 'health-path', arg: '<path>', group: 'health', default: DEFAULTS.healthPath, key: 'healthPath',
+    help: 'path of the http check', read: validatePath
+  },
+  {
+    name: 'slow-start', arg: '<t>', group: 'health', default: ms(DEFAULTS.slowStart), key: 'slowStart',
+    help: 'a backend back up ramps to its full weight over this time; 0 is off', read: durationOrZero
+  },
+  {
+    name: 'admin', arg: '<[host:]port>', group: 'admin', default: 'off',
+    help: 'serve the admin API on this port: GET /status, GET /metrics (Prometheus), GET /route?key=, POST /backends, ' +
+      'DELETE /backends/<name>, POST /backends/<name>/drain; host 127.0.0.1 unless given',
+    read: adminAddress
+  },
+  {
+    name: 'admin-token', arg: '<t>', group: 'admin', default: 'none',
+    help: 'changes through the admin API need Authorization: Bearer <t>; also from LILA_ADMIN_TOKEN; ' +
+      'required when the admin host is not loopback'
+  },
+  {
+    name: 'log-format', arg: '<text|json>', group: 'logging', default: 'text',
+    help: 'log lines as text, or one JSON object a line with time, level, msg and fields',
+    read: (text, flag) => validateChoice(text, Logger.FORMATS, flag)
+  },
+  {
+    name: 'log-level', arg: '<level>', group: 'logging', default: 'info',
+    help: 'error, warn, info, debug, trace or silent; debug lines (every socket error) also with NODE_DEBUG=lila',
+    read: (text, flag) => validateChoice(text, Logger.LEVELS, flag)
+  },
+  {
+    name: 'access-log', group: 'logging', default: 'off',
+    help: 'one line per http request (method, path, status, backend, duration, bytes) or tcp connection'
+  },
+  {
+    name: 'workers', arg: '<n|auto>', group: 'workers', default: 'off: one process',
+    help: 'run n lila processes on the same port (auto: one per core); a worker that dies is replaced, and a crash ' +
+      "loop (5 deaths within 10 s) exits 1; least-connections, p2c, ewma and health see one worker's traffic each",
+    read: workerCount
+  }
+];
+
+/** The sections of `--help`, in order, by the `group` of the options. */
+const GROUPS = {
+  servers: 'Servers from a file',
+  general: 'Options (before or after the servers)',
+  http: 'http layer',
+  health: 'Health (a backend down gets no traffic; none available: http 503, tcp close)',
+  admin: 'Admin API',
+  logging: 'Logging (to stderr only)',
+  workers: 'Workers'
+};
+
+/**
+ * The option table as `util.parseArgs` takes it.
+ *
+ * @returns {Record<string, {type: 'string' | 'boolean', short?: string}>}
+ */
+function parseArgsOptions() {
+  const table = {};
+  for (const option of OPTIONS) {
+    table[option.name] = { type: option.arg === undefined ? 'boolean' : 'string' };
+    if (option.short !== undefined) table[option.name].short = option.short;
+  }
+  return table;
+}
+
+/**
+ * Checks every value given and returns them as lila uses them: the
+ * `createProxy` options under `proxy`, the others by name.
+ *
+ * @param {Record<string, string | boolean | undefined>} values from `util.parseArgs`
+ * @returns {{proxy: object, [name: string]: unknown}}
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION` naming the option and what it received
+ */
+function readOptions(values) {
+  const result = { proxy: {} };
+  for (const option of OPTIONS) {
+    const text = values[option.name];
+    if (text === undefined) continue;
+    const value = option.read === undefined ? text : option.read(text, `--${option.name}`);
+    if (option.key === undefined) result[option.name] = value;
+    else result.proxy[option.key] = value;
+  }
+  return result;
+}
+
+/**
+ * Turns a `util.parseArgs` error into lila's one-line message.
+ *
+ * @param {Error & {code?: string}} err
+ * @returns {string}
+ */
+function argumentProblem(err) {
+  // The first quoted part names the option: '--foo', or '-p, --port <value>'.
+  const quoted = /'([^']*)'/.exec(err.message);
+  let name = quoted === null ? '' : quoted[1].split(', ').pop().replace(' <value>', '');
+  const long = OPTIONS.find((option) => option.short !== undefined && `-${option.short}` === name);
+  if (long !== undefined) name = `--${long.name}`;
+  if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option "${name}"`;
+  if (err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    if (err.message.includes('does not take')) return `"${name}" does not take a value`;
+    if (err.message.includes('ambiguous')) {
+      return `"${name}" needs a value; for a value that starts with "-", write ${name}=<value>`;
+    }
+    return `"${name}" needs a value`;
+  }
+  return err.message;
+}
+
+module.exports = { OPTIONS, GROUPS, parseArgsOptions, readOptions, argumentProblem };
+
+// A default in milliseconds as the user writes it: 5s, 500ms, 0.
+function ms(value) {
+  if (value === 0) return '0';
+  return value % 1000 === 0 ? `${value / 1000}s` : `${value}ms`;
+}
+
+function duration(text, flag) {
+  return validateDuration(text, flag);
+}
+
+function durationOrZero(text, flag) {
+  return validateDuration(text, flag, { allowZero: true });
+}
+
+function notEmpty(text, flag) {
+  if (text === '') throw new LilaError(codes.INVALID_OPTION, `"${flag}" must not be empty`);
+  return text;
+}
+
+// --workers n or auto (the cores this process may use).
+function workerCount(text, flag) {
+  if (text === 'auto') return os.availableParallelism();
+  const count = validateCount(text, flag, 1);
+  if (count > MAX_WORKERS) {
+    throw new LilaError(codes.INVALID_OPTION, `"${flag}" must be auto or an integer from 1 to ${MAX_WORKERS}, received "${text}"`);
+  }
+  return count;
+}
+
+// --admin [host:]port, [v6addr]:port included.
+function adminAddress(text, flag) {
+  const colon = text.lastIndexOf(':');
+  let host = colon === -1 ? undefined : text.slice(0, colon);
+  if (host !== undefined && host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
+  const port = validatePort(colon === -1 ? text : text.slice(colon + 1), flag);
+  if (host === '') throw new LilaError(codes.INVALID_OPTION, `"${flag}" must be [host:]port, received "${text}"`);
+  return { host, port, text };
+}

@@ -1,0 +1,234 @@
+'use strict';
+
+const cluster = require('node:cluster');
+const Proxy = require('./proxy');
+const Logger = require('./ops/logger');
+const HostsReloader = require('./config/hosts-reloader');
+const { readHostsFile } = require('./config/hosts-file');
+const { createAdminServer } = require('./ops/admin-server');
+const Primary = require('./cluster/primary');
+const { createClusterAdminServer } = require('./cluster/admin-server');
+const { tellPrimary } = require('./cluster/worker');
+const { formatHostPort } = require('./net/address');
+const { LilaError, codes } = require('./errors');
+
+const DEFAULT_DRAIN_MS = 10000;
+const DEFAULT_ADMIN_HOST = '127.0.0.1';
+// What this process is in a service.
+const SINGLE = 'single';
+const PRIMARY = 'primary';
+const WORKER = 'worker';
+
+/**
+ * lila as the executable runs it: a proxy on its port and what goes around
+ * it — the hosts file and its reload, the admin API, worker processes, and a
+ * graceful stop. Signals are the caller's to map (`handleSignals()` maps
+ * them as the executable does); nothing here exits the process.
+ *
+ * With `workers`, the program is run once more in every worker (as
+ * `node:cluster` does): the same code, with the same options, serves there,
+ * while the primary supervises the workers and serves the admin API.
+ */
+class Service {
+  /**
+   * @param {object} options
+   * @param {ConstructorParameters<typeof Proxy>[0]} options.proxy as for `createProxy`
+   * @param {string} [options.hostsFile] read `proxy.servers` from this file instead; `reload()` re-reads it
+   * @param {boolean} [options.watch] also reload the hosts file when it changes
+   * @param {number} [options.port] defaults to 4444; 0 picks a free port
+   * @param {string} [options.host] defaults to all interfaces
+   * @param {number} [options.drainTimeout] ms that `stop()` lets work in flight finish (default 10000)
+   * @param {{host?: string, port: number, token?: string} | null} [options.admin] serve the
+   *   admin API there (host 127.0.0.1 by default); bind it to loopback, or give a token
+   * @param {number} [options.workers] worker processes; 0 (default): this process serves
+   * @param {Logger} [options.logger] defaults to info lines on stderr
+   * @throws {LilaError} for invalid options, servers or hosts file
+   */
+  constructor(options) {
+    this.logger = options.logger || new Logger();
+    this.hostsFile = options.hostsFile === undefined ? null : options.hostsFile;
+    this.watch = options.watch === true;
+    this.port = options.port === undefined ? Proxy.DEFAULTS.port : options.port;
+    this.host = options.host;
+    this.drainTimeout = options.drainTimeout === undefined ? DEFAULT_DRAIN_MS : options.drainTimeout;
+    const admin = options.admin;
+    this.admin = admin ? { host: admin.host === undefined ? DEFAULT_ADMIN_HOST : admin.host, port: admin.port, token: admin.token } : null;
+    this.workers = options.workers === undefined ? 0 : options.workers;
+    this.role = this.workers === 0 ? SINGLE : cluster.isPrimary ? PRIMARY : WORKER;
+    const servers = this.hostsFile === null ? options.proxy.servers : readHostsFile(this.hostsFile);
+    // The primary builds its proxy only to check the options and servers before forking.
+    this.proxy = new Proxy({ logger: this.logger, ...options.proxy, servers });
+    this.adminServer = this.admin !== null && this.role !== PRIMARY
+      ? createAdminServer(this.proxy, { token: this.admin.token, logger: this.logger })
+      : null;
+    this.reloader = this.hostsFile !== null && this.role !== PRIMARY
+      ? new HostsReloader(this.hostsFile, this.proxy.balancer, this.logger)
+      : null;
+    this.stopping = false;
+    /** Resolves with the exit code once the service has stopped: 0, or 1 when its workers kept dying. */
+    this.exited = new Promise((resolve) => {
+      this.finish = (code) => {
+        this.logger.flush();
+        resolve(code);
+      };
+    });
+    this.primary = null;
+    this.workersListening = null;
+    if (this.role === PRIMARY) {
+      this.workersListening = new Promise((resolve, reject) => {
+        this.primary = new Primary({
+          count: this.workers,
+          logger: this.logger,
+          drainTimeout: this.drainTimeout,
+          onListening: resolve,
+          onFatal: (message) => reject(new LilaError(codes.LISTEN, message)),
+          exit: this.finish
+        });
+      });
+    }
+  }
+
+  /** Whether this process is one of the workers. */
+  get inWorker() {
+    return this.role === WORKER;
+  }
+
+  /**
+   * Maps signals as the executable does: SIGTERM and SIGINT stop (a second
+   * one at once), SIGHUP reloads. A worker leaves SIGINT to its primary,
+   * which Ctrl-C reaches too. Call it before `start()`, so that a signal
+   * right after listening is handled.
+   */
+  handleSignals() {
+    process.on('SIGTERM', () => this.stop('SIGTERM'));
+    process.on('SIGINT', this.role === WORKER ? () => {} : () => this.stop('SIGINT'));
+    process.on('SIGHUP', () => this.reload('SIGHUP'));
+  }
+
+  /**
+   * Starts serving, and logs the startup line (the primary's, once every
+   * worker listens).
+   *
+   * @returns {Promise<{address: string, port: number}>} where clients connect
+   * @throws {LilaError} `LILA_ERR_LISTEN` when the proxy or the admin API cannot listen;
+   *   in a worker, its primary is told why and says it
+   */
+  async start() {
+    if (this.role === PRIMARY) return this.startPrimary();
+    let address;
+    try {
+      address = await this.proxy.listen(this.port, this.host);
+    } catch (err) {
+      if (this.role === WORKER) await tellPrimary({ lila: 'fatal', message: err.message });
+      throw err;
+    }
+    if (this.watch) this.reloader.watch();
+    if (this.role === WORKER) {
+      // The primary speaks for its workers: the startup line and the admin API are its.
+      if (this.adminServer !== null) this.listenPrivateAdmin();
+      await tellPrimary({ lila: 'listening', address: { address: address.address, port: address.port } });
+      return address;
+    }
+    if (this.adminServer !== null) {
+      try {
+        await this.listenAdmin(this.adminServer);
+      } catch (err) {
+        this.proxy.close();
+        throw err;
+      }
+    }
+    this.logger.info(this.startupLine(address));
+    return address;
+  }
+
+  /**
+   * Stops accepting and drains: work in flight has `drainTimeout` to finish,
+   * then `exited` resolves with 0. Called again, stops at once.
+   *
+   * @param {string} [why] what asked for it, for the log (a signal's name)
+   */
+  stop(why = 'stop') {
+    if (this.primary !== null) {
+      this.primary.stop(why);
+      return;
+    }
+    if (this.stopping) {
+      this.logger.info(`${why} received again, stopped at once`);
+      this.finish(0);
+      return;
+    }
+    this.stopping = true;
+    if (this.reloader !== null) this.reloader.close();
+    if (this.adminServer !== null) {
+      this.adminServer.close();
+      this.adminServer.closeAllConnections();
+    }
+    this.logger.info(`${why} received, draining for up to ${this.drainTimeout} ms`);
+    this.proxy.drain(this.drainTimeout).then(({ closed }) => {
+      this.logger.info(closed === 0
+        ? 'stopped: every request and connection finished'
+        : `stopped: closed ${closed} connection${closed === 1 ? '' : 's'} still open at the drain timeout`);
+      this.finish(0);
+    });
+  }
+
+  /**
+   * Re-reads the hosts file (in every worker); an invalid file keeps the
+   * running servers.
+   *
+   * @param {string} [why] what asked for it, for the log (a signal's name)
+   */
+  reload(why = 'reload') {
+    if (this.primary !== null) this.primary.reload();
+    else if (this.reloader === null) this.logger.warn(`${why} received: no hosts file to reload (servers are on the command line)`);
+    else this.reloader.reload(why);
+  }
+
+  async startPrimary() {
+    this.primary.start();
+    const address = await this.workersListening;
+    if (this.admin !== null) {
+      try {
+        await this.listenAdmin(createClusterAdminServer(this.primary, this.logger));
+      } catch (err) {
+        this.primary.abort();
+        throw err;
+      }
+    }
+    this.logger.info(this.startupLine(address));
+    return address;
+  }
+
+  listenAdmin(server) {
+    const { host, port } = this.admin;
+    return new Promise((resolve, reject) => {
+      server.once('error', (err) => {
+        reject(new LilaError(codes.LISTEN, `cannot listen on ${formatHostPort(host, port)} for the admin API: ${err.code || err.message}`));
+      });
+      server.listen(port, host, () => {
+        const address = server.address();
+        this.logger.info(`admin API listening on http://${formatHostPort(address.address, address.port)}`);
+        resolve();
+      });
+    });
+  }
+
+  // A worker's own admin API, on a loopback port only its primary asks.
+  listenPrivateAdmin() {
+    const server = this.adminServer;
+    server.once('error', (err) => this.logger.warn(`cannot serve this worker's admin API: ${err.message}`));
+    server.listen(0, '127.0.0.1', () => tellPrimary({ lila: 'admin', port: server.address().port }));
+  }
+
+  startupLine(address) {
+    const where = formatHostPort(address.address, address.port);
+    const count = this.proxy.backends.length;
+    const mode = this.proxy.balancer.mode;
+    const from = this.hostsFile === null ? '' : ` from ${this.hostsFile}${this.watch ? ' (watched)' : ''}`;
+    const workers = this.workers > 0 ? `, ${this.workers} worker${this.workers === 1 ? '' : 's'}` : '';
+    return `${mode} (${this.proxy.layer}) listening on ${where} -> ${count} server${count === 1 ? '' : 's'}${from}${workers}`;
+  }
+}
+
+module.exports = Service;
+module.exports.DEFAULT_DRAIN_MS = DEFAULT_DRAIN_MS;
