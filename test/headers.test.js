@@ -5,10 +5,9 @@ const {
   forwardRequestHeaders,
   forwardResponseHeaders,
   forwardedElement,
-  withHost,
-  backendAuthority
+  withHost
 } = require('../lib/http/headers');
-const { clientAddressOf } = require('../lib/net/address');
+const { clientAddressOf, backendAuthority } = require('../lib/net/address');
 
 describe('forwardRequestHeaders', () => {
   it('drops every hop-by-hop header of RFC 9110 §7.6.1, whatever its case', () => {

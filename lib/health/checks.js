@@ -2,7 +2,7 @@
 
 const http = require('node:http');
 const net = require('node:net');
-const { backendAuthority } = require('../http/headers');
+const { backendAuthority } = require('../net/address');
 const { describeError } = require('../errors');
 
 const kChecks = Symbol('kChecks');

@@ -115,17 +115,6 @@ function withHost(headers, authority) {
   return out;
 }
 
-/**
- * The `host[:port]` that addresses a backend itself, as a Host header:
- * the port is left out when it is 80, as browsers and curl do.
- *
- * @param {{host: string, port: number}} backend
- * @returns {string}
- */
-function backendAuthority(backend) {
-  const host = backend.host.includes(':') ? `[${backend.host}]` : backend.host;
-  return backend.port === 80 ? host : `${host}:${backend.port}`;
-}
 
 /**
  * Copies a backend's raw response headers without the hop-by-hop ones, so
@@ -164,8 +153,7 @@ module.exports = {
   forwardResponseHeaders,
   withoutField,
   forwardedElement,
-  withHost,
-  backendAuthority
+  withHost
 };
 
 // The header names listed in Connection headers, lowercased; null when none.

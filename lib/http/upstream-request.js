@@ -1,7 +1,8 @@
 'use strict';
 
 const http = require('node:http');
-const { withHost, backendAuthority } = require('./headers');
+const { withHost } = require('./headers');
+const { backendAuthority } = require('../net/address');
 
 /**
  * Opens the upstream request that carries a client's request to a backend,

@@ -24,4 +24,16 @@ function formatHostPort(host, port) {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
-module.exports = { clientAddressOf, formatHostPort };
+/**
+ * The `host[:port]` that addresses a backend itself, as a Host header:
+ * the port is left out when it is 80, as browsers and curl do.
+ *
+ * @param {{host: string, port: number}} backend
+ * @returns {string}
+ */
+function backendAuthority(backend) {
+  const host = backend.host.includes(':') ? `[${backend.host}]` : backend.host;
+  return backend.port === 80 ? host : `${host}:${backend.port}`;
+}
+
+module.exports = { clientAddressOf, formatHostPort, backendAuthority };

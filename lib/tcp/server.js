@@ -55,13 +55,13 @@ class Session {
     client.on('close', clientOnClose);
   }
 
-  /** Opens an upstream connection to the next backend the strategy picks. */
   /** The client's address, for ip-hash, log lines and the access log. */
   get clientAddress() {
     if (this.address === null) this.address = clientAddressOf(this.client.remoteAddress);
     return this.address;
   }
 
+  /** Opens an upstream connection to the next backend the strategy picks. */
   connect() {
     const backend = this.balancer.acquire(this);
     if (backend === null) {

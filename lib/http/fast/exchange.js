@@ -1,6 +1,7 @@
 'use strict';
 
-const { forwardRequestHeaders, withHost, backendAuthority } = require('../headers');
+const { forwardRequestHeaders, withHost } = require('../headers');
+const { backendAuthority } = require('../../net/address');
 const { ResponseRelay, HOLD_LIMIT } = require('./response-relay');
 const { rawErrorResponse } = require('../error-response');
 const { IDEMPOTENT, CLIENT_LEFT, noBackendLeft, upstreamError, logAnswer } = require('../outcomes');
