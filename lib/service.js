@@ -48,6 +48,7 @@ class Service {
     this.logger = options.logger || new Logger();
     this.hostsFile = options.hostsFile === undefined ? null : options.hostsFile;
     this.watch = options.watch === true;
+    if (this.watch && this.hostsFile === null) throw new LilaError(codes.INVALID_OPTION, '"watch" follows a hosts file; give one with hostsFile');
     this.port = options.port === undefined ? Proxy.DEFAULTS.port : options.port;
     this.host = options.host;
     this.drainTimeout = options.drainTimeout === undefined ? DEFAULT_DRAIN_MS : options.drainTimeout;

@@ -1,6 +1,9 @@
 'use strict';
 
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 const http = require('node:http');
 const net = require('node:net');
 const { once } = require('node:events');
@@ -13,9 +16,10 @@ const {
   request,
   until,
   deferred,
-  collect
+  collect,
+  takenPort
 } = require('./helpers');
-const { createBalancer, Balancer, Backend } = require('../lib');
+const { createBalancer, createService, Balancer, Backend, Logger } = require('../lib');
 
 function names(balancer, count, method = 'pick') {
   const picked = [];
@@ -310,6 +314,45 @@ describe('library', () => {
       assert.equal(echo.toString(), 'still here');
       assert.equal(connectionsToA, 1);
       assert.deepEqual(balancer.members.map((m) => m.name), [b.address]);
+    });
+  });
+
+  describe('createService in one process', () => {
+    const silent = () => new Logger({ level: 'silent' });
+
+    it('serves, reloads its hosts file on reload(), drains on stop() and resolves exited with 0', async () => {
+      const [a, b] = await Promise.all(['A', 'B'].map((name) => startHttpBackend(name)));
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-service-'));
+      onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
+      const hostsFile = path.join(dir, 'hosts');
+      fs.writeFileSync(hostsFile, `${a.address}\n`);
+      const service = createService({ proxy: { mode: 'round-robin' }, hostsFile, host: '127.0.0.1', port: 0, logger: silent() });
+      onCleanup(() => service.proxy.close());
+
+      const { port } = await service.start();
+      const before = (await request(port, { agent: false })).body;
+      fs.writeFileSync(hostsFile, `${b.address}\n`);
+      service.reload('test');
+      const after = (await request(port, { agent: false })).body;
+      service.stop('test');
+      const code = await service.exited;
+
+      assert.deepEqual([before, after, code], ['A', 'B', 0]);
+      assert.equal(service.proxy.server.listening, false);
+    });
+
+    it('refuses watch without a hosts file', () => {
+      assert.throws(() => createService({ proxy: { mode: 'round-robin', servers: ['a:1'] }, watch: true, logger: silent() }), {
+        code: 'LILA_ERR_INVALID_OPTION',
+        message: '"watch" follows a hosts file; give one with hostsFile'
+      });
+    });
+
+    it('rejects start() with LILA_ERR_LISTEN when the port is taken', async () => {
+      const port = await takenPort();
+      const service = createService({ proxy: { mode: 'round-robin', servers: ['127.0.0.1:1'] }, host: '127.0.0.1', port, logger: silent() });
+
+      await assert.rejects(service.start(), { code: 'LILA_ERR_LISTEN', message: `cannot listen on 127.0.0.1:${port}: address already in use` });
     });
   });
 });
