@@ -22,7 +22,8 @@ const HTTP_DEFAULTS = {
   keepAliveTimeout: 5000,
   headerTimeout: 10000,
   maxHeaderSize: 16 * 1024,
-  hostHeader: 'client'
+  hostHeader: 'client',
+  locationRewrite: true
 };
 // nginx's max_fails and fail_timeout, HAProxy's inter, rise and fall.
 const HEALTH_DEFAULTS = {
@@ -37,8 +38,10 @@ const HEALTH_DEFAULTS = {
   healthFall: 3,
   healthPath: '/'
 };
-// How often a draining http proxy closes keep-alive connections gone idle.
-const IDLE_SWEEP_MS = 50;
+// While draining, how long an idle keep-alive connection is still read: a
+// request the client sent as the drain began is answered (with Connection:
+// close) instead of being reset with the connection.
+const DRAIN_GRACE_MS = 500;
 // What the proxy does when an option is not given.
 const DEFAULTS = { port: 4444, layer: LAYERS[0], engine: HTTP_ENGINES[0], ...HTTP_DEFAULTS, ...HEALTH_DEFAULTS };
 const LISTEN_ERRORS = {
@@ -74,6 +77,9 @@ class Proxy {
    * @param {number} [options.maxHeaderSize] bytes a request head may take; more gets 431 (default 16384)
    * @param {'client' | 'backend'} [options.hostHeader] Host sent upstream: the client's
    *   (default) or the backend's `host:port`
+   * @param {boolean} [options.locationRewrite] http: a `Location` or `Content-Location` naming the
+   *   backend's own address is rewritten to the client's scheme and Host, as nginx's
+   *   `proxy_redirect default` (default true)
    * @param {number} [options.maxFails] failures within failTimeout that take a backend down;
    *   0 turns passive health off (default 1)
    * @param {number} [options.failTimeout] ms failures are counted over, and a backend stays
@@ -143,7 +149,9 @@ class Proxy {
         this.health.start();
         // Once listening, only accept() fails here (EMFILE, ...): keep serving.
         this.server.on('error', (err) => {
-          this.logger.warn(`cannot accept a connection: ${describeError(err)}`);
+          if (this.health.localProblem(err, 'accepting a connection') === null) {
+            this.logger.warn(`cannot accept a connection: ${describeError(err)}`);
+          }
         });
         resolve(this.server.address());
       });
@@ -166,26 +174,28 @@ class Proxy {
 
   /**
    * Graceful shutdown: stops accepting, lets requests and connections in
-   * flight finish (http responses from now on carry `Connection: close`, and
-   * keep-alive connections close as soon as they are idle), and closes what
-   * is still open when `timeout` ms have passed.
+   * flight finish (http responses from now on carry `Connection: close`;
+   * an idle keep-alive connection is still read for a short grace, so that a
+   * request already on its way is answered rather than reset, then closed),
+   * and closes what is still open when `timeout` ms have passed.
    *
    * @param {number} timeout ms
    * @returns {Promise<{closed: number}>} connections still open at the deadline, closed then
    */
   drain(timeout) {
     this.settings.draining = true;
-    const closing = this.close();
+    this.health.stop();
+    const closing = new Promise((resolve) => {
+      if (this.layer === 'http') this.server.closeGracefully(Math.min(DRAIN_GRACE_MS, timeout), resolve);
+      else this.server.close(() => resolve());
+    });
     return new Promise((resolve) => {
-      // Responses that began before the drain end on keep-alive connections.
-      const idle = this.layer === 'http' ? setInterval(() => this.server.closeIdleConnections(), IDLE_SWEEP_MS) : null;
       const deadline = setTimeout(() => {
         const closed = this.connections.size;
         for (const socket of this.connections) socket.destroy();
         done(closed);
       }, timeout);
       const done = (closed) => {
-        clearInterval(idle);
         clearTimeout(deadline);
         resolve({ closed });
       };
@@ -209,6 +219,7 @@ function httpSettings(options) {
     headerTimeout: validateDuration(pick('headerTimeout'), 'headerTimeout'),
     maxHeaderSize: validateCount(pick('maxHeaderSize'), 'maxHeaderSize', 1024),
     hostHeader: validateChoice(pick('hostHeader'), HOST_HEADERS, 'hostHeader'),
+    locationRewrite: pick('locationRewrite') !== false,
     // Set by drain(): responses from then on close their connection.
     draining: false
   };

@@ -10,10 +10,14 @@ const Primary = require('./cluster/primary');
 const { createClusterAdminServer } = require('./cluster/admin-server');
 const { tellPrimary } = require('./cluster/worker');
 const { formatHostPort } = require('./net/address');
+const { openFilesLimit } = require('./net/local-errors');
 const { LilaError, codes } = require('./errors');
 
 const DEFAULT_DRAIN_MS = 10000;
 const DEFAULT_ADMIN_HOST = '127.0.0.1';
+// Below this open-files limit a busy lila runs out of descriptors: each proxied
+// connection takes two (client and upstream).
+const LOW_OPEN_FILES = 4096;
 // What this process is in a service.
 const SINGLE = 'single';
 const PRIMARY = 'primary';
@@ -115,6 +119,7 @@ class Service {
    *   in a worker, its primary is told why and says it
    */
   async start() {
+    if (this.role !== WORKER) this.checkOpenFilesLimit();
     if (this.role === PRIMARY) return this.startPrimary();
     let address;
     try {
@@ -219,6 +224,17 @@ class Service {
     const server = this.adminServer;
     server.once('error', (err) => this.logger.warn(`cannot serve this worker's admin API: ${err.message}`));
     server.listen(0, '127.0.0.1', () => tellPrimary({ lila: 'admin', port: server.address().port }));
+  }
+
+  // The workers inherit the primary's limit: said once, by whoever starts.
+  checkOpenFilesLimit() {
+    const limit = openFilesLimit();
+    if (limit === null) return;
+    this.logger.debug(`open-files limit: ${limit}`);
+    if (limit < LOW_OPEN_FILES) {
+      this.logger.warn(`the open-files limit is ${limit}, below ${LOW_OPEN_FILES}: each proxied connection takes two; ` +
+        'raise it (ulimit -n, or LimitNOFILE= in a systemd unit)');
+    }
   }
 
   startupLine(address) {

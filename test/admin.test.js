@@ -1,8 +1,12 @@
 'use strict';
 
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
 const http = require('node:http');
 const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
 const { once } = require('node:events');
 const { PassThrough } = require('node:stream');
 const {
@@ -24,8 +28,17 @@ const { Logger, Backend } = require('../lib');
 const Traffic = require('../lib/ops/traffic');
 const { createAdminServer, isLoopback } = require('../lib/ops/admin-server');
 const { renderMetrics } = require('../lib/ops/metrics');
+const { readProcessStats, eventLoopLag } = require('../lib/ops/process-stats');
 
 const JSON_BODY = { 'Content-Type': 'application/json' };
+// The families every /metrics ends with: the process's, file descriptors only where procfs tells them.
+const PROCESS_FAMILIES = [
+  'process_start_time_seconds',
+  'process_cpu_seconds_total',
+  'process_resident_memory_bytes',
+  ...(fs.existsSync('/proc/self/fd') ? ['process_open_fds', 'process_max_fds'] : []),
+  'nodejs_eventloop_lag_seconds'
+];
 
 // Starts the admin server of a proxy on 127.0.0.1:0, closed on cleanup.
 async function startAdmin(proxy, options = {}) {
@@ -255,9 +268,10 @@ describe('admin API', () => {
         'lila_backend_up',
         'lila_backend_weight',
         'lila_backend_failures_total',
+        'lila_panic_picks_total',
         'lila_connections_total',
         'lila_start_time_seconds',
-        'process_start_time_seconds'
+        ...PROCESS_FAMILIES
       ]);
       const sentCounts = countsOf(sent);
       for (const backend of ['A', 'B']) {
@@ -284,16 +298,19 @@ describe('admin API', () => {
       const proxy = await startProxy({ mode: 'round-robin', servers: [`127.0.0.1:${port}`], failTimeout: 60000 });
       const adminPort = await startAdmin(proxy);
 
+      const name = `127.0.0.1:${port}`;
       const first = await request(proxy.port, { agent: false });
+      // Drained as well as down: not even panic mode tries it, so lila answers itself.
+      proxy.balancer.setWeight(name, 0);
       const second = await request(proxy.port, { agent: false });
       await until(() => proxy.traffic.unrouted.requests === 1, 'the answer without a backend is counted');
       const metrics = parseMetrics((await api(adminPort, 'GET', '/metrics')).body);
 
-      const name = `127.0.0.1:${port}`;
       assert.equal(valueOf(metrics, 'lila_requests_total', { backend: name, code: String(first.status) }), 1);
       assert.equal(valueOf(metrics, 'lila_requests_total', { backend: '', code: String(second.status) }), 1);
       assert.equal(valueOf(metrics, 'lila_backend_up', { backend: name }), 0);
       assert.equal(valueOf(metrics, 'lila_backend_failures_total', { backend: name }), 1);
+      assert.equal(valueOf(metrics, 'lila_panic_picks_total'), 0);
       assert.deepEqual(assertHistograms(metrics, 'lila_request_duration_seconds'), new Set([name, '']));
     });
 
@@ -322,9 +339,10 @@ describe('admin API', () => {
         'lila_backend_up',
         'lila_backend_weight',
         'lila_backend_failures_total',
+        'lila_panic_picks_total',
         'lila_connections_total',
         'lila_start_time_seconds',
-        'process_start_time_seconds'
+        ...PROCESS_FAMILIES
       ]);
       assert.equal(valueOf(metrics, 'lila_backend_connections_total', { backend: 'A' }), 2);
       assert.equal(valueOf(metrics, 'lila_backend_connections_total', { backend: 'B' }), 2);
@@ -337,11 +355,79 @@ describe('admin API', () => {
       assert.equal(valueOf(metrics, 'lila_connections_total'), 4);
     });
 
+    it('reports the process: CPU time, resident memory, open file descriptors and their limit, event-loop lag', async function () {
+      if (!fs.existsSync('/proc/self/fd')) this.skip();
+      const a = await startHttpBackend('A');
+      const proxy = await startProxy({ mode: 'round-robin', servers: [a.address] });
+      const adminPort = await startAdmin(proxy);
+      const scrape = async () => parseMetrics((await api(adminPort, 'GET', '/metrics')).body);
+
+      const cpuBefore = process.cpuUsage();
+      const before = await scrape();
+      const opened = Array.from({ length: 100 }, () => fs.openSync(os.devNull, 'r'));
+      onCleanup(() => opened.forEach((fd) => fs.closeSync(fd)));
+      const after = await scrape();
+      const cpuAfter = process.cpuUsage();
+
+      for (const name of PROCESS_FAMILIES.slice(1)) {
+        const family = after.families.get(name);
+        assert.equal(family.type, name.endsWith('_total') ? 'counter' : 'gauge', name);
+        assert.equal(family.samples.length, 1, name);
+      }
+      const cpu = valueOf(after, 'process_cpu_seconds_total');
+      assert.ok(cpu >= (cpuBefore.user + cpuBefore.system) / 1e6 && cpu <= (cpuAfter.user + cpuAfter.system) / 1e6, `cpu ${cpu}`);
+      const rss = valueOf(after, 'process_resident_memory_bytes');
+      assert.ok(Math.abs(rss - process.memoryUsage.rss()) < 0.2 * rss, `rss ${rss}`);
+      // Sockets of the scrapes, or of earlier tests, may open or close meanwhile: a few.
+      const added = valueOf(after, 'process_open_fds') - valueOf(before, 'process_open_fds');
+      assert.ok(Math.abs(added - opened.length) <= 10, `${added} more open file descriptors, for ${opened.length} opened`);
+      // The soft limit, as a shell this process starts inherits it.
+      assert.equal(valueOf(after, 'process_max_fds'), Number(execFileSync('sh', ['-c', 'ulimit -n'])));
+      const lag = valueOf(after, 'nodejs_eventloop_lag_seconds');
+      assert.ok(lag > 0 && lag < 1, `lag ${lag}`);
+    });
+
+    it('measures the event-loop lag as the wait of a callback queued at the scrape', async () => {
+      const lag = eventLoopLag();
+      const end = performance.now() + 30;
+      while (performance.now() < end) {
+        // The event loop is held here.
+      }
+
+      assert.ok(await lag >= 0.03);
+    });
+
+    it('leaves out what procfs would tell where it is missing, and an unlimited limit', async () => {
+      const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'lila-proc-'));
+      onCleanup(() => fs.promises.rm(dir, { recursive: true, force: true }));
+      const limits = (soft) => 'Limit                     Soft Limit           Hard Limit           Units     \n' +
+        `Max processes             63432                63432                processes \nMax open files            ${soft}  1048576              files     \n`;
+
+      const missing = await readProcessStats({ proc: path.join(dir, 'missing') });
+      await fs.promises.writeFile(path.join(dir, 'limits'), limits('4096                '));
+      const limited = await readProcessStats({ proc: dir });
+      await fs.promises.writeFile(path.join(dir, 'limits'), limits('unlimited           '));
+      const unlimited = await readProcessStats({ proc: dir });
+
+      assert.equal(missing.openFds, undefined);
+      assert.equal(missing.maxFds, undefined);
+      assert.equal(limited.maxFds, 4096);
+      assert.equal(unlimited.maxFds, undefined);
+      const proxy = { layer: 'http', balancer: { backends: [], panicPicks: 0 }, traffic: new Traffic(new Logger({ level: 'silent' })) };
+      const families = [...parseMetrics(renderMetrics(proxy, missing)).families.keys()];
+      assert.deepEqual(families.slice(families.indexOf('process_start_time_seconds')), [
+        'process_start_time_seconds',
+        'process_cpu_seconds_total',
+        'process_resident_memory_bytes',
+        'nodejs_eventloop_lag_seconds'
+      ]);
+    });
+
     it('escapes backslashes, double quotes and newlines in label values', () => {
       const name = 'a "quoted"\\name\nsplit';
       const proxy = {
         layer: 'http',
-        balancer: { backends: [new Backend({ name, host: '127.0.0.1', port: 9 })] },
+        balancer: { backends: [new Backend({ name, host: '127.0.0.1', port: 9 })], panicPicks: 0 },
         traffic: new Traffic(new Logger({ level: 'silent' }))
       };
       proxy.balancer.backends[0].stats.request(200, 0.02);

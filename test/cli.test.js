@@ -132,24 +132,24 @@ describe('lila (command line)', () => {
         line: 'lila: "--address" must not be empty'
       },
       {
-        name: 'a --timeout without a unit',
-        args: ['round-robin', 'a:1', '--timeout', '30'],
-        line: 'lila: "--timeout" must be a duration such as 500ms, 5s or 2m (at most 24 days), received "30"'
+        name: 'a --timeout with an unknown unit',
+        args: ['round-robin', 'a:1', '--timeout', '30x'],
+        line: 'lila: "--timeout" must be a duration such as 500ms, 5s or 2m, or a number of milliseconds (at most 24 days), received "30x"'
       },
       {
         name: 'a --connect-timeout of 0',
         args: ['round-robin', 'a:1', '--connect-timeout', '0'],
-        line: 'lila: "--connect-timeout" must be a duration such as 500ms, 5s or 2m (at most 24 days), received "0"'
+        line: 'lila: "--connect-timeout" must be a duration such as 500ms, 5s or 2m, or a number of milliseconds (at most 24 days), received "0"'
       },
       {
         name: 'a --header-timeout in days',
         args: ['round-robin', 'a:1', '--header-timeout', '2d'],
-        line: 'lila: "--header-timeout" must be a duration such as 500ms, 5s or 2m (at most 24 days), received "2d"'
+        line: 'lila: "--header-timeout" must be a duration such as 500ms, 5s or 2m, or a number of milliseconds (at most 24 days), received "2d"'
       },
       {
         name: 'a negative --keepalive-timeout',
         args: ['round-robin', 'a:1', '--keepalive-timeout=-1s'],
-        line: 'lila: "--keepalive-timeout" must be 0 (off) or a duration such as 500ms, 5s or 2m (at most 24 days), received "-1s"'
+        line: 'lila: "--keepalive-timeout" must be 0 (off) or a duration such as 500ms, 5s or 2m, or a number of milliseconds (at most 24 days), received "-1s"'
       },
       {
         name: 'an unknown --host-header',
@@ -288,6 +288,20 @@ describe('lila (command line)', () => {
       assert.equal(host.body, a.address);
       assert.equal(host.headers.connection, 'close');
       assert.equal((await request(lila.port, { agent: false, path: '/silent' })).status, 504);
+    });
+
+    it('reads a duration without a unit as milliseconds', async () => {
+      const a = await startHttpBackend('A', () => {
+        // Never answered.
+      });
+
+      const lila = await startLila(['round-robin', a.address, '-a', '127.0.0.1', '-p', '0', '--timeout', '200']);
+
+      const started = performance.now();
+      const response = await request(lila.port, { agent: false });
+      const elapsed = performance.now() - started;
+      assert.equal(response.status, 504);
+      assert.ok(elapsed >= 190 && elapsed < 2000, `504 after ${elapsed} ms, not ~200 ms`);
     });
 
     for (const engine of ['fast', 'node']) {

@@ -5,7 +5,8 @@ const {
   forwardRequestHeaders,
   forwardResponseHeaders,
   forwardedElement,
-  withHost
+  withHost,
+  rewriteLocation
 } = require('../lib/http/headers');
 const { clientAddressOf, backendAuthority } = require('../lib/net/address');
 
@@ -144,6 +145,57 @@ describe('forwardResponseHeaders', () => {
       'Set-Cookie', 'a=1',
       'set-cookie', 'b=2'
     ]);
+  });
+});
+
+describe('rewriteLocation', () => {
+  const v4 = { host: '127.0.0.1', port: 18081 };
+  const named = { host: 'app.internal', port: 80 };
+  const v6 = { host: '::1', port: 8080 };
+  const table = [
+    { backend: v4, value: 'http://127.0.0.1:18081/dir/', expected: 'http://lila.example/dir/' },
+    { backend: v4, value: 'http://127.0.0.1:18081', expected: 'http://lila.example' },
+    { backend: v4, value: 'http://127.0.0.1:18081?a=1#top', expected: 'http://lila.example?a=1#top' },
+    { backend: v4, value: 'HTTP://127.0.0.1:18081/Dir/', expected: 'http://lila.example/Dir/' },
+    { backend: named, value: 'http://APP.internal/x', expected: 'http://lila.example/x' },
+    { backend: named, value: 'http://app.internal:80/x', expected: 'http://lila.example/x' },
+    { backend: v6, value: 'http://[::1]:8080/x', expected: 'http://lila.example/x' },
+    { backend: v4, value: '/dir/', expected: '/dir/' },
+    { backend: v4, value: 'dir/', expected: 'dir/' },
+    { backend: v4, value: '//127.0.0.1:18081/dir/', expected: '//127.0.0.1:18081/dir/' },
+    { backend: v4, value: 'http://127.0.0.1:1808/dir/', expected: 'http://127.0.0.1:1808/dir/' },
+    { backend: v4, value: 'http://127.0.0.1:180811/dir/', expected: 'http://127.0.0.1:180811/dir/' },
+    { backend: v4, value: 'http://127.0.0.1/dir/', expected: 'http://127.0.0.1/dir/' },
+    { backend: v4, value: 'http://user@127.0.0.1:18081/', expected: 'http://user@127.0.0.1:18081/' },
+    { backend: v4, value: 'https://127.0.0.1:18081/dir/', expected: 'https://127.0.0.1:18081/dir/' },
+    { backend: v4, value: 'http://example.com/', expected: 'http://example.com/' },
+    { backend: named, value: 'http://app.internal:8080/x', expected: 'http://app.internal:8080/x' },
+    { backend: v6, value: 'http://::1:8080/x', expected: 'http://::1:8080/x' }
+  ];
+  for (const { backend, value, expected } of table) {
+    it(`turns ${value} from ${backend.host} port ${backend.port} into ${expected}`, () => {
+      const headers = ['Content-Type', 'text/plain', 'Location', value];
+      assert.deepEqual(rewriteLocation(headers, backend, 'http', 'lila.example'), ['Content-Type', 'text/plain', 'Location', expected]);
+      assert.equal(headers[3], value, 'the input is left as it was');
+    });
+  }
+
+  it('rewrites Content-Location and every Location, whatever the name\'s case, to the scheme given', () => {
+    const headers = ['location', 'http://127.0.0.1:18081/a', 'CONTENT-LOCATION', 'http://127.0.0.1:18081/b', 'Content-Encoding', 'gzip'];
+    assert.deepEqual(rewriteLocation(headers, v4, 'https', 'lila.example:8443'), [
+      'location', 'https://lila.example:8443/a',
+      'CONTENT-LOCATION', 'https://lila.example:8443/b',
+      'Content-Encoding', 'gzip'
+    ]);
+  });
+
+  it('returns the same list when nothing changes, and when the client sent no Host', () => {
+    const without = ['Content-Type', 'text/plain', 'Content-Encoding', 'gzip'];
+    const elsewhere = ['Location', '/dir/'];
+    const toBackend = ['Location', 'http://127.0.0.1:18081/dir/'];
+    assert.equal(rewriteLocation(without, v4, 'http', 'lila.example'), without);
+    assert.equal(rewriteLocation(elsewhere, v4, 'http', 'lila.example'), elsewhere);
+    assert.equal(rewriteLocation(toBackend, v4, 'http', undefined), toBackend);
   });
 });
 

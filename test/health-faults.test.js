@@ -624,7 +624,7 @@ describe('health (faults)', () => {
   });
 
   describe('no backend available', () => {
-    it('answers 503 with Retry-After at once while every http backend is down, and recovers after failTimeout', async () => {
+    it('keeps trying every http backend while passive health has them all down (panic mode), and serves with the first request once they listen', async () => {
       const failTimeout = 1000;
       const ports = await refusingPorts(3);
       const proxy = await startProxy({
@@ -646,30 +646,58 @@ describe('health (faults)', () => {
         const started = performance.now();
         const response = await request(proxy.port, { agent });
         const took = performance.now() - started;
-        assert.equal(response.status, 503);
-        assert.match(response.headers['retry-after'], /^[1-9][0-9]*$/);
-        assert.match(response.headers['content-type'], /^text\/plain/);
-        assert.match(response.body, /lila/);
+        // Panic mode: each is tried again, and each refuses again.
+        assert.equal(response.status, 502);
+        assert.match(response.body, /^lila: 502 Bad Gateway: no backend accepted the connection/);
         assert.ok(took < 100, `request ${i} took ${took.toFixed(1)} ms`);
       }
+      assert.equal(proxy.balancer.panicPicks, 60);
 
       await Promise.all(ports.map((port, i) => listenHttpBackend('ABC'[i], port)));
       const restartedAt = performance.now();
-      const meanwhile = [];
-      let answer;
-      // The trial after failTimeout rides on a request, so keep sending.
-      while ((answer = await get(proxy.port, agent)).startsWith('503') &&
-        performance.now() < restartedAt + failTimeout + 1000) {
-        meanwhile.push(answer);
+      const answer = await get(proxy.port, agent);
+      // The other two come back with their trial, after failTimeout.
+      const after = [answer];
+      while (new Set(after).size < 3 && performance.now() < restartedAt + failTimeout + 3000) {
+        after.push(await get(proxy.port, agent));
         await delay(10);
       }
 
       assert.match(answer, /^[ABC]$/);
-      assert.ok(meanwhile.every((a) => a.startsWith('503 lila')));
-      const after = [];
-      for (let i = 0; i < 9; i++) after.push(await get(proxy.port, agent));
       assert.ok(after.every((a) => /^[ABC]$/.test(a)), `after: ${after}`);
-      assert.equal(new Set([answer, ...after]).size, 3);
+      assert.equal(new Set(after).size, 3);
+    });
+
+    it('refuses no request while three backends restart in turn under load (panic mode)', async () => {
+      const backends = await Promise.all(['A', 'B', 'C'].map((name) => ChildBackend.start(name)));
+      const proxy = await startProxy({ mode: 'round-robin', servers: backends.map((b) => b.address), maxFails: 1, failTimeout: 10000 });
+      const agent = keepAliveAgent(4);
+      const answers = [];
+      let sending = true;
+      const load = Array.from({ length: 4 }, async () => {
+        while (sending) answers.push(await get(proxy.port, agent));
+      });
+      onCleanup(() => {
+        sending = false;
+        return Promise.all(load);
+      });
+
+      // Each restart takes its backend down for failTimeout: within a second, all three were.
+      for (const backend of backends) {
+        const down = within(once(proxy.balancer, 'down'), `down for ${backend.name}`);
+        await backend.kill();
+        await down;
+        await backend.restart();
+      }
+      const before = answers.length;
+      await until(() => answers.length >= before + 100, '100 more answers');
+      sending = false;
+      await Promise.all(load);
+
+      // A request in flight on a killed backend fails (502); lila itself never refuses.
+      assert.deepEqual(answers.filter((a) => a.startsWith('503')), []);
+      assert.deepEqual(answers.slice(before).filter((a) => !/^[ABC]$/.test(a)), []);
+      assert.ok(proxy.backends.some((b) => b.state === 'up'));
     });
 
     it('recovers through active checks once the backends listen again', async () => {

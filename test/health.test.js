@@ -127,7 +127,8 @@ describe('health', () => {
       client.write('GET /trial HTTP/1.1\r\nHost: x\r\n\r\n');
       await arrived.promise;
       assert.deepEqual([backendA.trialOpen, backendA.trialPending], [false, true]);
-      client.destroy();
+      // Gone, not done sending: a half-close would still be answered.
+      client.resetAndDestroy();
 
       await until(() => backendA.trialOpen && backendA.active === 0, 'the trial is open again');
       assert.equal(backendA.state, 'down');
@@ -156,24 +157,43 @@ describe('health', () => {
   });
 
   describe('none available', () => {
-    it('answers 503 with Retry-After until the next trial, and logs the outage once', async () => {
+    it('keeps trying a backend passive health took down when it is the last (panic mode), and logs the outage once', async () => {
       const a = await switchableBackend('A');
       a.control.status = 500;
       const { lines, logger } = logLines();
-      const proxy = await startProxy({ logger, mode: 'round-robin', servers: [a.address], failOn5xx: true, failTimeout: 4000 });
+      const proxy = await startProxy({ logger, mode: 'round-robin', servers: [a.address], failOn5xx: true, failTimeout: 60000 });
       await request(proxy.port, { agent: false });
+      assert.equal(proxy.backends[0].state, 'down');
 
-      const responses = [];
-      for (let i = 0; i < 3; i++) responses.push(await request(proxy.port, { agent: false }));
+      const during = [];
+      for (let i = 0; i < 3; i++) during.push((await request(proxy.port, { agent: false })).status);
+      a.control.status = 200;
+      const after = await request(proxy.port, { agent: false });
 
-      for (const res of responses) {
-        assert.equal(res.status, 503);
-        assert.equal(res.headers['content-type'], 'text/plain; charset=utf-8');
-        assert.ok(['3', '4'].includes(res.headers['retry-after']), `Retry-After ${res.headers['retry-after']}`);
-        assert.equal(res.body, 'lila: 503 Service Unavailable: no backend is available\n');
-      }
-      assert.equal(lines.filter((line) => line.includes('no backend is available')).length, 1);
+      assert.deepEqual(during, [500, 500, 500]);
+      assert.deepEqual([after.status, after.body, proxy.backends[0].state], [200, 'A', 'up']);
+      assert.equal(a.control.requests, 5);
+      assert.equal(proxy.balancer.panicPicks, 4);
+      assert.deepEqual(lines.filter((line) => line.includes('no backend is available')), [
+        'lila: warn: no backend is available: every backend is down; passive health took them down, so lila keeps trying them (panic mode)'
+      ]);
       assert.ok(!lines.some((line) => line.includes('503')), lines.join('\n'));
+    });
+
+    it('answers 503 with Retry-After while active checks have every backend down', async () => {
+      const port = await refusingPort();
+      const proxy = await startProxy({
+        mode: 'round-robin', servers: [`127.0.0.1:${port}`], healthCheck: true, healthInterval: 1000, healthFall: 1, healthRise: 2
+      });
+      await until(() => proxy.backends[0].state === 'down', 'the check takes the backend down');
+
+      const res = await request(proxy.port, { agent: false });
+
+      assert.equal(res.status, 503);
+      assert.equal(res.headers['content-type'], 'text/plain; charset=utf-8');
+      assert.equal(res.headers['retry-after'], '2');
+      assert.equal(res.body, 'lila: 503 Service Unavailable: no backend is available\n');
+      assert.equal(proxy.balancer.panicPicks, 0);
     });
 
     it('answers 503 when every backend has weight 0', async () => {

@@ -146,6 +146,29 @@ for (const engine of HTTP_ENGINES) {
         assert.equal(res.status, 502);
         assert.equal(requests, 2);
       });
+
+      it('never pools the connection of a request abandoned before it had one: the next request is not taken for a retry', async () => {
+        const requests = [];
+        const backend = await startTcpBackend('A', (socket) => {
+          socket.once('data', (chunk) => {
+            requests.push(/^\S+ \S+/.exec(chunk.toString('latin1'))[0]);
+            socket.destroy();
+          });
+        });
+        const proxy = await startProxy({ engine, mode: 'round-robin', servers: [backend.address], maxFails: 0 });
+
+        // One read holds a request and junk: lila forwards the request, then
+        // answers the junk with 400 and abandons the request in the same turn,
+        // while its upstream connection is still being made.
+        const received = await rawRequest(proxy.port, 'GET /abandoned HTTP/1.1\r\nHost: x\r\n\r\n\u0000junk\r\n\r\n');
+        const res = await request(proxy.port, { agent: false, path: '/next' });
+
+        assert.match(received, /^HTTP\/1\.1 (400|502) /);
+        // Dropped by the backend on a new connection: not retried.
+        assert.equal(res.status, 502);
+        assert.deepEqual(requests.filter((line) => line !== 'GET /abandoned'), ['GET /next']);
+        await until(() => proxy.backends[0].active === 0, 'the requests are released');
+      });
     });
 
     describe('hostile and broken clients', () => {
@@ -334,11 +357,13 @@ for (const engine of HTTP_ENGINES) {
         await request(proxy.port, { agent: false, path: '/lost' });
         await request(proxy.port, { agent: false, path: '/after' });
 
-        // Then passive health takes the backend down, once, and says so once.
-        assert.equal(lines.length, 3, lines.join(''));
+        // Then passive health takes the backend down, once, and says so once;
+        // being the last, it is tried again (panic mode), and fails again.
+        assert.equal(lines.length, 4, lines.join(''));
         assert.match(lines[0], new RegExp(`^lila: warn: backend ${backend.address} is down: `));
         assert.match(lines[1], /^lila: warn: no backend is available: every backend is down/);
         assert.match(lines[2], new RegExp(`^lila: warn: 502 for GET /lost: backend ${backend.address}: `));
+        assert.match(lines[3], new RegExp(`^lila: warn: 502 for GET /after: backend ${backend.address}: `));
       });
 
       it('answers a client that half-closes mid-head with 400 and keeps serving', async () => {

@@ -224,6 +224,52 @@ for (const engine of HTTP_ENGINES) {
         assert.match(answer, /^HTTP\/1\.1 200 OK\r\n/);
         assert.ok(answer.endsWith(`\r\n\r\n1.1 ${backend.address}`), answer);
       });
+
+      // A backend redirecting to itself, or to where X-Location says.
+      const redirecting = async () => {
+        const backend = await startHttpBackend('A', (req, res) => {
+          const self = `http://${backend.address}`;
+          res.writeHead(301, [
+            'Location', req.headers['x-location'] || `${self}${req.url}/`,
+            'Content-Location', `${self}/index.html`,
+            'Link', `<${self}/style.css>; rel=preload`,
+            'Content-Length', '0'
+          ]);
+          res.end();
+        });
+        return backend;
+      };
+
+      it('points a Location and Content-Location naming the backend\'s own address at the client\'s Host', async () => {
+        const backend = await redirecting();
+        const proxy = await startProxy({ engine, mode: 'round-robin', servers: [backend.address] });
+
+        const res = await request(proxy.port, { agent: false, path: '/dir', headers: { Host: 'app.example:8080' } });
+
+        assert.equal(res.status, 301);
+        assert.equal(res.headers.location, 'http://app.example:8080/dir/');
+        assert.equal(res.headers['content-location'], 'http://app.example:8080/index.html');
+        assert.equal(res.headers.link, `<http://${backend.address}/style.css>; rel=preload`);
+      });
+
+      it('leaves relative Locations and other hosts alone, and every Location without Host or with locationRewrite off', async () => {
+        const backend = await redirecting();
+        const proxy = await startProxy({ engine, mode: 'round-robin', servers: [backend.address] });
+        const unchanged = await startProxy({ engine, mode: 'round-robin', servers: [backend.address], locationRewrite: false });
+        const locationVia = async (port, location) => (await request(port, {
+          agent: false, path: '/dir', headers: location === undefined ? {} : { 'X-Location': location }
+        })).headers.location;
+
+        const other = `http://localhost:${backend.port}/dir/`;
+        assert.equal(await locationVia(proxy.port, '/dir/'), '/dir/');
+        assert.equal(await locationVia(proxy.port, other), other);
+        assert.equal(await locationVia(unchanged.port), `http://${backend.address}/dir/`);
+        const socket = net.connect(proxy.port, '127.0.0.1');
+        onCleanup(() => socket.destroy());
+        socket.write('GET /dir HTTP/1.0\r\n\r\n');
+        const answer = String(await collect(socket));
+        assert.match(answer, new RegExp(`\r\nLocation: http://${backend.address}/dir/\r\n`));
+      });
     });
 
     describe('failures', () => {
@@ -326,7 +372,8 @@ for (const engine of HTTP_ENGINES) {
         const req = http.get({ host: '127.0.0.1', port: proxy.port, agent: false });
         req.on('error', () => {});
         await arrival.promise;
-        req.destroy();
+        // Gone, not done sending: a half-close would still be answered.
+        req.socket.resetAndDestroy();
 
         await closed.promise;
         await until(() => proxy.backends[0].active === 0, 'the request is released');
@@ -346,7 +393,7 @@ for (const engine of HTTP_ENGINES) {
         socket.write('GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\nGET /3 HTTP/1.1\r\nHost: x\r\n\r\n');
         await arrivals.promise;
         assert.equal(proxy.backends[0].active, 3);
-        socket.destroy();
+        socket.resetAndDestroy();
 
         await until(() => proxy.backends[0].active === 0, 'every queued request is released');
       });

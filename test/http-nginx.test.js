@@ -29,7 +29,7 @@ const SITE = 'app.example';
  * Starts nginx in the foreground on 127.0.0.1 with everything it writes in a
  * fresh temporary directory: a default server with a 2 MB static file and
  * two locations that echo what nginx received, and a virtual host for
- * `server_name 127.0.0.1`.
+ * `server_name 127.0.0.1` with a directory, `/dir/`.
  *
  * @returns {Promise<{port: number, address: string, file: Buffer}>}
  */
@@ -41,6 +41,8 @@ async function startNginx() {
   const file = crypto.randomBytes(2 * MB);
   await fs.promises.mkdir(path.join(dir, 'www'));
   await fs.promises.writeFile(path.join(dir, 'www', 'file.bin'), file);
+  await fs.promises.mkdir(path.join(dir, 'www', 'dir'));
+  await fs.promises.writeFile(path.join(dir, 'www', 'dir', 'index.html'), 'the index of dir');
   await fs.promises.writeFile(path.join(dir, 'nginx.conf'), nginxConf(dir, port));
 
   const errorLog = path.join(dir, 'error.log');
@@ -91,6 +93,7 @@ http {
     listen 127.0.0.1:${port};
     server_name 127.0.0.1;
     location / { return 200 "virtual host 127.0.0.1: $http_host $http_x_forwarded_host"; }
+    location /dir { root ${dir}/www; }
   }
 }
 `;
@@ -216,6 +219,26 @@ for (const engine of HTTP_ENGINES) {
       assert.equal(String(passed.body), `default server: ${SITE}`);
       // nginx matches server_name against the Host without its port.
       assert.equal(String(rewritten.body), `virtual host 127.0.0.1: 127.0.0.1:${nginx.port} ${SITE}`);
+    });
+
+    it('turns the redirect of a directory without its slash, to nginx itself, into one to lila', async () => {
+      const nginx = await startNginx();
+      // nginx redirects to the host it was sent with its own port: with the backend's Host, its own address.
+      const proxy = await startProxy({ engine, mode: 'round-robin', servers: [nginx.address], hostHeader: 'backend' });
+      const unchanged = await startProxy({ engine, mode: 'round-robin', servers: [nginx.address], hostHeader: 'backend', locationRewrite: false });
+
+      const lila = `127.0.0.1:${proxy.port}`;
+
+      const redirect = await requestSite(proxy.port, { path: '/dir', agent: false, headers: { Host: lila } });
+      const around = await requestSite(unchanged.port, { path: '/dir', agent: false });
+
+      assert.equal(redirect.status, 301);
+      assert.equal(redirect.headers.location, `http://${lila}/dir/`);
+      assert.equal(around.headers.location, `http://${nginx.address}/dir/`);
+      const next = new URL(redirect.headers.location);
+      const followed = await requestSite(Number(next.port), { host: next.hostname, path: next.pathname, agent: false, headers: { Host: next.host } });
+      assert.equal(followed.status, 200);
+      assert.equal(String(followed.body), 'the index of dir');
     });
   });
 }

@@ -260,6 +260,19 @@ for (const engine of HTTP_ENGINES) {
         assert.equal(res.status, 200);
         assert.equal(res.body, 'A ignores echo-proto');
       });
+
+      it("points a redirect that answers an upgrade, to the backend's own address, at the client's Host", async () => {
+        const backend = await startHttpBackend('A', (req, res) => {
+          res.writeHead(302, { Location: `http://${backend.address}/login` });
+          res.end();
+        });
+        const proxy = await startProxy({ engine, mode: 'round-robin', servers: [backend.address] });
+
+        const res = await request(proxy.port, { agent: false, headers: { Host: 'app.example', Connection: 'Upgrade', Upgrade: 'echo-proto' } });
+
+        assert.equal(res.status, 302);
+        assert.equal(res.headers.location, 'http://app.example/login');
+      });
     });
 
     describe('balancing', () => {
@@ -329,8 +342,9 @@ for (const engine of HTTP_ENGINES) {
         const second = (await rawRequest(proxy.port, UPGRADE)).toString();
 
         assert.match(first, /^HTTP\/1\.1 502 /);
-        // Passive health took the backend down: nothing is available now.
-        assert.match(second, /^HTTP\/1\.1 503 /);
+        // Passive health took the backend down; being the last, it is tried again (panic mode).
+        assert.match(second, /^HTTP\/1\.1 502 /);
+        assert.equal(proxy.balancer.panicPicks, 1);
         assert.deepEqual(activeCounts(proxy), [0]);
       });
 

@@ -131,7 +131,8 @@ describe('logging', () => {
       const client = net.connect(holding.port, '127.0.0.1');
       client.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
       await until(() => holding.backends[0].active === 1, 'the request reached the backend');
-      client.destroy();
+      // Gone, not done sending: a half-close would still be answered.
+      client.resetAndDestroy();
       await until(() => visible.lines.length === 2, 'two access lines');
 
       const [first, second] = visible.lines.map((line) => JSON.parse(line));

@@ -50,10 +50,12 @@ describe('options', () => {
     });
 
     it('reads values into createProxy options and the command line\'s own', () => {
-      const read = readOptions({ port: '0', timeout: '2m', 'keepalive-timeout': '0', 'fail-on-5xx': true, 'drain-timeout': '1s', admin: '[::1]:9000' });
+      const read = readOptions({
+        port: '0', timeout: '2m', 'keepalive-timeout': '0', 'no-location-rewrite': true, 'fail-on-5xx': true, 'drain-timeout': '1s', admin: '[::1]:9000'
+      });
 
       assert.deepEqual(read, {
-        proxy: { timeout: 120000, keepAliveTimeout: 0, failOn5xx: true },
+        proxy: { timeout: 120000, keepAliveTimeout: 0, locationRewrite: false, failOn5xx: true },
         port: 0,
         'drain-timeout': 1000,
         admin: { host: '::1', port: 9000, text: '[::1]:9000' }

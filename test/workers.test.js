@@ -168,6 +168,9 @@ describe('workers', function () {
     assert.deepEqual([status.workers, status.backends[0].requests, status.backends[0].up_in_workers], [2, 12, 2]);
     assert.match(metrics, new RegExp(`^lila_requests_total\\{backend="${a.address}",code="200"\\} 12$`, 'm'));
     assert.match(metrics, new RegExp(`^lila_backend_up\\{backend="${a.address}"\\} 1$`, 'm'));
+    for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds']) {
+      assert.equal(metrics.match(new RegExp(`^${name} [0-9.e+-]+$`, 'gm')).length, 1, `one ${name} sample for the workers`);
+    }
     assert.equal(added.status, 201);
     assert.deepEqual(new Set(await bodies(lila.port, 10)), new Set(['B']));
   });
@@ -243,6 +246,34 @@ describe('cluster admin merging', () => {
       'lila_start_time_seconds 100',
       ''
     ].join('\n'));
+  });
+
+  it('adds CPU time and memory up, and takes the highest open descriptors and lag, the lowest descriptor limit', () => {
+    const worker = ({ cpu, rss, open, max, lag }) => [
+      '# HELP process_cpu_seconds_total CPU.',
+      '# TYPE process_cpu_seconds_total counter',
+      `process_cpu_seconds_total ${cpu}`,
+      '# HELP process_resident_memory_bytes Memory.',
+      '# TYPE process_resident_memory_bytes gauge',
+      `process_resident_memory_bytes ${rss}`,
+      '# HELP process_open_fds Open.',
+      '# TYPE process_open_fds gauge',
+      `process_open_fds ${open}`,
+      '# HELP process_max_fds Max.',
+      '# TYPE process_max_fds gauge',
+      `process_max_fds ${max}`,
+      '# HELP nodejs_eventloop_lag_seconds Lag.',
+      '# TYPE nodejs_eventloop_lag_seconds gauge',
+      `nodejs_eventloop_lag_seconds ${lag}`,
+      ''
+    ].join('\n');
+    const table = [
+      { cpu: 1.5, rss: 50e6, open: 900, max: 1024, lag: 0.002 },
+      { cpu: 2.25, rss: 60e6, open: 40, max: 4096, lag: 0.25 },
+      { cpu: 0.25, rss: 55e6, open: 30, max: 1024, lag: 0.001 }
+    ];
+
+    assert.equal(mergeMetrics(table.map(worker)), worker({ cpu: 4, rss: 165e6, open: 900, max: 1024, lag: 0.25 }));
   });
 
   it('adds counts up per backend and calls a backend up only where every worker has it up', () => {

@@ -26,6 +26,10 @@ class Backend {
     // Failures counted for passive health since failuresSince.
     this.failures = 0;
     this.failuresSince = 0;
+    // When the last failure was told (ms since the epoch), 0 for never.
+    this.lastFailureAt = 0;
+    // Down because active checks failed, not passive health: never tried in panic mode.
+    this.downByCheck = false;
     // A down backend may take one trial request (open), or has one under way (pending).
     this.trialOpen = false;
     this.trialPending = false;

@@ -71,6 +71,8 @@ class Balancer extends EventEmitter {
     // Strategies that index backends by load hear of every count change.
     this.tracksLoad = typeof this.strategy.acquired === 'function' && typeof this.strategy.released === 'function';
     this.lastPickError = '';
+    /** Picks made in panic mode, every backend being down by passive health. */
+    this.panicPicks = 0;
     this.deferChanges = false;
   }
 
@@ -91,9 +93,10 @@ class Balancer extends EventEmitter {
    * @returns {Backend | null} null when no backend is available
    */
   pick(ctx) {
-    const backend = this.pickWith(this.strategy, ctx);
-    if (backend !== null || this.backupStrategy === null) return backend;
-    return this.pickWith(this.backupStrategy, ctx);
+    let backend = this.pickWith(this.strategy, ctx);
+    if (backend === null && this.backupStrategy !== null) backend = this.pickWith(this.backupStrategy, ctx);
+    if (backend === null) backend = this.panicPick(ctx);
+    return backend;
   }
 
   /**
@@ -256,6 +259,25 @@ class Balancer extends EventEmitter {
     this.primaries.sort(byOrder);
     this.backups.sort(byOrder);
     return { added, removed, reweighted };
+  }
+
+  // Panic mode (Envoy's panic threshold, nginx forgetting failures once every
+  // peer has failed): when passive health alone has taken every backend
+  // down, refusing would turn short failures into a total outage, so they
+  // are tried anyway: the least busy first, then the one that failed longest
+  // ago. A backend an active check took down is never tried; one that is up
+  // but not eligible (tried already, weight 0) means no panic.
+  panicPick(ctx) {
+    let best = null;
+    for (const backend of this.backends) {
+      if (backend.effectiveWeight <= 0 || backend.downByCheck) continue;
+      if (backend.state === 'up') return null;
+      if (ctx && ctx.tried && ctx.tried.has(backend)) continue;
+      if (best === null || backend.active < best.active ||
+        (backend.active === best.active && backend.lastFailureAt < best.lastFailureAt)) best = backend;
+    }
+    if (best !== null) this.panicPicks++;
+    return best;
   }
 
   pickWith(strategy, ctx) {

@@ -38,7 +38,8 @@ Servers:
 `;
 
 const TAIL = `
-Durations: a number with ms, s, m or h, e.g. 500ms, 5s, 2m.
+Durations: a number with ms, s, m or h, e.g. 500ms, 5s, 2m; a number without a
+unit is milliseconds, e.g. 1500.
 
 Signals:
   SIGTERM, SIGINT  stop accepting, drain, exit 0; a second one exits at once

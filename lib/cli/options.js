@@ -91,6 +91,12 @@ const OPTIONS = [
     read: (text, flag) => validateChoice(text, HOST_HEADERS, flag)
   },
   {
+    name: 'no-location-rewrite', group: 'http', default: 'rewrite on', key: 'locationRewrite',
+    help: "keep a backend's Location and Content-Location naming its own address; by default they name lila: " +
+      "the client's scheme and Host, as nginx's proxy_redirect default does",
+    read: () => false
+  },
+  {
     name: 'max-fails', arg: '<n>', group: 'health', default: String(DEFAULTS.maxFails), key: 'maxFails',
     help: 'failures within --fail-timeout that take a backend down (refused, timed out, reset before a response); ' +
       '0 turns passive health off',

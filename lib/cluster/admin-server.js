@@ -4,12 +4,20 @@ const http = require('node:http');
 
 const BODY_LIMIT = 64 * 1024;
 const ASK_TIMEOUT_MS = 5000;
-// How a sample merges across workers when it is not a sum.
+// How a sample merges across workers when it is not a sum (as CPU time and
+// resident memory are: what lila's workers use together).
 const MERGE = {
   lila_backend_up: Math.min,
   lila_backend_weight: Math.max,
   lila_start_time_seconds: Math.min,
-  process_start_time_seconds: Math.min
+  process_start_time_seconds: Math.min,
+  // Each worker has its own descriptors and limit: the most any worker has
+  // open and the lowest limit keep open / max at least every worker's own
+  // ratio (how near EMFILE it is), where a sum would be up to n times it.
+  process_open_fds: Math.max,
+  process_max_fds: Math.min,
+  // The slowest worker's loop.
+  nodejs_eventloop_lag_seconds: Math.max
 };
 const SUMMED_STATUS_FIELDS = ['active', 'requests', 'connections', 'failures'];
 
@@ -154,7 +162,9 @@ function mergeStatus(statuses) {
 /**
  * One Prometheus exposition out of every worker's: samples with the same
  * name and labels add up (up: the lowest; weight: the highest; start times:
- * the earliest); families keep the first worker's HELP and TYPE.
+ * the earliest; open file descriptors and event-loop lag: the highest; the
+ * limit of file descriptors: the lowest); families keep the first worker's
+ * HELP and TYPE.
  *
  * @param {string[]} texts
  * @returns {string}

@@ -3,7 +3,8 @@
 const { LilaError, codes } = require('../errors');
 
 const DIGITS = /^[0-9]+$/;
-const DURATION = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)$/;
+// A number and a unit, or a bare number of milliseconds (as HAProxy reads them).
+const DURATION = /^(?:([0-9]+)|([0-9]+(?:\.[0-9]+)?)(ms|s|m|h))$/;
 const MS_PER_UNIT = { ms: 1, s: 1000, m: 60000, h: 3600000 };
 // setTimeout's limit; longer timers would fire at once.
 const MAX_DURATION = 2 ** 31 - 1;
@@ -43,8 +44,8 @@ function validateChoice(value, choices, name) {
 }
 
 /**
- * Reads a duration such as `500ms`, `5s`, `1.5m` or `2h` (a number of
- * milliseconds is accepted as is, for the library API).
+ * Reads a duration such as `500ms`, `5s`, `1.5m` or `2h`, or a bare number of
+ * milliseconds (`1500`, as text or, for the library API, as a number).
  *
  * @param {unknown} value a number of milliseconds, or the text the user typed
  * @param {string} name the option as the user knows it, e.g. `--timeout`
@@ -55,17 +56,16 @@ function validateChoice(value, choices, name) {
 function validateDuration(value, name, options = {}) {
   let ms = NaN;
   if (typeof value === 'number') ms = value;
-  else if (value === '0') ms = 0;
   else {
     const match = DURATION.exec(value);
-    if (match !== null) ms = Math.round(Number(match[1]) * MS_PER_UNIT[match[2]]);
+    if (match !== null) ms = match[1] !== undefined ? Number(match[1]) : Math.round(Number(match[2]) * MS_PER_UNIT[match[3]]);
   }
   const low = options.allowZero ? 0 : 1;
   if (!Number.isInteger(ms) || ms < low || ms > MAX_DURATION) {
     const range = options.allowZero ? '0 (off) or a duration' : 'a duration';
     throw new LilaError(
       codes.INVALID_OPTION,
-      `"${name}" must be ${range} such as 500ms, 5s or 2m (at most 24 days), received "${value}"`
+      `"${name}" must be ${range} such as 500ms, 5s or 2m, or a number of milliseconds (at most 24 days), received "${value}"`
     );
   }
   return ms;

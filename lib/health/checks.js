@@ -122,6 +122,8 @@ class HealthChecks {
 
   record(backend, run, err) {
     const { healthRise, healthFall } = this.settings;
+    // lila's own shortage (EMFILE, ...) says nothing of the backend either way.
+    if (err !== null && this.health.localProblem(err, `checking backend ${backend.name}`) !== null) return;
     if (err === null) {
       run.bad = 0;
       run.good++;

@@ -1,9 +1,13 @@
 'use strict';
 
 const HealthChecks = require('./checks');
+const { localProblem, openFilesLimit } = require('../net/local-errors');
+const { describeError } = require('../errors');
 
 // Slow start ramps a backend's weight in this many steps, from 1/STEPS up.
 const SLOW_START_STEPS = 10;
+// lila's own resource errors are logged once a burst: a burst ends after this long without one.
+const LOCAL_BURST_MS = 5000;
 
 /**
  * @typedef {object} HealthSettings
@@ -41,6 +45,10 @@ class Health {
     this.timers = new Map();
     this.ramps = new Map();
     this.available = true;
+    // When lila's own resources last failed it (EMFILE, ...), for one warning a burst.
+    this.localErrorAt = -Infinity;
+    // Read now: out of descriptors, it could not be read.
+    openFilesLimit();
     this.checks = settings.healthCheck ? new HealthChecks(this, settings, target) : null;
     this.onRemove = (backend) => this.forget(backend);
     balancer.on('remove', this.onRemove);
@@ -62,6 +70,47 @@ class Health {
   }
 
   /**
+   * A connect or request to a backend failed with a socket error. It counts
+   * against the backend (see `failed`), unless it is an error of this
+   * machine (out of file descriptors, ...): no backend is to blame for that,
+   * and it is logged once a burst instead.
+   *
+   * @param {import('../balancing/backend')} backend
+   * @param {Error & {code?: string}} err
+   * @returns {string | null} null when it counted against the backend; else what
+   *   lila is short of, e.g. `out of file descriptors`
+   */
+  failedWith(backend, err) {
+    const problem = this.localProblem(err, `connecting to backend ${backend.name}`);
+    if (problem === null) this.failed(backend, describeError(err));
+    return problem;
+  }
+
+  /**
+   * What lila is short of when `err` is one of its own resource errors
+   * (EMFILE, ENFILE, ENOBUFS, ENOMEM, EADDRNOTAVAIL), else null; the first
+   * of a burst is logged.
+   *
+   * @param {Error & {code?: string}} err
+   * @param {string} during what lila was doing, e.g. `accepting a connection`
+   * @returns {string | null}
+   */
+  localProblem(err, during) {
+    const problem = localProblem(err);
+    if (problem === null) return null;
+    const now = Date.now();
+    if (now - this.localErrorAt > LOCAL_BURST_MS) {
+      const limit = openFilesLimit();
+      const advice = problem.startsWith('out of file descriptors') && limit !== null
+        ? `; raise the open-files limit, now ${limit}`
+        : '';
+      this.logger.warn(`${problem} (${describeError(err)}) ${during}${advice}; no backend is blamed for it`);
+    }
+    this.localErrorAt = now;
+    return problem;
+  }
+
+  /**
    * A request or connection failed on a backend before any response:
    * refused, timed out, reset; or, with failOn5xx, answered 5xx.
    *
@@ -71,6 +120,7 @@ class Health {
   failed(backend, reason) {
     backend.failuresTotal++;
     backend.lastError = reason;
+    backend.lastFailureAt = Date.now();
     if (backend.trialPending) {
       backend.trialPending = false;
       this.markDown(backend, `trial failed: ${reason}`, true);
@@ -121,6 +171,7 @@ class Health {
     const wasUp = backend.state === 'up';
     backend.state = 'down';
     backend.reason = reason;
+    backend.downByCheck = !passive;
     if (wasUp) {
       backend.since = Date.now();
       this.logger.warn(`backend ${backend.name} is down: ${reason}`);
@@ -151,6 +202,7 @@ class Health {
     backend.state = 'up';
     backend.reason = reason;
     backend.since = Date.now();
+    backend.downByCheck = false;
     backend.failures = 0;
     backend.trialOpen = false;
     backend.trialPending = false;
@@ -233,7 +285,11 @@ class Health {
     if (available === this.available) return;
     this.available = available;
     if (available) this.logger.info('a backend is available again');
-    else this.logger.warn('no backend is available: every backend is down');
+    else if (this.balancer.backends.some((backend) => !backend.downByCheck && backend.effectiveWeight > 0)) {
+      this.logger.warn('no backend is available: every backend is down; passive health took them down, so lila keeps trying them (panic mode)');
+    } else {
+      this.logger.warn('no backend is available: every backend is down');
+    }
   }
 }
 

@@ -134,6 +134,38 @@ function forwardResponseHeaders(rawHeaders) {
 }
 
 /**
+ * Points `Location` and `Content-Location` back at lila when they name the
+ * backend's own address, as nginx's `proxy_redirect default` does: a backend
+ * redirecting to `http://10.0.0.2:8080/dir/` (its own address, as nginx's
+ * `port_in_redirect` writes it) would send the client around lila. The
+ * backend's origin is `http://` and its host and port as lila connects to it
+ * (port 80 may be left out, an IPv6 address is in brackets); it becomes
+ * `scheme://host` of the client's request. Every other value is kept
+ * (relative references, other hosts), and so is everything when the request
+ * had no Host (HTTP/1.0). Nothing is allocated for a response without these headers.
+ *
+ * @param {string[]} headers `[name, value, ...]` as forwarded to the client
+ * @param {{host: string, port: number}} backend the backend that answered
+ * @param {string} scheme the client's scheme: `http`, or `https` on a TLS listener
+ * @param {string | undefined} host the client's Host header
+ * @returns {string[]} `headers` when nothing changes, else a new list
+ */
+function rewriteLocation(headers, backend, scheme, host) {
+  if (host === undefined) return headers;
+  let out = headers;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i];
+    if (!isNamed(name, 'location') && !isNamed(name, 'content-location')) continue;
+    const value = headers[i + 1];
+    const rest = afterBackendOrigin(value, backend);
+    if (rest === -1) continue;
+    if (out === headers) out = headers.slice();
+    out[i + 1] = `${scheme}://${host}${value.slice(rest)}`;
+  }
+  return out;
+}
+
+/**
  * Copies a raw header list without the fields of one name.
  *
  * @param {string[]} headers `[name, value, ...]`
@@ -153,7 +185,8 @@ module.exports = {
   forwardResponseHeaders,
   withoutField,
   forwardedElement,
-  withHost
+  withHost,
+  rewriteLocation
 };
 
 // The header names listed in Connection headers, lowercased; null when none.
@@ -178,4 +211,26 @@ function forwardedValue(value) {
 
 function isHopByHop(lowerName, listed) {
   return HOP_BY_HOP.has(lowerName) || (listed !== null && listed.has(lowerName));
+}
+
+// Whether a header name is `lower` (letters and '-' only) in any case, without
+// allocating: OR 0x20 lowercases a letter and keeps '-'.
+function isNamed(name, lower) {
+  if (name.length !== lower.length) return false;
+  for (let i = 0; i < lower.length; i++) {
+    if ((name.charCodeAt(i) | 0x20) !== lower.charCodeAt(i)) return false;
+  }
+  return true;
+}
+
+// Where the path of a URI starts when its scheme and authority are the
+// backend's own, as lila connects to it (http); -1 when they are not.
+function afterBackendOrigin(value, backend) {
+  if (value.length < 8 || value.slice(0, 7).toLowerCase() !== 'http://') return -1;
+  let end = 7;
+  while (end < value.length && value[end] !== '/' && value[end] !== '?' && value[end] !== '#') end++;
+  const authority = value.slice(7, end).toLowerCase();
+  const host = backend.host.includes(':') ? `[${backend.host.toLowerCase()}]` : backend.host.toLowerCase();
+  if (authority === `${host}:${backend.port}` || (backend.port === 80 && authority === host)) return end;
+  return -1;
 }

@@ -24,6 +24,17 @@ function noBackendLeft(health, tried) {
 }
 
 /**
+ * The answer to a request lila could not send for lack of its own
+ * resources (out of file descriptors, ...): no backend failed.
+ *
+ * @param {string} problem what lila is short of, e.g. `out of file descriptors`
+ * @returns {LilaError & {retryAfter: number}} a 503
+ */
+function localShortage(problem) {
+  return Object.assign(new LilaError(codes.RESOURCES, `lila is ${problem}`, 503), { retryAfter: 1 });
+}
+
+/**
  * The answer to a request whose upstream failed after connecting.
  *
  * @param {boolean} timedOut the backend went silent past the timeout
@@ -51,4 +62,4 @@ function logAnswer(logger, error, request, detail) {
   log.call(logger, `${status} for ${request.method} ${request.url}: ${detail} (${error.code})`);
 }
 
-module.exports = { IDEMPOTENT, CLIENT_LEFT, noBackendLeft, upstreamError, logAnswer };
+module.exports = { IDEMPOTENT, CLIENT_LEFT, noBackendLeft, localShortage, upstreamError, logAnswer };

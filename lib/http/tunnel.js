@@ -1,10 +1,11 @@
 'use strict';
 
-const { forwardRequestHeaders, forwardResponseHeaders } = require('./headers');
+const { forwardRequestHeaders, forwardResponseHeaders, rewriteLocation } = require('./headers');
 const { createUpstreamRequest } = require('./upstream-request');
 const { closedCleanly } = require('../net/closed-cleanly');
 const { clientAddressOf } = require('../net/address');
 const { rawErrorResponse, unavailable } = require('./error-response');
+const { localShortage } = require('./outcomes');
 const { LilaError, codes, timeoutError, describeError } = require('../errors');
 
 const kTunnel = Symbol('kTunnel');
@@ -95,10 +96,14 @@ class Tunnel {
       this.client.destroy();
       return;
     }
-    this.context.health.failed(backend, describeError(err));
+    const shortage = this.context.health.failedWith(backend, err);
     this.release();
     if (this.client.destroyed) return;
     const what = `backend ${backend.name}: ${describeError(err)}`;
+    if (shortage !== null) {
+      this.refuse(localShortage(shortage), what);
+      return;
+    }
     if (!this.connected) {
       this.context.logger.debug(what);
       (this.tried ??= new Set()).add(backend);
@@ -149,7 +154,9 @@ class Tunnel {
     const status = upstreamResponse.statusCode;
     this.status = status;
     let head = `HTTP/1.1 ${status} ${upstreamResponse.statusMessage}\r\n`;
-    const headers = forwardResponseHeaders(upstreamResponse.rawHeaders);
+    let headers = forwardResponseHeaders(upstreamResponse.rawHeaders);
+    // The client's scheme: this listener speaks plain http.
+    if (this.context.settings.locationRewrite) headers = rewriteLocation(headers, this.backend, 'http', this.request.headers.host);
     for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
     client.write(`${head}Connection: close\r\n\r\n`);
     const bodiless = this.request.method === 'HEAD' || status === 204 || status === 304;

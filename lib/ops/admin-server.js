@@ -9,6 +9,7 @@ const { formatHostPort } = require('../net/address');
 const { parseHashKey } = require('../balancing/hash-key');
 const { parseServer, isValidName } = require('../balancing/server-address');
 const { renderMetrics, CONTENT_TYPE } = require('./metrics');
+const { readProcessStats } = require('./process-stats');
 const { LilaError, codes } = require('../errors');
 
 const JSON_TYPE = 'application/json';
@@ -156,8 +157,9 @@ function getStatus(admin) {
   });
 }
 
-function getMetrics(admin) {
-  return { status: 200, type: CONTENT_TYPE, text: renderMetrics(admin.proxy) };
+async function getMetrics(admin) {
+  const stats = await readProcessStats();
+  return { status: 200, type: CONTENT_TYPE, text: renderMetrics(admin.proxy, stats) };
 }
 
 function getRoute(admin, { query }) {

@@ -5,26 +5,30 @@ const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 // One function per family, in the order they are rendered.
 const HTTP_FAMILIES = [
   requestsTotal, requestDuration, backendActive, backendUp, backendWeight, backendFailuresTotal,
-  connectionsTotal, startTime, processStartTime
+  panicPicksTotal, connectionsTotal, startTime, processStartTime
 ];
 const TCP_FAMILIES = [
   backendConnectionsTotal, backendBytesTotal, connectionDuration, backendActive, backendUp, backendWeight,
-  backendFailuresTotal, connectionsTotal, startTime, processStartTime
+  backendFailuresTotal, panicPicksTotal, connectionsTotal, startTime, processStartTime
 ];
 
 /**
  * Renders a proxy's counters and backend states in the Prometheus text
  * exposition format 0.0.4: one family after the other, each with its HELP
  * and TYPE lines. Backend counters cover the current members; lila's own
- * answers (no backend reached) are labelled `backend=""`.
+ * answers (no backend reached) are labelled `backend=""`. The process's own
+ * families follow when its stats are given, named as the Prometheus client
+ * libraries name them; a stat that could not be read is left out.
  *
  * @param {import('../proxy')} proxy
+ * @param {import('./process-stats').ProcessStats} [stats] as `readProcessStats` reads them
  * @returns {string}
  */
-function renderMetrics(proxy) {
+function renderMetrics(proxy, stats) {
   const families = proxy.layer === 'tcp' ? TCP_FAMILIES : HTTP_FAMILIES;
   let text = '';
   for (const family of families) text += family(proxy);
+  if (stats !== undefined) text += processFamilies(stats);
   return text;
 }
 
@@ -89,6 +93,12 @@ function backendFailuresTotal(proxy) {
     'Failures health was told of: refused, timed out, reset, or a counted 5xx.', (backend) => backend.failuresTotal);
 }
 
+function panicPicksTotal(proxy) {
+  return family('lila_panic_picks_total', 'counter',
+    'Backends picked in panic mode: passive health had every backend down, so they were tried anyway.',
+    [sample('lila_panic_picks_total', {}, proxy.balancer.panicPicks)]);
+}
+
 function connectionsTotal(proxy) {
   return family('lila_connections_total', 'counter', 'Client connections accepted.',
     [sample('lila_connections_total', {}, proxy.traffic.connections)]);
@@ -103,6 +113,14 @@ function processStartTime() {
   // Node's time origin is the process's start.
   return family('process_start_time_seconds', 'gauge', 'Start time of the process since unix epoch in seconds.',
     [sample('process_start_time_seconds', {}, performance.timeOrigin / 1000)]);
+}
+
+function processFamilies(stats) {
+  let text = single('process_cpu_seconds_total', 'counter', 'Total user and system CPU time spent in seconds.', stats.cpuSeconds);
+  text += single('process_resident_memory_bytes', 'gauge', 'Resident memory size in bytes.', stats.residentMemoryBytes);
+  if (stats.openFds !== undefined) text += single('process_open_fds', 'gauge', 'Number of open file descriptors.', stats.openFds);
+  if (stats.maxFds !== undefined) text += single('process_max_fds', 'gauge', 'Maximum number of open file descriptors.', stats.maxFds);
+  return text + single('nodejs_eventloop_lag_seconds', 'gauge', 'Lag of event loop in seconds.', stats.eventLoopLagSeconds);
 }
 
 function durations(proxy, name, help) {
@@ -131,6 +149,11 @@ function trafficSources(proxy) {
   const unrouted = proxy.traffic.unrouted;
   if (unrouted.requests > 0 || unrouted.connections > 0) sources.push(['', unrouted]);
   return sources;
+}
+
+// A family of one sample without labels.
+function single(name, type, help, value) {
+  return family(name, type, help, [sample(name, {}, value)]);
 }
 
 function family(name, type, help, lines) {

@@ -3,7 +3,7 @@
 const net = require('node:net');
 const { clientAddressOf } = require('../net/address');
 const { closedCleanly } = require('../net/closed-cleanly');
-const { describeError } = require('../errors');
+const { timeoutError, describeError } = require('../errors');
 
 const kSession = Symbol('kSession');
 
@@ -40,8 +40,8 @@ class Session {
     this.startedAt = balancer.now();
     // The last backend acquired, kept after release for the traffic record.
     this.servedBy = null;
-    // Why the current connect attempt failed, for passive health; '' while none did.
-    this.failure = '';
+    // Why the current connect attempt failed, for passive health; null while none did.
+    this.failure = null;
     this.client = client;
     // Read when a strategy, a log line or the access log asks: a system call per connection.
     this.address = logger.accessEnabled ? clientAddressOf(client.remoteAddress) : null;
@@ -72,7 +72,7 @@ class Session {
     this.backend = backend;
     this.servedBy = backend;
     this.connected = false;
-    this.failure = '';
+    this.failure = null;
     this.connectStartedAt = this.balancer.now();
     const upstream = net.connect({ host: backend.host, port: backend.port, allowHalfOpen: true });
     upstream[kSession] = this;
@@ -116,14 +116,14 @@ function upstreamOnConnect() {
 // Closing counts as a refusal: upstreamOnClose tries the next backend.
 function upstreamOnTimeout() {
   const session = this[kSession];
-  session.failure = `no connection within ${session.settings.connectTimeout} ms`;
-  session.logger.debug(`backend ${session.backend.name}: ${session.failure}`);
+  session.failure = timeoutError(`no connection within ${session.settings.connectTimeout} ms`);
+  session.logger.debug(`backend ${session.backend.name}: ${session.failure.message}`);
   this.destroy();
 }
 
 function upstreamOnError(err) {
   const session = this[kSession];
-  if (!session.connected) session.failure = describeError(err);
+  if (!session.connected) session.failure = err;
   session.logger.debug(`backend ${session.backend.name}: ${describeError(err)}`);
 }
 
@@ -131,11 +131,16 @@ function upstreamOnClose() {
   const session = this[kSession];
   const backend = session.backend;
   // A connect the client's leaving cut short is nobody's failure.
-  if (!session.connected && session.failure !== '') session.health.failed(backend, session.failure);
+  const shortage = !session.connected && session.failure !== null ? session.health.failedWith(backend, session.failure) : null;
   session.balancer.release(backend);
   session.backend = null;
   const client = session.client;
   if (client.destroyed) return;
+  if (shortage !== null) {
+    // lila's own shortage: the next backend would fare no better.
+    client.destroy();
+    return;
+  }
   if (!session.connected) {
     // Nothing was read from the client yet: the next backend gets it all.
     (session.tried ??= new Set()).add(backend);

@@ -152,10 +152,7 @@ class ClientConnection extends RequestReader {
       this.answerAndClose(null);
       return;
     }
-    if (this.buffer === null && this.state === HEAD) {
-      this.deadline = this.context.now() + this.context.settings.keepAliveTimeout;
-      this.deadlineKind = IDLE_DEADLINE;
-    }
+    if (this.buffer === null && this.state === HEAD) this.idleUntil(this.context.now() + this.context.idleTimeout);
     // Whatever paused reading (a full pipeline, a slow upstream for a body
     // now dropped) is checked again as reading goes on.
     if (this.paused) this.resume();
@@ -212,10 +209,22 @@ class ClientConnection extends RequestReader {
     new Tunnel(this.context, this.upgradeHead, socket, rest).open();
   }
 
+  /**
+   * Closes the connection at `deadline` unless a request arrives before.
+   *
+   * @param {number} deadline ms since the epoch
+   */
+  idleUntil(deadline) {
+    this.deadline = deadline;
+    this.deadlineKind = IDLE_DEADLINE;
+  }
+
   /** The sweep found the deadline passed. */
   expired() {
     if (this.deadlineKind === IDLE_DEADLINE) {
-      this.socket.destroy();
+      // Draining, a request may be on its way: end gracefully, reading what still comes.
+      if (this.context.settings.draining) this.answerAndClose(null);
+      else this.socket.destroy();
       return;
     }
     if (this.queue.length > 0) {
@@ -226,14 +235,23 @@ class ClientConnection extends RequestReader {
     this.answerAndClose(rawErrorResponse(408, 'the request headers did not arrive in time'));
   }
 
-  /** The client half-closed: a partial head gets its 400; requests in flight are abandoned. */
+  /**
+   * The client half-closed: it is done sending, not gone. Requests it sent
+   * whole are answered, then the connection closes; a partial head alone
+   * gets its 400; a request cut short mid-body or an upgrade is abandoned.
+   */
   ended() {
-    if (this.state === HEAD && this.buffer !== null && this.queue.length === 0) {
-      this.context.logger.debug(`client ${this.clientAddress}: 400, the connection ended mid-head (${codes.BAD_REQUEST})`);
-      this.answerAndClose(rawErrorResponse(400, 'malformed request'));
+    if (this.queue.length === 0) {
+      if (this.state === HEAD && this.buffer !== null) {
+        this.context.logger.debug(`client ${this.clientAddress}: 400, the connection ended mid-head (${codes.BAD_REQUEST})`);
+        this.answerAndClose(rawErrorResponse(400, 'malformed request'));
+      } else {
+        this.socket.destroy();
+      }
       return;
     }
-    this.socket.destroy();
+    if (this.state === HEAD || this.state === DONE) this.stopReading();
+    else this.socket.destroy();
   }
 
   closed() {

@@ -4,7 +4,7 @@ const { forwardRequestHeaders, withHost } = require('../headers');
 const { backendAuthority } = require('../../net/address');
 const { ResponseRelay, HOLD_LIMIT } = require('./response-relay');
 const { rawErrorResponse } = require('../error-response');
-const { IDEMPOTENT, CLIENT_LEFT, noBackendLeft, upstreamError, logAnswer } = require('../outcomes');
+const { IDEMPOTENT, CLIENT_LEFT, noBackendLeft, localShortage, upstreamError, logAnswer } = require('../outcomes');
 const { timeoutError, describeError } = require('../../errors');
 
 /**
@@ -169,8 +169,12 @@ class FastExchange extends ResponseRelay {
     const { logger, health } = this.context;
     if (!this.connected) {
       logger.debug(`backend ${backend.name}: ${describeError(err)}`);
-      health.failed(backend, describeError(err));
+      const shortage = health.failedWith(backend, err);
       this.release();
+      if (shortage !== null) {
+        this.fail(localShortage(shortage), `backend ${backend.name}: ${describeError(err)}`);
+        return;
+      }
       (this.tried ??= new Set()).add(backend);
       this.forward();
       return;
@@ -182,7 +186,7 @@ class FastExchange extends ResponseRelay {
       this.send(true);
       return;
     }
-    if (this.responseHead === null) health.failed(backend, describeError(err));
+    if (this.responseHead === null) health.failedWith(backend, err);
     this.release();
     const what = `backend ${backend.name}: ${describeError(err)}`;
     this.fail(upstreamError(this.timedOut), what);

@@ -1,7 +1,7 @@
 'use strict';
 
 const { STATUS_CODES } = require('node:http');
-const { forwardResponseHeaders, withoutField } = require('../headers');
+const { forwardResponseHeaders, rewriteLocation, withoutField } = require('../headers');
 const { parseResponseHead } = require('./head-parser');
 const ChunkedScanner = require('./chunked-scanner');
 
@@ -139,6 +139,8 @@ class ResponseRelay {
       !(http10 && (this.framing === CLOSE || this.framing === CHUNKED)) &&
       !(request.expectContinue && !this.continued);
     let headers = forwardResponseHeaders(head.rawHeaders);
+    // The client's scheme: this listener speaks plain http.
+    if (settings.locationRewrite) headers = rewriteLocation(headers, this.backend, 'http', request.host);
     // Trailers cannot reach an HTTP/1.0 client: announcing them would be wrong.
     if (http10) headers = withoutField(headers, 'trailer');
     let out = `HTTP/1.1 ${status} ${head.reason || STATUS_CODES[status] || 'Unknown'}\r\n${fieldLines(headers)}`;

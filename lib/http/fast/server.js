@@ -8,14 +8,15 @@ const UpstreamSockets = require('./upstream-sockets');
  * Creates the http layer on lila's fast engine: a `net` server whose
  * connections parse HTTP/1.1 themselves (connection.js, request-reader.js)
  * and forward each request on pooled upstream sockets (exchange.js,
- * response-relay.js). It has the `closeIdleConnections()` of an `http.Server`.
+ * response-relay.js). It has the `closeIdleConnections()` of an `http.Server`,
+ * and `closeGracefully(ms, done)` for a drain (see the node engine's).
  *
  * @param {import('../../balancing/balancer')} balancer
  * @param {import('../../ops/logger')} logger
  * @param {import('../node/exchange').HttpSettings} settings
  * @param {import('../../health')} health told of every request's outcome
  * @param {import('../../ops/traffic')} traffic where ended requests are counted
- * @returns {net.Server & {closeIdleConnections: () => void}}
+ * @returns {net.Server & {closeIdleConnections: () => void, closeGracefully: (ms: number, done: () => void) => void}}
  */
 function createFastHttpServer(balancer, logger, settings, health, traffic) {
   const connections = new Set();
@@ -29,6 +30,8 @@ function createFastHttpServer(balancer, logger, settings, health, traffic) {
     traffic,
     connections,
     now: Date.now,
+    // How long a connection stays open idle: the keep-alive timeout, or the drain's grace.
+    idleTimeout: settings.keepAliveTimeout,
     keepAliveFields: `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(settings.keepAliveTimeout / 1000)}\r\n\r\n`
   };
   // Half-open: a client's FIN is handled by the connection, not by net.
@@ -38,19 +41,27 @@ function createFastHttpServer(balancer, logger, settings, health, traffic) {
     new ClientConnection(context, socket);
   });
   // Deadlines (request head, keep-alive idle) are checked by one sweep, not a timer per request.
-  const every = Math.min(1000, Math.max(10, Math.floor(Math.min(settings.headerTimeout, settings.keepAliveTimeout || Infinity) / 4)));
   let sweep = null;
-  server.on('listening', () => {
+  const sweepEvery = (ms) => {
+    clearInterval(sweep);
     sweep = setInterval(() => {
       const now = Date.now();
       for (const connection of connections) {
         if (connection.deadlineKind !== 0 && now >= connection.deadline) connection.expired();
       }
-    }, every);
+    }, Math.min(1000, Math.max(10, Math.floor(ms / 4))));
     sweep.unref();
-  });
+  };
+  server.on('listening', () => sweepEvery(Math.min(settings.headerTimeout, settings.keepAliveTimeout || Infinity)));
   server.closeIdleConnections = () => {
     for (const connection of connections) if (connection.idle) connection.socket.destroy();
+  };
+  server.closeGracefully = (ms, done) => {
+    server.close(() => done());
+    context.idleTimeout = ms;
+    const deadline = Date.now() + ms;
+    for (const connection of connections) if (connection.idle) connection.idleUntil(deadline);
+    sweepEvery(ms);
   };
   // Once every connection has ended; a balancer may outlive its proxy.
   server.on('close', () => {

@@ -1,10 +1,10 @@
 'use strict';
 
-const { forwardRequestHeaders, forwardResponseHeaders, withoutField } = require('../headers');
+const { forwardRequestHeaders, forwardResponseHeaders, rewriteLocation, withoutField } = require('../headers');
 const { createUpstreamRequest } = require('../upstream-request');
 const { clientAddressOf } = require('../../net/address');
 const { errorBody } = require('../error-response');
-const { IDEMPOTENT, CLIENT_LEFT, noBackendLeft, upstreamError, logAnswer } = require('../outcomes');
+const { IDEMPOTENT, CLIENT_LEFT, noBackendLeft, localShortage, upstreamError, logAnswer } = require('../outcomes');
 const { LilaError, codes, timeoutError, describeError } = require('../../errors');
 
 const kExchange = Symbol('kExchange');
@@ -20,6 +20,7 @@ const kInFlight = Symbol('kInFlight');
  * @property {number} headerTimeout ms a client has to send a complete request head
  * @property {number} maxHeaderSize bytes a request head may take (431 past it)
  * @property {'client' | 'backend'} hostHeader the Host sent upstream
+ * @property {boolean} locationRewrite a Location naming the backend's own address is pointed at lila
  */
 
 /**
@@ -173,10 +174,14 @@ class Exchange {
     const logger = this.context.logger;
     if (!this.connected) {
       logger.debug(`backend ${backend.name}: ${describeError(err)}`);
-      this.context.health.failed(backend, describeError(err));
+      const shortage = this.context.health.failedWith(backend, err);
       this.release();
-      (this.tried ??= new Set()).add(backend);
       this.upstream = null;
+      if (shortage !== null) {
+        this.fail(localShortage(shortage), `backend ${backend.name}: ${describeError(err)}`);
+        return;
+      }
+      (this.tried ??= new Set()).add(backend);
       this.forward();
       return;
     }
@@ -187,7 +192,7 @@ class Exchange {
       this.send(false);
       return;
     }
-    if (!this.responded) this.context.health.failed(backend, describeError(err));
+    if (!this.responded) this.context.health.failedWith(backend, err);
     this.release();
     const what = `backend ${backend.name}: ${describeError(err)}`;
     this.fail(upstreamError(this.timedOut), what);
@@ -215,6 +220,8 @@ class Exchange {
     response.sendDate = false;
     if (settings.draining) response.shouldKeepAlive = false;
     let headers = forwardResponseHeaders(upstreamResponse.rawHeaders);
+    // The client's scheme: this listener speaks plain http.
+    if (settings.locationRewrite) headers = rewriteLocation(headers, this.backend, 'http', this.request.headers.host);
     // Trailers cannot reach an HTTP/1.0 client (Node throws on announcing them).
     if (this.request.httpVersionMinor === 0) headers = withoutField(headers, 'trailer');
     try {
@@ -295,7 +302,7 @@ class Exchange {
     this.request.socket[kInFlight].delete(this);
     const upstream = this.upstream;
     // A completed upstream request is already back in the agent's pool.
-    if (upstream !== null && !upstream.destroyed) upstream.destroy();
+    if (upstream !== null && !upstream.destroyed) abandon(upstream);
     // The rest of a body answered early is read and dropped, so that the
     // connection reaches the next request (Node only does so for bodies nobody piped).
     if (!this.request.complete && !this.request.destroyed) {
@@ -329,7 +336,31 @@ function abandonRequests(socket, status) {
   return true;
 }
 
-module.exports = { Exchange, abandonRequests };
+/**
+ * Whether a client connection has no request in flight: between two
+ * requests of a keep-alive connection, or before its first.
+ *
+ * @param {import('node:net').Socket} socket
+ * @returns {boolean}
+ */
+function isIdle(socket) {
+  const exchanges = socket[kInFlight];
+  return exchanges === undefined || exchanges.size === 0;
+}
+
+module.exports = { Exchange, abandonRequests, isIdle };
+
+// Destroys an upstream request lila gives up on. Destroyed before the agent
+// has handed it its socket (the client left in the same turn), a request
+// gives that socket back to the agent, unused and maybe still connecting:
+// Node 20 and 22 destroy it, Node 24 and later pool it unless the request
+// declines keep-alive, and the next request to the backend takes it as a
+// reused connection (and retries when the backend closes it). No socket of an
+// abandoned request is pooled, on any version.
+function abandon(upstream) {
+  upstream.shouldKeepAlive = false;
+  upstream.destroy();
+}
 
 // Trailers arrive as [name, value, name, value, ...]; addTrailers wants pairs.
 function trailerPairs(rawTrailers) {

@@ -1,7 +1,7 @@
 'use strict';
 
 const http = require('node:http');
-const { Exchange, abandonRequests } = require('./exchange');
+const { Exchange, abandonRequests, isIdle } = require('./exchange');
 const { requestProblem } = require('../request-checks');
 const { clientAddressOf } = require('../../net/address');
 const { Tunnel } = require('../tunnel');
@@ -29,7 +29,7 @@ const kRejected = Symbol('kRejected');
  * @param {import('./exchange').HttpSettings} settings
  * @param {import('../../health')} health told of every request's outcome
  * @param {import('../../ops/traffic')} traffic where ended requests are counted
- * @returns {http.Server}
+ * @returns {http.Server & {closeGracefully: (ms: number, done: () => void) => void}}
  */
 function createHttpServer(balancer, logger, settings, health, traffic) {
   const pools = new UpstreamPools(balancer);
@@ -45,9 +45,30 @@ function createHttpServer(balancer, logger, settings, health, traffic) {
     connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(settings.headerTimeout / 4)))
   });
   server.keepAliveTimeout = settings.keepAliveTimeout;
-  server.on('connection', () => {
+  // A client's FIN after its request means it is done sending: Node then
+  // answers what is in flight and ends the connection after the last response.
+  server.httpAllowHalfOpen = true;
+  const sockets = new Set();
+  server.on('connection', (socket) => {
     traffic.connections++;
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
   });
+  // For a drain: stops accepting; a connection idle now, or once its response
+  // ends, is still read for `ms` (a request on its way is answered, with
+  // Connection: close), then closed. `done` once every connection has ended.
+  server.closeGracefully = (ms, done) => {
+    server.keepAliveTimeout = ms;
+    // http.Server#close() destroys idle connections at once (Node 19+), racing
+    // a request just sent on one: it is kept from doing so for this close.
+    server.closeIdleConnections = () => {};
+    server.close(() => done());
+    delete server.closeIdleConnections;
+    const idleNow = [...sockets].filter(isIdle);
+    setTimeout(() => {
+      for (const socket of idleNow) if (isIdle(socket)) socket.destroy();
+    }, ms).unref();
+  };
   server.on('request', (request, response) => {
     if (accepted(context, request, response)) new Exchange(context, request, response, false).forward();
   });

@@ -1,0 +1,68 @@
+'use strict';
+
+const fs = require('node:fs');
+
+// Errors of this machine, not of the peer: out of descriptors, buffers,
+// memory or local ports. No backend is to blame for them.
+const LOCAL_ERRORS = new Map([
+  ['EMFILE', 'out of file descriptors'],
+  ['ENFILE', 'out of file descriptors (the whole system)'],
+  ['ENOBUFS', 'out of socket buffers'],
+  ['ENOMEM', 'out of memory'],
+  ['EADDRNOTAVAIL', 'out of local ports']
+]);
+// The open-files limit as last read.
+let lastLimit = null;
+
+/**
+ * What a socket error says about this machine: a short description when it
+ * is one of lila's own resource errors (EMFILE, ENFILE, ENOBUFS, ENOMEM,
+ * EADDRNOTAVAIL), else null. A connect to a name with several addresses
+ * fails with an AggregateError: it is local when one of its errors is.
+ *
+ * @param {Error & {code?: string, errors?: Error[]}} err
+ * @returns {string | null}
+ */
+function localProblem(err) {
+  const own = LOCAL_ERRORS.get(err.code);
+  if (own !== undefined) return own;
+  if (!Array.isArray(err.errors)) return null;
+  for (const inner of err.errors) {
+    const problem = LOCAL_ERRORS.get(inner && inner.code);
+    if (problem !== undefined) return problem;
+  }
+  return null;
+}
+
+/**
+ * The soft limit on this process's open files, where the system tells it
+ * (Linux's /proc); null elsewhere. Out of descriptors, the file cannot be
+ * read: the last reading is returned then, so read it once early.
+ *
+ * @returns {number | null}
+ */
+function openFilesLimit() {
+  let text;
+  try {
+    text = fs.readFileSync('/proc/self/limits', 'latin1');
+  } catch {
+    return lastLimit;
+  }
+  const limit = parseOpenFilesLimit(text);
+  if (limit !== null) lastLimit = limit;
+  return lastLimit;
+}
+
+/**
+ * The soft open-files limit in the text of a procfs `limits` file.
+ *
+ * @param {string} text
+ * @returns {number | null} Infinity when unlimited; null when the line is missing
+ */
+function parseOpenFilesLimit(text) {
+  const line = /^Max open files\s+(\d+|unlimited)\s/m.exec(text);
+  if (line === null) return null;
+  return line[1] === 'unlimited' ? Infinity : Number(line[1]);
+}
+
+module.exports = { localProblem, openFilesLimit, parseOpenFilesLimit };
