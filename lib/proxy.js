@@ -10,6 +10,7 @@ const { parseHashKey } = require('./balancing/hash-key');
 const Health = require('./health');
 const Traffic = require('./ops/traffic');
 const { validateChoice, validateCount, validateDuration, validatePath, validatePort } = require('./config/validate');
+const { probeDescriptors } = require('./net/local-errors');
 const { LilaError, codes, describeError } = require('./errors');
 
 const LAYERS = ['http', 'tcp'];
@@ -116,6 +117,7 @@ class Proxy {
       : (this.engine === 'fast' ? createFastHttpServer : createHttpServer)(this.balancer, this.logger, this.settings, this.health, this.traffic);
     /** Client connections open now, for the drain's deadline. */
     this.connections = new Set();
+    this.descriptorProbe = null;
     this.server.on('connection', (socket) => {
       this.connections.add(socket);
       socket.once('close', () => this.connections.delete(socket));
@@ -125,6 +127,12 @@ class Proxy {
   /** @returns {import('./balancing/backend')[]} the backends, in the order given */
   get backends() {
     return this.balancer.backends;
+  }
+
+  // Health checks and the descriptor probe stop with the listener.
+  stopProbes() {
+    this.health.stop();
+    clearInterval(this.descriptorProbe);
   }
 
   /**
@@ -153,6 +161,7 @@ class Proxy {
             this.logger.warn(`cannot accept a connection: ${describeError(err)}`);
           }
         });
+        this.descriptorProbe = probeDescriptors((err) => this.health.localProblem(err, 'accepting connections'));
         resolve(this.server.address());
       });
     });
@@ -165,7 +174,7 @@ class Proxy {
    * @returns {Promise<void>}
    */
   close() {
-    this.health.stop();
+    this.stopProbes();
     return new Promise((resolve) => {
       this.server.close(() => resolve());
       if (this.layer === 'http') this.server.closeIdleConnections();
@@ -184,7 +193,7 @@ class Proxy {
    */
   drain(timeout) {
     this.settings.draining = true;
-    this.health.stop();
+    this.stopProbes();
     const closing = new Promise((resolve) => {
       if (this.layer === 'http') this.server.closeGracefully(Math.min(DRAIN_GRACE_MS, timeout), resolve);
       else this.server.close(() => resolve());

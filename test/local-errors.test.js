@@ -98,6 +98,8 @@ describe("lila's own resource limits", function () {
 
     const clients = openClients(lila.port, CLIENTS, 'hello');
     await until(() => a.sockets.size + clients.filter((c) => c.ended).length >= CLIENTS, 'every client to be connected or closed');
+    // A connect that failed says so at once; connections libuv could not accept, within a second.
+    await until(() => /out of file descriptors/.test(lila.stderr), 'lila to say it is out of file descriptors');
     const closed = clients.filter((c) => c.ended).length;
     for (const client of clients) client.socket.destroy();
     await until(() => a.sockets.size === 0, 'every upstream to be closed');

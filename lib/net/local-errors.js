@@ -1,6 +1,7 @@
 'use strict';
 
 const fs = require('node:fs');
+const os = require('node:os');
 
 // Errors of this machine, not of the peer: out of descriptors, buffers,
 // memory or local ports. No backend is to blame for them.
@@ -13,6 +14,8 @@ const LOCAL_ERRORS = new Map([
 ]);
 // The open-files limit as last read.
 let lastLimit = null;
+// How often the descriptor probe looks.
+const PROBE_MS = 1000;
 
 /**
  * What a socket error says about this machine: a short description when it
@@ -65,4 +68,28 @@ function parseOpenFilesLimit(text) {
   return line[1] === 'unlimited' ? Infinity : Number(line[1]);
 }
 
-module.exports = { localProblem, openFilesLimit, parseOpenFilesLimit };
+/**
+ * Tells, about once a second, when this process is out of file descriptors.
+ * A listener cannot: libuv accepts and closes the connections it has no
+ * descriptor for without telling Node (its "EMFILE trick"). Opening the
+ * null device costs one system call pair a second, and fails exactly then.
+ *
+ * @param {(err: Error) => void} onError called with the error of a failed probe
+ * @returns {NodeJS.Timeout} clear it to stop; it keeps no process alive
+ */
+function probeDescriptors(onError) {
+  const timer = setInterval(() => {
+    let fd;
+    try {
+      fd = fs.openSync(os.devNull, 'r');
+    } catch (err) {
+      onError(err);
+      return;
+    }
+    fs.closeSync(fd);
+  }, PROBE_MS);
+  timer.unref();
+  return timer;
+}
+
+module.exports = { localProblem, openFilesLimit, parseOpenFilesLimit, probeDescriptors };
