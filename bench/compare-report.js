@@ -5,13 +5,19 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 
-const BEGIN = '<!-- bench:compare begin -->';
-const END = '<!-- bench:compare end -->';
+// Where `--write` puts a run in bench/README.md: between its markers, or in a new section.
+const SECTIONS = {
+  plain: { marker: 'bench:compare', heading: 'Comparison' },
+  tls: { marker: 'bench:compare-tls', heading: 'HTTPS comparison' }
+};
 // lila's ratios are taken to these, where both were measured.
-const HTTP_PEERS = ['nginx http', 'node-http-proxy', 'haproxy http'];
-// net pipe first: issue 7 asks lila's tcp layer to be at least as fast as plain net piping.
-const TCP_PEERS = ['net pipe', 'nginx stream', 'haproxy tcp'];
-const NGINX_OF_LAYER = { http: 'nginx http', tcp: 'nginx stream' };
+const PEERS = {
+  http: ['nginx http', 'node-http-proxy', 'haproxy http'],
+  // net pipe first: issue 7 asks lila's tcp layer to be at least as fast as plain net piping.
+  tcp: ['net pipe', 'nginx stream', 'haproxy tcp'],
+  https: ['nginx https', 'haproxy https']
+};
+const NGINX_OF_LAYER = { http: 'nginx http', tcp: 'nginx stream', https: 'nginx https' };
 
 /**
  * @typedef {object} Sample one measured run of bench/load.js
@@ -21,20 +27,22 @@ const NGINX_OF_LAYER = { http: 'nginx http', tcp: 'nginx stream' };
  * @property {number} p99 ms
  * @property {number} errors errors + timeouts + non-2xx
  * @property {number | null} cpu proxy CPU seconds in the measured run; null for direct
+ * @property {number} [resumed] the share of new TLS connections resumed (bench/tls-load.js only)
  */
 
 /**
  * bench/compare.js's report, in markdown: the command, the setup, then the
  * medians of every target and load, lila's ratios to its peers, and memory
  * per idle connection. `vs direct` is `-` when direct (layer null) was not
- * measured (`--only`).
+ * measured (`--only`); a target not run at a load has no row there. A load
+ * with a `goal` adds it to the ratios to nginx, with `ok` or `MISS`.
  *
  * @param {object} results
  * @param {string[]} results.setup paragraphs describing the machine and the run
- * @param {{name: string}[]} results.loads
- * @param {{name: string, layer: 'http' | 'tcp' | null}[]} results.targets
+ * @param {{name: string, goal?: number}[]} results.loads `goal`: lila's req/CPU-s over nginx's at least that
+ * @param {{name: string, layer: 'http' | 'https' | 'tcp' | null}[]} results.targets
  * @param {Map<string, Sample[]>} results.samples by `sampleKey(target, load)`
- * @param {object[]} results.idle `{target, open, before, after}`, memory from proc-stats
+ * @param {object[] | null} results.idle `{target, open, before, after}`, memory from proc-stats; null: not measured
  * @param {string[]} results.notes what was skipped or changed, and why
  * @returns {string}
  */
@@ -52,8 +60,7 @@ function formatReport({ setup, loads, targets, samples, idle, notes }) {
     '',
     ...ratioTable(loads, targets, medians),
     '',
-    ...idleTable(idle),
-    ''
+    ...(idle === null ? [] : [...idleTable(idle), ''])
   ];
   if (notes.length > 0) lines.push(...notes.map((note) => `- ${note}`), '');
   return lines.join('\n');
@@ -87,20 +94,25 @@ function describeMachine({ nginx, haproxy }) {
 }
 
 /**
- * Puts `report` between the bench:compare comment markers of a markdown
- * file, or in a new `## Comparison` section at its end.
+ * Puts `report` between a section's comment markers in a markdown file
+ * (`bench:compare` for plain runs, `bench:compare-tls` for `--tls`), or in a
+ * new section at its end (`## Comparison`, `## HTTPS comparison`).
  *
  * @param {string} file
  * @param {string} report
+ * @param {'plain' | 'tls'} [section]
  */
-function writeSection(file, report) {
+function writeSection(file, report, section = 'plain') {
+  const { marker, heading } = SECTIONS[section];
+  const opening = `<!-- ${marker} begin -->`;
+  const closing = `<!-- ${marker} end -->`;
   const text = fs.readFileSync(file, 'utf8');
-  const block = `${BEGIN}\n${report}${END}`;
-  const begin = text.indexOf(BEGIN);
-  const end = text.indexOf(END);
+  const block = `${opening}\n${report}${closing}`;
+  const begin = text.indexOf(opening);
+  const end = text.indexOf(closing);
   const updated = begin !== -1 && end > begin
-    ? text.slice(0, begin) + block + text.slice(end + END.length)
-    : `${text.trimEnd()}\n\n## Comparison\n\n${block}\n`;
+    ? text.slice(0, begin) + block + text.slice(end + closing.length)
+    : `${text.trimEnd()}\n\n## ${heading}\n\n${block}\n`;
   fs.writeFileSync(file, updated);
 }
 
@@ -126,17 +138,22 @@ function summarize(list) {
     p99: median(list.map((s) => s.p99)),
     errors: list.reduce((sum, s) => sum + s.errors, 0),
     cpu: list[0].cpu === null ? null : median(list.map((s) => s.cpu)),
-    perCpu: perCpu.length === 0 ? null : median(perCpu)
+    perCpu: perCpu.length === 0 ? null : median(perCpu),
+    resumed: list[0].resumed === undefined ? null : median(list.map((s) => s.resumed))
   };
 }
 
+// A `resumed` column (the share of new TLS connections resumed) when some load made new TLS connections.
 function throughputTable(loads, targets, medians) {
   const rows = [];
   const baseline = targets.find((target) => target.layer === null);
+  const tls = [...medians.values()].some((m) => m.resumed !== null);
   for (const load of loads) {
-    const direct = baseline === undefined ? null : medians.get(sampleKey(baseline, load));
+    const direct = (baseline === undefined ? undefined : medians.get(sampleKey(baseline, load))) || null;
     for (const target of targets) {
       const m = medians.get(sampleKey(target, load));
+      if (m === undefined) continue;
+      const resumed = tls ? [m.resumed === null ? '-' : `${Math.round(m.resumed * 100)}%`] : [];
       rows.push([
         target.name,
         load.name,
@@ -146,37 +163,50 @@ function throughputTable(loads, targets, medians) {
         m.errors,
         m.cpu === null ? '-' : m.cpu.toFixed(2),
         m.perCpu === null ? '-' : Math.round(m.perCpu),
-        direct === null ? '-' : (m.rps / direct.rps).toFixed(2)
+        direct === null ? '-' : (m.rps / direct.rps).toFixed(2),
+        ...resumed
       ]);
     }
   }
   const headers = ['target', 'load', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'proxy CPU s', 'req/CPU-s', 'vs direct'];
-  return markdownTable(headers, rows);
+  return markdownTable(tls ? [...headers, 'resumed'] : headers, rows);
 }
 
 // Above 1, lila serves more per second or per CPU-second; a p99 above 1 is lila slower.
+// Loads with a goal add `goal` and `result` columns, filled in for the ratios to nginx.
 function ratioTable(loads, targets, medians) {
   const names = new Set(targets.map((target) => target.name));
   const pairs = [];
   for (const target of targets) {
     if (!target.name.startsWith('lila')) continue;
-    for (const peer of target.layer === 'http' ? HTTP_PEERS : TCP_PEERS) pairs.push([target.name, peer]);
+    for (const peer of PEERS[target.layer]) pairs.push([target, peer]);
   }
+  const goals = loads.some((load) => load.goal !== undefined);
   const rows = [];
-  for (const [name, peer] of pairs.filter(([, b]) => names.has(b))) {
+  for (const [{ name, layer }, peer] of pairs.filter(([, b]) => names.has(b))) {
     for (const load of loads) {
       const a = medians.get(sampleKey({ name }, load));
       const b = medians.get(sampleKey({ name: peer }, load));
-      rows.push([
+      if (a === undefined || b === undefined) continue;
+      const perCpu = a.perCpu === null || b.perCpu === null ? null : a.perCpu / b.perCpu;
+      const row = [
         `${name} / ${peer}`,
         load.name,
         (a.rps / b.rps).toFixed(2),
-        a.perCpu === null || b.perCpu === null ? '-' : (a.perCpu / b.perCpu).toFixed(2),
+        perCpu === null ? '-' : perCpu.toFixed(2),
         (a.p99 / b.p99).toFixed(2)
-      ]);
+      ];
+      if (goals) {
+        const goal = peer === NGINX_OF_LAYER[layer] && load.goal !== undefined ? load.goal : null;
+        // The ratio as printed is what is judged.
+        const met = goal !== null && perCpu !== null && Number(perCpu.toFixed(2)) >= goal;
+        row.push(goal === null ? '-' : goal.toFixed(2), goal === null || perCpu === null ? '-' : met ? 'ok' : 'MISS');
+      }
+      rows.push(row);
     }
   }
-  return markdownTable(['ratio', 'load', 'req/s', 'req/CPU-s', 'p99'], rows);
+  const headers = ['ratio', 'load', 'req/s', 'req/CPU-s', 'p99'];
+  return markdownTable(goals ? [...headers, 'goal', 'result'] : headers, rows);
 }
 
 function idleTable(rows) {

@@ -12,6 +12,7 @@ const { LILA, BACKENDS, startChild, stopChild, parsePorts, parseLilaPort } = req
 const { processTree, cpuSeconds, machineCpuSeconds, memory } = require('./proc-stats');
 const { nginxBackends, nginxProxy, nginxStreamModule, haproxyConfig } = require('./peer-configs');
 const { formatReport, describeMachine, writeSection, sampleKey } = require('./compare-report');
+const { makeCertificates, SERVER_NAME } = require('./certificates');
 
 const LOAD = path.join(__dirname, 'load.js');
 const PEER = path.join(__dirname, 'node-http-proxy.js');
@@ -24,6 +25,18 @@ const LOADS = [
   { name: '7 keep-alive', connections: 7, close: false },
   { name: '64 keep-alive', connections: 64, close: false },
   { name: '7 close', connections: 7, close: true }
+];
+// `--tls`: plain http keep-alive first, what TLS adds to is measured in the
+// same run; then, once per certificate type, HTTPS keep-alive (autocannon) and
+// a new connection per request (bench/tls-load.js), a full handshake each or
+// resumed with a session ticket. `goal` is issue 16's: lila's requests per
+// proxy CPU-second over nginx's at least that.
+const HANDSHAKE_CONNECTIONS = 16;
+const PLAIN_LOAD = { name: 'http 64 keep-alive', op: 'run', connections: 64, close: false };
+const TLS_LOADS = [
+  { name: '64 keep-alive', op: 'run', connections: 64, close: false, goal: 0.45 },
+  { name: `${HANDSHAKE_CONNECTIONS} handshake`, op: 'handshakes', connections: HANDSHAKE_CONNECTIONS, resume: false, goal: 0.4 },
+  { name: `${HANDSHAKE_CONNECTIONS} resumed`, op: 'handshakes', connections: HANDSHAKE_CONNECTIONS, resume: true, goal: 0.4 }
 ];
 const BACKEND_NAMES = ['A', 'B', 'C'];
 const IDLE_CONNECTIONS = 10000;
@@ -43,10 +56,11 @@ const STOP_TIMEOUT_MS = 5000;
 
 main();
 
-// `npm run bench:compare [-- --rounds <n>] [--duration <s>] [--only <names>] [--write]`: direct,
-// lila and its peers in front of the same three backends, rounds interleaved, medians reported.
+// `npm run bench:compare [-- --rounds <n>] [--duration <s>] [--only <names>] [--tls] [--write]`:
+// direct, lila and its peers in front of the same three backends, rounds interleaved, medians
+// reported; with `--tls`, the proxies serve HTTPS (RSA and ECDSA certificates) instead.
 async function main() {
-  const run = { children: [], dir: null, stopping: null, signal: null, pinned: false, openFiles: 0, load: null };
+  const run = { children: [], dir: null, stopping: null, signal: null, pinned: false, openFiles: 0, load: null, certificates: null };
   const stopOn = (signal) => interrupt(run, signal);
   process.on('SIGINT', stopOn);
   process.on('SIGTERM', stopOn);
@@ -57,20 +71,29 @@ async function main() {
     const notes = [];
     run.pinned = canPin(notes);
     run.openFiles = openFilesLimit();
-    const idleCount = idleConnections(run, notes);
+    const idleCount = options.tls ? 0 : idleConnections(run, notes);
+    if (options.tls) run.certificates = makeCertificates(run.dir);
+    const loads = options.tls ? tlsLoads(run.certificates) : LOADS;
     run.load = await startLoad(run);
     const backends = await startBackends(run, notes);
-    const targets = await startTargets(run, chosenTargets(targetsFor(run, backends), options.only, notes), notes);
-    const samples = await measureRounds(run, targets, options, notes);
+    const all = options.tls ? tlsTargetsFor(run, backends) : targetsFor(run, backends);
+    const targets = await startTargets(run, chosenTargets(all, options.only, notes), notes);
+    const samples = await measureRounds(run, targets, loads, options, notes);
     for (const target of targets) if (target.child !== null) await stopChild(target.child, { killAfter: STOP_TIMEOUT_MS });
     const measured = targets.filter((target) => target.lost === null);
-    const idle = await measureIdle(run, measured, idleCount, notes);
+    // Idle HTTPS connections are not part of issue 16: --tls measures throughput only.
+    const idle = options.tls ? null : await measureIdle(run, measured, idleCount, notes);
+    if (options.tls) notes.push(...negotiatedNotes(samples));
     const setup = setupLines({ run, backends, options, others: othersSince(others) });
-    const report = formatReport({ setup, loads: LOADS, targets: measured, samples, idle, notes });
+    // A target runs once per certificate under one name; its rows are told apart by the load.
+    const shown = measured.filter((target, i) => measured.findIndex((other) => other.name === target.name) === i);
+    const report = formatReport({ setup, loads, targets: shown, samples, idle, notes });
     process.stdout.write(`\n${report}`);
     if (options.write) {
-      writeSection(README, report);
-      process.stderr.write(`bench: wrote the Comparison section of ${path.relative(process.cwd(), README)}\n`);
+      const section = options.tls ? 'tls' : 'plain';
+      writeSection(README, report, section);
+      const heading = section === 'tls' ? 'HTTPS comparison' : 'Comparison';
+      process.stderr.write(`bench: wrote the ${heading} section of ${path.relative(process.cwd(), README)}\n`);
     }
   } catch (err) {
     if (run.signal === null) {
@@ -89,6 +112,7 @@ function optionsFrom(args) {
       rounds: { type: 'string', short: 'r' },
       duration: { type: 'string', short: 'd' },
       only: { type: 'string' },
+      tls: { type: 'boolean' },
       write: { type: 'boolean' }
     }
   });
@@ -102,6 +126,7 @@ function optionsFrom(args) {
     rounds: wholeNumber('--rounds', values.rounds, DEFAULT_ROUNDS),
     duration: wholeNumber('--duration', values.duration, DEFAULT_SECONDS),
     only,
+    tls: values.tls === true,
     write: values.write === true
   };
 }
@@ -181,20 +206,27 @@ function ask(load, message) {
 }
 
 // nginx answering from its configuration when it is installed, else bench/backends.js.
+// With certificates (--tls), nginx also serves A over HTTPS, on a port per
+// certificate (`tlsPorts`, by type): the direct baselines.
 async function startBackends(run, notes) {
   if (fs.existsSync(NGINX)) {
     const ports = await Promise.all(BACKEND_NAMES.map(freePort));
     const backends = BACKEND_NAMES.map((name, i) => ({ name, port: ports[i] }));
+    const tlsPorts = {};
+    for (const tls of run.certificates || []) {
+      tlsPorts[tls.type] = await freePort();
+      backends.push({ name: BACKEND_NAMES[0], port: tlsPorts[tls.type], tls });
+    }
     // Longer than every proxy's keep-alive, so a tcp proxy's idle connection stays open end to end.
     const keepAliveSeconds = KEEPALIVE_SECONDS * 4;
     const conf = (dir) => nginxBackends({ dir, openFiles: run.openFiles, keepAliveSeconds, backends });
     const { child } = await startNginx(run, 'backends', LOAD_CPU, conf, ports[0]);
-    return { kind: 'nginx', child, ports };
+    return { kind: 'nginx', child, ports, tlsPorts };
   }
   notes.push(`Backends: ${NGINX} not found, so bench/backends.js (Node http) instead of nginx.`);
   const [command, args] = pinned(run, LOAD_CPU, process.execPath, [BACKENDS, String(BACKEND_NAMES.length)]);
   const { value, child } = await startReady(run, command, args, 'stdout', parsePorts, 'backends.js');
-  return { kind: 'node', child, ports: value.map(({ port }) => port) };
+  return { kind: 'node', child, ports: value.map(({ port }) => port), tlsPorts: null };
 }
 
 // Every target, in the order of the tables; one that cannot run here has
@@ -242,11 +274,58 @@ function targetsFor(run, backends) {
   return targets;
 }
 
+// `--tls`: the http proxies serving HTTPS, every one once per certificate,
+// and backend A over HTTPS as the baseline; before them, the same over plain
+// http, for `PLAIN_LOAD`.
+function tlsTargetsFor(run, backends) {
+  const servers = backends.ports.map((port) => `127.0.0.1:${port}`);
+  const haproxy = commandPath('haproxy');
+  const plain = /^(direct|lila http( [a-z]+)?|nginx http|haproxy http)$/;
+  const targets = targetsFor(run, backends).filter(({ name }) => plain.test(name));
+  for (const tls of run.certificates) {
+    const certificate = { cert: tls.type };
+    const files = ['--tls-cert', tls.certFile, '--tls-key', tls.keyFile];
+    if (backends.tlsPorts === null) {
+      targets.push({ name: 'direct', layer: null, ...certificate, skipped: 'bench/backends.js serves no HTTPS; nginx does.' });
+    } else {
+      const port = backends.tlsPorts[tls.type];
+      targets.push({ name: 'direct', layer: null, ...certificate, start: async () => ({ port, child: null }) });
+    }
+    for (const engine of HTTP_ENGINES) {
+      const name = HTTP_ENGINES.length === 1 ? 'lila https' : `lila https ${engine}`;
+      const engineArgs = HTTP_ENGINES.length === 1 ? [] : ['--engine', engine];
+      const args = [...engineArgs, ...files, ...servers];
+      targets.push({ name, layer: 'https', ...certificate, start: () => startLila(run, 'http', args) });
+    }
+    if (fs.existsSync(NGINX)) {
+      const start = () => startNginxProxy(run, 'http', backends.ports, null, tls);
+      targets.push({ name: 'nginx https', layer: 'https', ...certificate, start });
+    } else {
+      targets.push({ name: 'nginx https', layer: 'https', ...certificate, skipped: `${NGINX} not found.` });
+    }
+    if (haproxy !== null) {
+      const start = () => startHaproxy(run, haproxy, 'http', backends.ports, tls);
+      targets.push({ name: 'haproxy https', layer: 'https', ...certificate, start });
+    } else {
+      const skipped = '`haproxy` is not installed (e.g. `apt-get install haproxy`).';
+      targets.push({ name: 'haproxy https', layer: 'https', ...certificate, skipped });
+    }
+  }
+  return targets;
+}
+
+// The loads of `--tls`: `PLAIN_LOAD`, then `TLS_LOADS` once per certificate: `RSA 64 keep-alive`, ...
+function tlsLoads(certificates) {
+  const tls = certificates.flatMap(({ type }) => TLS_LOADS.map((load) => ({ ...load, name: `${type} ${load.name}`, cert: type })));
+  return [PLAIN_LOAD, ...tls];
+}
+
 // The targets `--only` names (all without it), those that cannot run here
 // left out with a note, targets sharing a reason in one.
 function chosenTargets(targets, only, notes) {
   if (only !== null) {
-    const names = targets.map((target) => target.name);
+    // With --tls, a target runs once per certificate under one name.
+    const names = [...new Set(targets.map((target) => target.name))];
     const unknown = only.filter((name) => !names.includes(name));
     if (unknown.length > 0) {
       throw new RangeError(`"--only": no target ${unknown.map((name) => `"${name}"`).join(', ')}; the targets: ${names.join(', ')}`);
@@ -255,7 +334,8 @@ function chosenTargets(targets, only, notes) {
   const chosen = only === null ? targets : targets.filter((target) => only.includes(target.name));
   const skipped = new Map();
   for (const { name, skipped: reason } of chosen) {
-    if (reason !== undefined) skipped.set(reason, [...(skipped.get(reason) || []), name]);
+    const names = skipped.get(reason) || [];
+    if (reason !== undefined && !names.includes(name)) skipped.set(reason, [...names, name]);
   }
   for (const [reason, names] of skipped) notes.push(`${names.join(', ')} skipped: ${reason}`);
   return chosen.filter((target) => target.skipped === undefined);
@@ -301,10 +381,11 @@ async function startReady(run, command, args, stream, parse, name) {
   return { value: await ready, child: spawned[0] };
 }
 
-async function startNginxProxy(run, module, backends, loadModule = null) {
+async function startNginxProxy(run, module, backends, loadModule = null, tls = undefined) {
   const port = await freePort();
-  const options = { openFiles: run.openFiles, keepAliveSeconds: KEEPALIVE_SECONDS, module, port, backends, loadModule };
-  return startNginx(run, `nginx-${module}`, PROXY_CPU, (dir) => nginxProxy({ dir, ...options }), port);
+  const options = { openFiles: run.openFiles, keepAliveSeconds: KEEPALIVE_SECONDS, module, port, backends, loadModule, tls };
+  const name = tls === undefined ? `nginx-${module}` : `nginx-https-${tls.type.toLowerCase()}`;
+  return startNginx(run, name, PROXY_CPU, (dir) => nginxProxy({ dir, ...options }), port);
 }
 
 // nginx in the foreground, its configuration, logs and temp files in a directory of run.dir.
@@ -318,14 +399,15 @@ async function startNginx(run, name, cpu, conf, port) {
 }
 
 // HAProxy in the foreground (-db).
-async function startHaproxy(run, haproxy, mode, ports) {
+async function startHaproxy(run, haproxy, mode, ports, tls = undefined) {
   const port = await freePort();
-  const dir = path.join(run.dir, `haproxy-${mode}`);
+  const name = tls === undefined ? `haproxy-${mode}` : `haproxy-https-${tls.type.toLowerCase()}`;
+  const dir = path.join(run.dir, name);
   fs.mkdirSync(dir, { recursive: true });
   const backends = ports.map((backend, i) => ({ name: BACKEND_NAMES[i], port: backend }));
   const file = path.join(dir, 'haproxy.cfg');
-  fs.writeFileSync(file, haproxyConfig({ openFiles: run.openFiles, keepAliveSeconds: KEEPALIVE_SECONDS, mode, port, backends }));
-  return startListening(run, pinned(run, PROXY_CPU, haproxy, ['-db', '-f', file]), port, `haproxy-${mode}`, null);
+  fs.writeFileSync(file, haproxyConfig({ openFiles: run.openFiles, keepAliveSeconds: KEEPALIVE_SECONDS, mode, port, backends, tls }));
+  return startListening(run, pinned(run, PROXY_CPU, haproxy, ['-db', '-f', file]), port, name, null);
 }
 
 // For servers that print nothing when ready: connect until one connection is
@@ -368,18 +450,20 @@ async function freePort() {
   return port;
 }
 
-// Every round runs every load against every target, the targets in a
-// different order each round, so no target always follows the same one.
-async function measureRounds(run, targets, { rounds, duration }, notes) {
+// Every round runs every load against every target (with --tls, those
+// serving the load's certificate), the targets in a different order each
+// round, so no target always follows the same one.
+async function measureRounds(run, targets, loads, { rounds, duration }, notes) {
   const samples = new Map();
   for (let round = 0; round < rounds; round++) {
-    for (const load of LOADS) {
+    for (const load of loads) {
       for (let i = 0; i < targets.length; i++) {
         const target = targets[(i + round) % targets.length];
-        if (target.lost !== null) continue;
+        if (target.lost !== null || target.cert !== load.cert) continue;
         const pids = target.child === null ? [] : processTree(target.child.pid);
-        const { connections, close } = load;
-        const sample = await ask(run.load, { op: 'run', port: target.port, connections, close, duration, pids });
+        const { op = 'run', connections, close, resume } = load;
+        const servername = load.cert === undefined ? undefined : SERVER_NAME;
+        const sample = await ask(run.load, { op, port: target.port, connections, close, resume, servername, duration, pids });
         // A proxy stopped from outside (a stray signal) would leave rows of errors: it leaves the tables instead.
         if (target.child !== null && exited(target.child)) {
           target.lost = `${target.name} left out: it exited (${target.child.signalCode || target.child.exitCode}) in round ${round + 1}, ${load.name}.`;
@@ -390,9 +474,10 @@ async function measureRounds(run, targets, { rounds, duration }, notes) {
         if (!samples.has(key)) samples.set(key, []);
         samples.get(key).push(sample);
         const cpu = sample.cpu === null ? '' : `, proxy CPU ${sample.cpu.toFixed(2)} s`;
+        const resumed = sample.resumed === undefined ? '' : `, ${Math.round(sample.resumed * 100)}% resumed`;
         process.stderr.write(
           `round ${round + 1}/${rounds}  ${load.name.padEnd(13)}  ${target.name.padEnd(18)}  ` +
-            `${Math.round(sample.rps)} req/s, p99 ${sample.p99.toFixed(2)} ms${cpu}` +
+            `${Math.round(sample.rps)} req/s, p99 ${sample.p99.toFixed(2)} ms${cpu}${resumed}` +
             `${sample.errors === 0 ? '' : `, ${sample.errors} errors`}\n`
         );
       }
@@ -441,16 +526,52 @@ function setupLines({ run, backends, options, others }) {
   const served = backends.kind === 'nginx'
     ? 'nginx (one worker), each answering `Hello from <name>\\n` from its configuration'
     : 'bench/backends.js (Node http), answering `Hello from <name>\\n`';
+  const load = options.tls ? 'autocannon and bench/tls-load.js (a process of their own)' : 'autocannon (a process of its own)';
   const cores = run.pinned
-    ? `Proxies on CPU ${PROXY_CPU}, autocannon (a process of its own) and the backends on CPU ${LOAD_CPU}.`
+    ? `Proxies on CPU ${PROXY_CPU}, ${load} and the backends on CPU ${LOAD_CPU}.`
     : 'Nothing pinned.';
+  const executables = { nginx: fs.existsSync(NGINX) ? NGINX : null, haproxy: commandPath('haproxy') };
   return [
-    describeMachine({ nginx: fs.existsSync(NGINX) ? NGINX : null, haproxy: commandPath('haproxy') }),
+    describeMachine(executables),
+    ...(options.tls ? [openSslVersions(executables)] : []),
     `Backends A, B and C: ${served}. ${cores} ` +
       `${options.rounds} round${options.rounds === 1 ? '' : 's'} of ${options.duration} s per target and load ` +
       `after ${WARMUP_SECONDS} s of warm-up; medians. Other processes used ${others.cpu.toFixed(0)} CPU-s during ` +
       `the ${others.wall.toFixed(0)} s of the run (${others.share.toFixed(0)}% of the machine).`
   ];
+}
+
+// Which OpenSSL each TLS server runs on: the same library makes the comparison one of the servers.
+function openSslVersions({ nginx, haproxy }) {
+  const versions = [`Node ${process.versions.openssl} (built in)`];
+  if (nginx !== null) {
+    const built = spawnSync(nginx, ['-V'], { encoding: 'utf8' }).stderr || '';
+    const running = /running with OpenSSL (\S+)/.exec(built) || /built with OpenSSL (\S+)/.exec(built);
+    if (running !== null) versions.push(`nginx ${running[1]}`);
+  }
+  if (haproxy !== null) {
+    const built = spawnSync(haproxy, ['-vv'], { encoding: 'utf8' }).stdout || '';
+    const running = /Running on OpenSSL version : OpenSSL (\S+)/.exec(built);
+    if (running !== null) versions.push(`HAProxy ${running[1]}`);
+  }
+  return `OpenSSL: ${versions.join(', ')}. Certificates: RSA 2048 bits and ECDSA P-256, self-signed, sent alone (no chain), ` +
+    `SNI \`${SERVER_NAME}\`; clients offer TLS 1.3 and 1.2.`;
+}
+
+// What the new connections negotiated: one line when every target agrees, else one per target.
+function negotiatedNotes(samples) {
+  const byTarget = new Map();
+  for (const [key, list] of samples) {
+    const name = key.split('\t')[0];
+    for (const { negotiated } of list) {
+      if (negotiated === undefined) continue;
+      if (!byTarget.has(name)) byTarget.set(name, new Set());
+      for (const what of Object.keys(negotiated)) byTarget.get(name).add(what);
+    }
+  }
+  const all = new Set([...byTarget.values()].flatMap((set) => [...set]));
+  if (all.size === 1) return [`Every new connection negotiated ${[...all][0]} (protocol, cipher, key exchange).`];
+  return [...byTarget].map(([name, set]) => `${name}: new connections negotiated ${[...set].join('; ')}.`);
 }
 
 // The machine's CPU time less this bench's own (its process tree, the

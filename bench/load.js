@@ -3,6 +3,7 @@
 const net = require('node:net');
 const autocannon = require('autocannon');
 const { cpuSeconds } = require('./proc-stats');
+const { handshakes } = require('./tls-load');
 
 const WARMUP_SECONDS = 1;
 // Idle connections are opened this many at a time, well under a listen backlog of 511.
@@ -11,7 +12,7 @@ const OPEN_TIMEOUT_MS = 10000;
 // Time for the proxy to finish with the connections just opened before its memory is read.
 const SETTLE_MS = 1000;
 const REQUEST = Buffer.from('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
-const OPS = { run, open, release };
+const OPS = { run, handshakes, open, release };
 
 const kUsed = Symbol('kUsed');
 const kClosed = Symbol('kClosed');
@@ -29,11 +30,14 @@ const idle = [];
  * @param {boolean} options.close send `Connection: close`, one request per connection
  * @param {number} options.duration seconds
  * @param {number[]} options.pids the proxy's process tree; empty for none
+ * @param {string} [options.servername] HTTPS, sending this SNI name; plain http without it
  * @returns {Promise<{rps: number, requests: number, p50: number, p99: number, errors: number, cpu: number | null}>}
  *   latencies in ms, `cpu` in seconds
  */
-async function run({ port, connections, close, duration, pids }) {
-  const options = { url: `http://127.0.0.1:${port}/`, connections };
+async function run({ port, connections, close, duration, pids, servername }) {
+  const scheme = servername === undefined ? 'http' : 'https';
+  const options = { url: `${scheme}://127.0.0.1:${port}/`, connections };
+  if (servername !== undefined) options.servername = servername;
   if (close) options.headers = { connection: 'close' };
   await autocannon({ ...options, duration: WARMUP_SECONDS, setupClient: clientSetup(close, null) });
   const latencies = [];
@@ -90,7 +94,7 @@ async function release() {
   return { closed };
 }
 
-module.exports = { run, open, release };
+module.exports = { run, handshakes, open, release };
 
 // autocannon's histogram keeps whole milliseconds, most of these latencies are
 // below one: the clients report each 2xx response's time to `latencies` as well.

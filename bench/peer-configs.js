@@ -17,16 +17,25 @@ const NGINX_TEMP_PATHS = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'];
  */
 
 /**
+ * @typedef {object} Tls a certificate to serve, as bench/certificates.js makes them
+ * @property {string} certFile
+ * @property {string} keyFile
+ * @property {string} combinedFile the certificate, then its key
+ */
+
+/**
  * nginx with one worker answering `Hello from <name>\n` on each port, from
- * its configuration: the backends of bench/compare.js.
+ * its configuration: the backends of bench/compare.js. A backend with `tls`
+ * serves HTTPS (the `direct` baselines of `--tls`), set as `nginxProxy`'s.
  *
- * @param {Common & {backends: {name: string, port: number}[]}} options
+ * @param {Common & {backends: {name: string, port: number, tls?: Tls}[]}} options
  * @returns {string} nginx.conf
  */
 function nginxBackends({ dir, openFiles, keepAliveSeconds, backends }) {
-  const servers = backends.flatMap(({ name, port }) => [
+  const servers = backends.flatMap(({ name, port, tls }) => [
     '  server {',
-    `    listen 127.0.0.1:${port};`,
+    `    listen 127.0.0.1:${port}${tls === undefined ? '' : ' ssl'};`,
+    ...(tls === undefined ? [] : nginxTls(tls)),
     `    location / { return 200 "Hello from ${name}\\n"; }`,
     '  }'
   ]);
@@ -37,12 +46,14 @@ function nginxBackends({ dir, openFiles, keepAliveSeconds, backends }) {
 /**
  * nginx with one worker in front of `backends`, round-robin: `http`, with
  * keep-alive upstream connections and the headers lila sends, or `stream`.
+ * With `tls`, `http` serves HTTPS as lila does: TLS 1.2 and 1.3, session
+ * tickets, the backends still over plain http.
  *
- * @param {Common & {module: 'http' | 'stream', port: number, backends: number[], loadModule?: string | null}} options
- *   `loadModule` is the path of a dynamic ngx_stream_module.so, see `nginxStreamModule`
+ * @param {Common & {module: 'http' | 'stream', port: number, backends: number[], loadModule?: string | null,
+ *   tls?: Tls}} options `loadModule` is the path of a dynamic ngx_stream_module.so, see `nginxStreamModule`
  * @returns {string} nginx.conf
  */
-function nginxProxy({ dir, openFiles, keepAliveSeconds, module, port, backends, loadModule = null }) {
+function nginxProxy({ dir, openFiles, keepAliveSeconds, module, port, backends, loadModule = null, tls }) {
   const upstream = [
     '  upstream backends {',
     ...backends.map((backend) => `    server 127.0.0.1:${backend};`),
@@ -58,17 +69,18 @@ function nginxProxy({ dir, openFiles, keepAliveSeconds, module, port, backends, 
     ...nginxHttpBasics(dir, keepAliveSeconds),
     ...upstream,
     '  server {',
-    `    listen 127.0.0.1:${port};`,
+    `    listen 127.0.0.1:${port}${tls === undefined ? '' : ' ssl'};`,
+    ...(tls === undefined ? [] : nginxTls(tls)),
     '    location / {',
     '      proxy_pass http://backends;',
     '      proxy_http_version 1.1;',
     '      proxy_set_header Connection "";',
-    // What lila sends: the client's Host, X-Forwarded-* and Forwarded.
+    // What lila sends: the client's Host, X-Forwarded-* and Forwarded ($scheme is https over TLS).
     '      proxy_set_header Host $http_host;',
     '      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
     '      proxy_set_header X-Forwarded-Proto $scheme;',
     '      proxy_set_header X-Forwarded-Host $http_host;',
-    '      proxy_set_header Forwarded "for=$remote_addr;host=$http_host";',
+    '      proxy_set_header Forwarded "for=$remote_addr;host=$http_host;proto=$scheme";',
     '    }',
     '  }',
     '}'
@@ -111,11 +123,13 @@ function nginxStreamModule(nginx) {
 /**
  * HAProxy with one thread in front of `backends`, round-robin, in `http`
  * mode (keep-alive both ways, X-Forwarded-For, -Proto and -Host) or `tcp`.
+ * With `tls`, `http` serves HTTPS as lila does: TLS 1.2 and 1.3, session
+ * tickets (HAProxy's default), the backends still over plain http.
  *
- * @param {Common & {mode: 'http' | 'tcp', port: number, backends: {name: string, port: number}[]}} options
+ * @param {Common & {mode: 'http' | 'tcp', port: number, backends: {name: string, port: number}[], tls?: Tls}} options
  * @returns {string} haproxy.cfg
  */
-function haproxyConfig({ openFiles, keepAliveSeconds, mode, port, backends }) {
+function haproxyConfig({ openFiles, keepAliveSeconds, mode, port, backends, tls }) {
   // maxconn counts clients, and HAProxy reserves two descriptors for each.
   const maxconn = Math.floor((openFiles - SPARE_FILES) / 2);
   return [
@@ -130,10 +144,10 @@ function haproxyConfig({ openFiles, keepAliveSeconds, mode, port, backends }) {
     '  timeout server 60s',
     ...(mode === 'http' ? [`  timeout http-keep-alive ${keepAliveSeconds}s`] : []),
     'frontend clients',
-    `  bind 127.0.0.1:${port}`,
+    `  bind 127.0.0.1:${port}${tls === undefined ? '' : ` ssl crt ${tls.combinedFile} ssl-min-ver TLSv1.2`}`,
     ...(mode === 'http' ? [
       '  option forwardfor',
-      '  http-request set-header X-Forwarded-Proto http',
+      `  http-request set-header X-Forwarded-Proto ${tls === undefined ? 'http' : 'https'}`,
       '  http-request set-header X-Forwarded-Host %[req.hdr(host)]'
     ] : []),
     '  default_backend backends',
@@ -161,6 +175,16 @@ function nginxMain({ dir, openFiles, loadModule = null, body }) {
     ...body,
     ''
   ].join('\n');
+}
+
+// lila's defaults: TLS 1.2 and up, session tickets (nginx's default, said anyway), no session cache.
+function nginxTls({ certFile, keyFile }) {
+  return [
+    `    ssl_certificate ${certFile};`,
+    `    ssl_certificate_key ${keyFile};`,
+    '    ssl_protocols TLSv1.2 TLSv1.3;',
+    '    ssl_session_tickets on;'
+  ];
 }
 
 function nginxHttpBasics(dir, keepAliveSeconds) {
