@@ -9,8 +9,14 @@ const { formatHostPort } = require('./net/address');
 const { parseHashKey } = require('./balancing/hash-key');
 const Health = require('./health');
 const Traffic = require('./ops/traffic');
-const { validateChoice, validateCount, validateDuration, validatePath, validatePort } = require('./config/validate');
+const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers } = require('./config/validate');
+const { Discovery, splitServers } = require('./discovery');
+const { parseRateLimit, validateSize, parseSticky } = require('./config/traffic-values');
+const RateLimiter = require('./limits/rate-limiter');
+const ConnectionGate = require('./limits/connection-gate');
 const { probeDescriptors } = require('./net/local-errors');
+const CertificateStore = require('./tls/certificate-store');
+const { backendTlsSettings } = require('./tls/backend-settings');
 const { LilaError, codes, describeError } = require('./errors');
 
 const LAYERS = ['http', 'tcp'];
@@ -44,7 +50,15 @@ const HEALTH_DEFAULTS = {
 // close) instead of being reset with the connection.
 const DRAIN_GRACE_MS = 500;
 // What the proxy does when an option is not given.
-const DEFAULTS = { port: 4444, layer: LAYERS[0], engine: HTTP_ENGINES[0], ...HTTP_DEFAULTS, ...HEALTH_DEFAULTS };
+// Servers found through DNS: the longest time between two lookups of a name,
+// and the shortest (lookups follow the TTL in between).
+const DISCOVERY_DEFAULTS = { resolveInterval: 10000 };
+const MIN_RESOLVE_INTERVAL = 1000;
+// HAProxy's maxconn (none by default), maxqueue and timeout queue.
+const QUEUE_DEFAULTS = { maxConns: 0, maxQueue: 1024, queueTimeout: 10000 };
+const DEFAULTS = {
+  port: 4444, layer: LAYERS[0], engine: HTTP_ENGINES[0], ...HTTP_DEFAULTS, ...HEALTH_DEFAULTS, ...DISCOVERY_DEFAULTS, ...QUEUE_DEFAULTS
+};
 const LISTEN_ERRORS = {
   EADDRINUSE: 'address already in use',
   EACCES: 'permission denied',
@@ -94,6 +108,28 @@ class Proxy {
    * @param {number} [options.healthRise] good checks in a row to come up (default 2)
    * @param {number} [options.healthFall] failed checks in a row to go down (default 3)
    * @param {string} [options.healthPath] path of the http check (default `/`)
+   * @param {string[] | string} [options.resolvers] DNS servers (`ip[:port]`) for the servers found
+   *   through DNS (`host:port,resolve`, `srv:_service._proto.name`); the system's by default
+   * @param {number} [options.resolveInterval] ms, the longest time between two lookups of such a
+   *   name; they follow the answer's TTL, at least 1 s apart (default 10000)
+   * @param {{certificates: {cert: string, key?: string}[], minVersion?: '1.2' | '1.3'}} [options.tls]
+   *   terminate TLS on the listener (both layers): certificate files or directories with their
+   *   keys, chosen by SNI (the first for clients without one); `reloadCertificates()` re-reads them
+   * @param {{ca?: string, insecure?: boolean}} [options.backendTls] how `tls` backends are checked:
+   *   against a CA file, Node's CAs (default) or not at all
+   * @param {number} [options.maxConns] the limit of every backend without `maxconn=N`: http
+   *   requests or tcp connections at once; 0, the default, is none
+   * @param {number} [options.maxQueue] requests or connections that may wait for a backend at
+   *   its limit; more get 503 (http) or are closed (tcp) (default 1024)
+   * @param {number} [options.queueTimeout] ms one may wait in that queue (default 10000)
+   * @param {string} [options.sticky] http: `cookie` or `cookie:<name>`, sticky sessions by a
+   *   cookie lila sets (named `lila` by default); off by default
+   * @param {string} [options.rateLimit] `<n>/s` or `<n>/m`, optionally `,burst=<b>`: a token
+   *   bucket per client address; over it, http 429 and tcp connections closed; off by default
+   * @param {number | string} [options.maxBodySize] http: bytes (or `10k`, `1m`) a request
+   *   body may take; more gets 413; off by default
+   * @param {number} [options.maxConnections] client connections served at once; past it, new
+   *   ones wait, unserved, until one closes; none by default
    * @throws {LilaError} for invalid options or servers
    */
   constructor(options) {
@@ -101,20 +137,40 @@ class Proxy {
     this.logger = options.logger || new Logger();
     this.engine = validateChoice(options.engine === undefined ? DEFAULTS.engine : options.engine, HTTP_ENGINES, 'engine');
     this.settings = httpSettings(options);
-    this.balancer = options.balancer instanceof Balancer
+    Object.assign(this.settings, limitSettings(options, this.layer));
+    this.certificates = options.tls === undefined || options.tls === null
+      ? null
+      : new CertificateStore(options.tls.certificates, { minVersion: options.tls.minVersion, logger: this.logger });
+    // Offered by ALPN: the http layer speaks HTTP/1.1 here; the tcp layer whatever it carries.
+    this.settings.tls = this.certificates === null ? null : this.certificates.serverOptions({
+      handshakeTimeout: this.settings.headerTimeout,
+      ALPNProtocols: this.layer === 'http' ? ['http/1.1'] : undefined
+    });
+    this.settings.backendTls = backendTlsSettings(options.backendTls, this.logger);
+    const given = options.balancer instanceof Balancer;
+    // Servers found through DNS join the balancer as their names resolve (lib/discovery).
+    const { fixed, found } = given ? { fixed: [], found: [] } : splitServers(options.servers);
+    this.balancer = given
       ? options.balancer
-      : new Balancer(options.mode, options.servers, { hashKey: options.hashKey, logger: this.logger });
+      : new Balancer(options.mode, found.length > 0 ? fixed : options.servers, {
+        hashKey: options.hashKey, logger: this.logger, allowEmpty: found.length > 0, ...queueSettings(options)
+      });
+    this.discovery = given ? null : new Discovery(this.balancer, found, discoverySettings(options, this.logger));
     if (this.layer === 'tcp' && options.hashKey !== undefined && parseHashKey(options.hashKey).source !== 'ip') {
       throw new LilaError(
         codes.INVALID_OPTION,
         `"--hash-key ${options.hashKey}" needs the http layer; the tcp layer can hash only the client ip`
       );
     }
-    this.health = new Health(this.balancer, healthSettings(options), this.logger, { layer: this.layer });
+    this.health = new Health(this.balancer, healthSettings(options), this.logger, { layer: this.layer, backendTls: this.settings.backendTls });
     this.traffic = new Traffic(this.logger);
     this.server = this.layer === 'tcp'
       ? createTcpServer(this.balancer, this.logger, this.settings, this.health, this.traffic)
       : (this.engine === 'fast' ? createFastHttpServer : createHttpServer)(this.balancer, this.logger, this.settings, this.health, this.traffic);
+    // --max-connections: past it, new connections wait their turn, unserved.
+    this.gate = options.maxConnections === undefined || options.maxConnections === 0
+      ? null
+      : new ConnectionGate(this.server, validateCount(options.maxConnections, 'maxConnections', 0));
     /** Client connections open now, for the drain's deadline. */
     this.connections = new Set();
     this.descriptorProbe = null;
@@ -122,6 +178,30 @@ class Proxy {
       this.connections.add(socket);
       socket.once('close', () => this.connections.delete(socket));
     });
+    if (this.certificates !== null) this.watchHandshakes();
+  }
+
+  /**
+   * Re-reads the TLS certificates and keys (SIGHUP): new handshakes use the
+   * new ones; when one does not read, what runs is kept and the reason logged.
+   *
+   * @param {string} why what asked for it, for the log
+   * @returns {boolean} whether the new certificates are in use; false without TLS too
+   */
+  reloadCertificates(why) {
+    return this.certificates !== null && this.certificates.reload(why);
+  }
+
+  // Handshakes counted; the default certificate follows reloads.
+  watchHandshakes() {
+    const traffic = this.traffic;
+    this.server.on('secureConnection', () => traffic.tlsHandshakes++);
+    this.server.on('tlsClientError', (err, socket) => {
+      traffic.tlsHandshakeFailures++;
+      this.logger.debug(`client ${socket.remoteAddress}: TLS handshake failed: ${describeError(err)}`);
+      socket.destroy();
+    });
+    this.certificates.onChange = () => this.server.setSecureContext(this.certificates.defaultOptions());
   }
 
   /** @returns {import('./balancing/backend')[]} the backends, in the order given */
@@ -132,7 +212,11 @@ class Proxy {
   // Health checks and the descriptor probe stop with the listener.
   stopProbes() {
     this.health.stop();
+    if (this.discovery !== null) this.discovery.stop();
     clearInterval(this.descriptorProbe);
+    // Connections held by --max-connections were never served: they go at once.
+    if (this.gate !== null) this.gate.close();
+    if (this.settings.rateLimiter !== null) this.settings.rateLimiter.stop();
   }
 
   /**
@@ -155,6 +239,7 @@ class Proxy {
       this.server.listen(port, host, () => {
         this.server.removeListener('error', onError);
         this.health.start();
+        if (this.discovery !== null) this.discovery.start();
         // Once listening, only accept() fails here (EMFILE, ...): keep serving.
         this.server.on('error', (err) => {
           if (this.health.localProblem(err, 'accepting a connection') === null) {
@@ -231,6 +316,42 @@ function httpSettings(options) {
     locationRewrite: pick('locationRewrite') !== false,
     // Set by drain(): responses from then on close their connection.
     draining: false
+  };
+}
+
+function discoverySettings(options, logger) {
+  const interval = options.resolveInterval === undefined ? DISCOVERY_DEFAULTS.resolveInterval : options.resolveInterval;
+  return {
+    resolvers: options.resolvers === undefined ? undefined : validateResolvers(options.resolvers, 'resolvers'),
+    interval: validateDuration(interval, 'resolveInterval', { min: MIN_RESOLVE_INTERVAL }),
+    logger
+  };
+}
+
+// What the engines need of the limits: the sticky cookie's name, the body
+// limit, the rate limiter; null and 0 when off.
+function limitSettings(options, layer) {
+  const httpOnly = (name, flag) => {
+    if (options[name] !== undefined && layer === 'tcp') {
+      throw new LilaError(codes.INVALID_OPTION, `"${flag}" needs the http layer; the tcp layer passes bytes it does not read`);
+    }
+  };
+  httpOnly('sticky', '--sticky');
+  httpOnly('maxBodySize', '--max-body-size');
+  return {
+    stickyCookie: options.sticky === undefined || options.sticky === null ? null : parseSticky(options.sticky, 'sticky'),
+    maxBodySize: options.maxBodySize === undefined || options.maxBodySize === 0 ? 0 : validateSize(options.maxBodySize, 'maxBodySize'),
+    rateLimiter: options.rateLimit === undefined || options.rateLimit === null ? null : new RateLimiter(parseRateLimit(options.rateLimit, 'rateLimit'))
+  };
+}
+
+// The backends' limits and their queue, for a balancer the proxy makes.
+function queueSettings(options) {
+  const pick = (name) => (options[name] === undefined ? QUEUE_DEFAULTS[name] : options[name]);
+  return {
+    maxConns: validateCount(pick('maxConns'), 'maxConns', 0),
+    maxQueue: validateCount(pick('maxQueue'), 'maxQueue', 0),
+    queueTimeout: validateDuration(pick('queueTimeout'), 'queueTimeout')
   };
 }
 

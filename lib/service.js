@@ -4,6 +4,8 @@ const cluster = require('node:cluster');
 const Proxy = require('./proxy');
 const Logger = require('./ops/logger');
 const HostsReloader = require('./config/hosts-reloader');
+const { watchFiles } = require('./config/file-watch');
+const { createRedirectServer } = require('./tls/redirect-server');
 const { readHostsFile } = require('./config/hosts-file');
 const { createAdminServer } = require('./ops/admin-server');
 const Primary = require('./cluster/primary');
@@ -38,7 +40,9 @@ class Service {
    * @param {object} options
    * @param {ConstructorParameters<typeof Proxy>[0]} options.proxy as for `createProxy`
    * @param {string} [options.hostsFile] read `proxy.servers` from this file instead; `reload()` re-reads it
-   * @param {boolean} [options.watch] also reload the hosts file when it changes
+   * @param {boolean} [options.watch] also reload the hosts file and the TLS certificates when they change
+   * @param {{host?: string, port: number}} [options.redirectHttp] with TLS: a plain http listener
+   *   there answers every request with 308 to https
    * @param {number} [options.port] defaults to 4444; 0 picks a free port
    * @param {string} [options.host] defaults to all interfaces
    * @param {number} [options.drainTimeout] ms that `stop()` lets work in flight finish (default 10000)
@@ -52,7 +56,14 @@ class Service {
     this.logger = options.logger || new Logger();
     this.hostsFile = options.hostsFile === undefined ? null : options.hostsFile;
     this.watch = options.watch === true;
-    if (this.watch && this.hostsFile === null) throw new LilaError(codes.INVALID_OPTION, '"watch" follows a hosts file; give one with hostsFile');
+    const tls = options.proxy.tls !== undefined && options.proxy.tls !== null;
+    if (this.watch && this.hostsFile === null && !tls) {
+      throw new LilaError(codes.INVALID_OPTION, '"watch" follows a hosts file or certificates; give hostsFile or proxy.tls');
+    }
+    this.redirectHttp = options.redirectHttp === undefined ? null : options.redirectHttp;
+    if (this.redirectHttp !== null && !tls) throw new LilaError(codes.INVALID_OPTION, '"redirectHttp" is for a TLS listener; give proxy.tls');
+    this.redirectServer = null;
+    this.certificateWatch = null;
     this.port = options.port === undefined ? Proxy.DEFAULTS.port : options.port;
     this.host = options.host;
     this.drainTimeout = options.drainTimeout === undefined ? DEFAULT_DRAIN_MS : options.drainTimeout;
@@ -67,7 +78,7 @@ class Service {
       ? createAdminServer(this.proxy, { token: this.admin.token, logger: this.logger })
       : null;
     this.reloader = this.hostsFile !== null && this.role !== PRIMARY
-      ? new HostsReloader(this.hostsFile, this.proxy.balancer, this.logger)
+      ? new HostsReloader(this.hostsFile, this.proxy.discovery || this.proxy.balancer, this.logger)
       : null;
     this.stopping = false;
     /** Resolves with the exit code once the service has stopped: 0, or 1 when its workers kept dying. */
@@ -124,11 +135,13 @@ class Service {
     let address;
     try {
       address = await this.proxy.listen(this.port, this.host);
+      if (this.redirectHttp !== null) await this.listenRedirect(address.port);
     } catch (err) {
       if (this.role === WORKER) await tellPrimary({ lila: 'fatal', message: err.message });
+      this.proxy.close();
       throw err;
     }
-    if (this.watch) this.reloader.watch();
+    if (this.watch) this.watchFiles();
     if (this.role === WORKER) {
       // The primary speaks for its workers: the startup line and the admin API are its.
       if (this.adminServer !== null) this.listenPrivateAdmin();
@@ -165,6 +178,11 @@ class Service {
     }
     this.stopping = true;
     if (this.reloader !== null) this.reloader.close();
+    if (this.certificateWatch !== null) this.certificateWatch.close();
+    if (this.redirectServer !== null) {
+      this.redirectServer.close();
+      this.redirectServer.closeAllConnections();
+    }
     if (this.adminServer !== null) {
       this.adminServer.close();
       this.adminServer.closeAllConnections();
@@ -185,9 +203,16 @@ class Service {
    * @param {string} [why] what asked for it, for the log (a signal's name)
    */
   reload(why = 'reload') {
-    if (this.primary !== null) this.primary.reload();
-    else if (this.reloader === null) this.logger.warn(`${why} received: no hosts file to reload (servers are on the command line)`);
-    else this.reloader.reload(why);
+    if (this.primary !== null) {
+      this.primary.reload();
+      return;
+    }
+    if (this.reloader === null && this.proxy.certificates === null) {
+      this.logger.warn(`${why} received: no hosts file to reload (servers are on the command line)`);
+      return;
+    }
+    if (this.reloader !== null) this.reloader.reload(why);
+    this.proxy.reloadCertificates(why);
   }
 
   async startPrimary() {
@@ -195,7 +220,7 @@ class Service {
     const address = await this.workersListening;
     if (this.admin !== null) {
       try {
-        await this.listenAdmin(createClusterAdminServer(this.primary, this.logger));
+        await this.listenAdmin(createClusterAdminServer(this.primary, this.logger, { hasToken: this.admin.token !== undefined }));
       } catch (err) {
         this.primary.abort();
         throw err;
@@ -219,11 +244,38 @@ class Service {
     });
   }
 
+  // --watch: the hosts file and the certificate files.
+  watchFiles() {
+    if (this.reloader !== null) this.reloader.watch();
+    if (this.proxy.certificates !== null) {
+      this.certificateWatch = watchFiles(this.proxy.certificates.files(), () => this.proxy.reloadCertificates('file changed'), this.logger);
+    }
+  }
+
+  // --redirect-http: every worker listens there too, as on the proxy's port.
+  listenRedirect(httpsPort) {
+    const { host, port } = this.redirectHttp;
+    const server = createRedirectServer(httpsPort, this.logger);
+    this.redirectServer = server;
+    return new Promise((resolve, reject) => {
+      server.once('error', (err) => {
+        reject(new LilaError(codes.LISTEN, `cannot listen on ${formatHostPort(host === undefined ? '::' : host, port)} for the http redirect: ${err.code || err.message}`));
+      });
+      server.listen(port, host, () => {
+        const address = server.address();
+        if (this.role !== WORKER) this.logger.info(`redirecting http on ${formatHostPort(address.address, address.port)} to https`);
+        resolve();
+      });
+    });
+  }
+
   // A worker's own admin API, on a loopback port only its primary asks.
   listenPrivateAdmin() {
     const server = this.adminServer;
     server.once('error', (err) => this.logger.warn(`cannot serve this worker's admin API: ${err.message}`));
-    server.listen(0, '127.0.0.1', () => tellPrimary({ lila: 'admin', port: server.address().port }));
+    // Exclusive: in a worker, listen(0) otherwise shares one port, held by the primary, among
+    // every worker, and the primary's requests would reach whichever worker it hands them to.
+    server.listen({ port: 0, host: '127.0.0.1', exclusive: true }, () => tellPrimary({ lila: 'admin', port: server.address().port }));
   }
 
   // The workers inherit the primary's limit: said once, by whoever starts.
@@ -239,11 +291,16 @@ class Service {
 
   startupLine(address) {
     const where = formatHostPort(address.address, address.port);
-    const count = this.proxy.backends.length;
+    // Servers found through DNS are counted as names: their members come as they resolve.
+    const discovery = this.proxy.discovery;
+    const names = discovery === null ? 0 : discovery.names.length;
+    const count = names === 0 ? this.proxy.backends.length : discovery.fixedCount;
+    const resolving = names === 0 ? '' : `, resolving ${names} name${names === 1 ? '' : 's'}`;
     const mode = this.proxy.balancer.mode;
     const from = this.hostsFile === null ? '' : ` from ${this.hostsFile}${this.watch ? ' (watched)' : ''}`;
     const workers = this.workers > 0 ? `, ${this.workers} worker${this.workers === 1 ? '' : 's'}` : '';
-    return `${mode} (${this.proxy.layer}) listening on ${where} -> ${count} server${count === 1 ? '' : 's'}${from}${workers}`;
+    const layer = this.proxy.certificates === null ? this.proxy.layer : this.proxy.layer === 'http' ? 'https' : 'tcp+tls';
+    return `${mode} (${layer}) listening on ${where} -> ${count} server${count === 1 ? '' : 's'}${resolving}${from}${workers}`;
   }
 }
 

@@ -197,6 +197,8 @@ describe('admin API', () => {
         reason: 'started',
         since: stateA.since,
         active: 0,
+        max_conns: 0,
+        at_limit: false,
         requests: counts.A,
         connections: 0,
         failures: 0,
@@ -762,7 +764,7 @@ describe('admin API', () => {
         ['POST', '/status', 405, 'GET, HEAD'],
         ['DELETE', '/metrics', 405, 'GET, HEAD'],
         ['GET', '/backends', 405, 'POST'],
-        ['GET', '/backends/x', 405, 'DELETE'],
+        ['GET', '/backends/x', 405, 'DELETE, PATCH'],
         ['DELETE', '/backends/x/drain', 405, 'POST']
       ];
       for (const [method, path, status, allow] of cases) {

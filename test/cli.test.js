@@ -109,7 +109,7 @@ describe('lila (command line)', () => {
       {
         name: 'an unknown server parameter',
         args: ['round-robin', 'a:1,foo'],
-        line: 'lila: server "a:1,foo" has an unknown parameter "foo" (known: weight=N, backup, name=X)'
+        line: 'lila: server "a:1,foo" has an unknown parameter "foo" (known: weight=N, backup, name=X, maxconn=N, tls, sni=NAME, resolve)'
       },
       {
         name: 'a server with a scheme',

@@ -344,7 +344,7 @@ describe('library', () => {
     it('refuses watch without a hosts file', () => {
       assert.throws(() => createService({ proxy: { mode: 'round-robin', servers: ['a:1'] }, watch: true, logger: silent() }), {
         code: 'LILA_ERR_INVALID_OPTION',
-        message: '"watch" follows a hosts file; give one with hostsFile'
+        message: '"watch" follows a hosts file or certificates; give hostsFile or proxy.tls'
       });
     });
 

@@ -399,7 +399,7 @@ describe('reloading the hosts file', () => {
         name: 'an unknown parameter',
         file: ['127.0.0.1:1 weight=2 fast'],
         args: ['--hosts', 'my-hosts'],
-        line: 'lila: my-hosts:1: server "127.0.0.1:1,weight=2,fast" has an unknown parameter "fast" (known: weight=N, backup, name=X)'
+        line: 'lila: my-hosts:1: server "127.0.0.1:1,weight=2,fast" has an unknown parameter "fast" (known: weight=N, backup, name=X, maxconn=N, tls, sni=NAME, resolve)'
       },
       {
         name: 'a name used twice',
@@ -436,7 +436,7 @@ describe('reloading the hosts file', () => {
         name: '--watch without a hosts file',
         file: null,
         args: ['127.0.0.1:2', '--watch'],
-        line: 'lila: "--watch" follows a hosts file; give one with --hosts'
+        line: 'lila: "--watch" follows a hosts file or certificates; give --hosts or --tls-cert'
       }
     ];
 

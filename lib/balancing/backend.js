@@ -1,6 +1,7 @@
 'use strict';
 
 const { TrafficStats } = require('./traffic-stats');
+const { stickyId } = require('./sticky');
 
 /**
  * A configured server and its live state. Proxies and health write the
@@ -15,10 +16,20 @@ class Backend {
     this.name = server.name;
     this.host = server.host;
     this.port = server.port;
+    // The name Host headers give it: the DNS name its address came from
+    // (a member found through DNS, see lib/discovery), else its host.
+    this.hostname = server.hostname === undefined ? server.host : server.hostname;
     this.weight = server.weight === undefined ? 1 : server.weight;
     // What strategies use: the weight, or a part of it during slow start.
     this.effectiveWeight = this.weight;
     this.backup = server.backup === true;
+    // Connect over TLS, sending this server name (default: the host, when it is a name).
+    this.tls = server.tls === true;
+    this.sni = server.sni;
+    // Requests (http) or connections (tcp) it takes at once; 0: no limit (maxconn=N, --max-conns).
+    this.maxConns = server.maxConns === undefined ? 0 : server.maxConns;
+    // What a sticky cookie names it by (--sticky): derived from its name alone.
+    this.stickyId = stickyId(this.name);
     // Health (lib/health): 'up' or 'down', why, and since when (ms since the epoch).
     this.state = 'up';
     this.reason = 'started';

@@ -3,7 +3,10 @@
 const EventEmitter = require('node:events');
 const Backend = require('./backend');
 const eligible = require('./strategies/eligible');
-const { parseServer, checkWeight, isValidName } = require('./server-address');
+const SlotQueue = require('./slot-queue');
+const { atLimit } = SlotQueue;
+const { StickyIndex } = require('./sticky');
+const { parseServer, checkWeight, checkMaxConns, isValidName } = require('./server-address');
 const { resolveStrategy } = require('./strategies');
 const { recordLatency } = require('./peak-ewma');
 const { LilaError, codes } = require('../errors');
@@ -14,6 +17,8 @@ const { LilaError, codes } = require('../errors');
  * @property {Set<Backend> | null} [tried] backends that already failed this request or connection
  * @property {{url: string, headers: Record<string, string | string[] | undefined>}} [request]
  *   the http request (http layer only): its target and lower-case headers
+ * @property {string | null} [stickyId] the id the client's sticky cookie carries (`--sticky`):
+ *   the member with that `stickyId` gets it when it can, before the strategy is asked
  */
 
 /**
@@ -24,6 +29,12 @@ const { LilaError, codes } = require('../errors');
  * @property {() => number} [now] monotonic clock in ms, for `ewma`
  * @property {string} [cwd] where a relative module path starts
  * @property {{warn: (message: string) => void}} [logger] told when a strategy's pick throws
+ * @property {boolean} [allowEmpty] start with no members and let `sync` leave none: the
+ *   members come later, from DNS (`resolve` and `srv:` servers); nobody is picked meanwhile
+ * @property {number} [maxConns] the limit of members without `maxconn=N`: requests or
+ *   connections at once; 0, the default, is none
+ * @property {number} [maxQueue] how many may wait for a member at its limit (default 1024)
+ * @property {number} [queueTimeout] ms one may wait (default 10000)
  */
 
 /**
@@ -49,7 +60,7 @@ class Balancer extends EventEmitter {
   constructor(mode, servers, options = {}) {
     super();
     const Strategy = resolveStrategy(mode, options.cwd);
-    if (!Array.isArray(servers) || servers.length === 0) {
+    if (!Array.isArray(servers) || (servers.length === 0 && options.allowEmpty !== true)) {
       throw new LilaError(codes.NO_SERVERS, 'no servers given; list them as host:port after the mode, or in a hosts file (--hosts)');
     }
     this.mode = typeof mode === 'function' ? mode.name : mode;
@@ -65,6 +76,7 @@ class Balancer extends EventEmitter {
     this.backups = [];
     this.strategy = null;
     this.backupStrategy = null;
+    this.defaultMaxConns = checkMaxConns(options.maxConns === undefined ? 0 : options.maxConns, 'maxConns');
     for (const server of servers) this.join(this.toBackend(server));
     this.strategy = createStrategy(Strategy, this.primaries, options, this.mode);
     if (this.backups.length > 0) this.backupStrategy = createStrategy(Strategy, this.backups, options, this.mode);
@@ -74,6 +86,20 @@ class Balancer extends EventEmitter {
     /** Picks made in panic mode, every backend being down by passive health. */
     this.panicPicks = 0;
     this.deferChanges = false;
+    /** Requests and connections waiting for a member at its limit. */
+    this.queue = new SlotQueue(this, {
+      maxQueue: options.maxQueue === undefined ? 1024 : options.maxQueue,
+      timeout: options.queueTimeout === undefined ? 10000 : options.queueTimeout,
+      now: this.now,
+      logger: this.logger
+    });
+    this.sticky = new StickyIndex();
+    // Some member has a limit: only then may anyone wait.
+    this.limited = this.backends.some((backend) => backend.maxConns > 0);
+    // A backend back up has free slots; one gone down may leave waiters nothing to wait for.
+    const dispatch = () => this.queue.dispatch();
+    this.on('up', dispatch);
+    this.on('down', dispatch);
   }
 
   /**
@@ -93,8 +119,16 @@ class Balancer extends EventEmitter {
    * @returns {Backend | null} null when no backend is available
    */
   pick(ctx) {
+    // Stickiness comes first: its member, or nobody while that one is at its limit.
+    if (ctx !== undefined && ctx !== null && typeof ctx.stickyId === 'string') {
+      const sticky = this.sticky.target(this.backends, ctx);
+      if (sticky !== null) return atLimit(sticky) ? null : sticky;
+    }
     let backend = this.pickWith(this.strategy, ctx);
-    if (backend === null && this.backupStrategy !== null) backend = this.pickWith(this.backupStrategy, ctx);
+    // Primaries at their limits are busy, not gone: backups are not for that.
+    if (backend === null && this.backupStrategy !== null && !(this.limited && this.queue.primariesAtLimit(ctx))) {
+      backend = this.pickWith(this.backupStrategy, ctx);
+    }
     if (backend === null) backend = this.panicPick(ctx);
     return backend;
   }
@@ -133,6 +167,43 @@ class Balancer extends EventEmitter {
     }
     if (this.tracksLoad) this.tell('released', backend);
     if (backend.removed && backend.active === 0) this.emit('drained', backend);
+    // A slot freed: the oldest waiter that can use it gets it.
+    if (this.queue.length > 0) this.queue.dispatch();
+  }
+
+  /**
+   * What becomes of a request or connection `acquire` found no backend for.
+   * When a backend the mode would pick (or its sticky backend) is at its
+   * limit, it waits in the FIFO queue: later `waiter.dequeued(backend)` with
+   * a backend acquired for it, or `waiter.queueTimedOut()`; `cancel` takes it
+   * out when its client leaves.
+   *
+   * @param {import('./slot-queue').Waiter & PickContext} waiter
+   * @returns {'waiting' | 'full' | 'none'} `full`: it would wait, but the queue is full;
+   *   `none`: no backend is available at all
+   */
+  wait(waiter) {
+    if (!this.limited || !this.queue.mayWait(waiter)) return 'none';
+    return this.queue.add(waiter) ? 'waiting' : 'full';
+  }
+
+  /**
+   * Takes a waiter out of the queue: its client left.
+   *
+   * @param {import('./slot-queue').Waiter} waiter
+   */
+  cancel(waiter) {
+    this.queue.cancel(waiter);
+  }
+
+  /**
+   * The member a request sticks to (its `stickyId`), if it can serve it, at its limit or not.
+   *
+   * @param {PickContext} [ctx]
+   * @returns {Backend | null}
+   */
+  stickyTarget(ctx) {
+    return this.sticky.target(this.backends, ctx);
   }
 
   /**
@@ -212,16 +283,17 @@ class Balancer extends EventEmitter {
    * invalid list changes nothing.
    *
    * @param {(string | object)[]} servers as in the constructor
+   * @param {{allowEmpty?: boolean}} [options] allowEmpty: an empty list removes every member
    * @returns {{added: Backend[], removed: Backend[], reweighted: Backend[]}}
    * @throws {LilaError} for an invalid server, a name listed twice, or no servers
    */
-  sync(servers) {
-    if (!Array.isArray(servers) || servers.length === 0) {
+  sync(servers, options = {}) {
+    if (!Array.isArray(servers) || (servers.length === 0 && options.allowEmpty !== true)) {
       throw new LilaError(codes.NO_SERVERS, 'no servers given; list them as host:port after the mode, or in a hosts file (--hosts)');
     }
     const wanted = new Map();
     for (const server of servers) {
-      const parsed = typeof server === 'string' ? parseServer(server) : normalizeServer(server);
+      const parsed = entryOf(server);
       if (wanted.has(parsed.name)) throw new LilaError(codes.INVALID_SERVER, `server "${parsed.name}" is listed twice`);
       wanted.set(parsed.name, parsed);
     }
@@ -240,7 +312,8 @@ class Balancer extends EventEmitter {
     const removed = [];
     for (const [name, backend] of current) {
       const want = wanted.get(name);
-      if (want === undefined || want.host !== backend.host || want.port !== backend.port || want.backup !== backend.backup) {
+      if (want === undefined || want.host !== backend.host || want.port !== backend.port || want.backup !== backend.backup ||
+        (want.tls === true) !== backend.tls || want.sni !== backend.sni) {
         removed.push(this.remove(name));
         current.delete(name);
       }
@@ -249,8 +322,13 @@ class Balancer extends EventEmitter {
     const reweighted = [];
     for (const [name, want] of wanted) {
       const backend = current.get(name);
-      if (backend === undefined) added.push(this.add(want));
-      else if (backend.weight !== want.weight) reweighted.push(this.setWeight(name, want.weight));
+      if (backend === undefined) {
+        added.push(this.add(want));
+        continue;
+      }
+      if (backend.weight !== want.weight) reweighted.push(this.setWeight(name, want.weight));
+      // A changed limit applies at once; changed() below hands out the slots it frees.
+      backend.maxConns = want.maxConns === undefined ? this.defaultMaxConns : want.maxConns;
     }
     // Round-robin goes in the order given: the file's.
     const position = new Map([...wanted.keys()].map((name, i) => [name, i]));
@@ -259,6 +337,40 @@ class Balancer extends EventEmitter {
     this.primaries.sort(byOrder);
     this.backups.sort(byOrder);
     return { added, removed, reweighted };
+  }
+
+  /**
+   * Applies the changes one source of members sees (DNS discovery: the
+   * addresses of a name came or went) in one go: the named members leave
+   * (what is active on them finishes), new ones join, weights change, and the
+   * strategies are rebuilt once. Members it does not name keep everything,
+   * a weight set through the admin API included. All or nothing: an invalid
+   * server or a name already taken changes nothing.
+   *
+   * @param {{remove?: string[], add?: (string | object)[], reweight?: {name: string, weight: number}[]}} changes
+   *   a name may be removed and added again, to replace a member
+   * @returns {{added: Backend[], removed: Backend[], reweighted: Backend[]}}
+   * @throws {LilaError} `LILA_ERR_INVALID_SERVER`
+   */
+  change({ remove = [], add = [], reweight = [] }) {
+    const leaving = new Set(remove);
+    const taken = new Set(this.backends.filter((backend) => !leaving.has(backend.name)).map((backend) => backend.name));
+    const joining = add.map(entryOf);
+    for (const entry of joining) {
+      if (taken.has(entry.name)) throw new LilaError(codes.INVALID_SERVER, `server "${entry.name}" is listed twice`);
+      taken.add(entry.name);
+    }
+    for (const { name, weight } of reweight) checkWeight(weight, name);
+    this.deferChanges = true;
+    try {
+      const removed = remove.map((name) => this.remove(name)).filter((backend) => backend !== null);
+      const added = joining.map((entry) => this.add(entry));
+      const reweighted = reweight.map(({ name, weight }) => this.setWeight(name, weight)).filter((backend) => backend !== null);
+      return { added, removed, reweighted };
+    } finally {
+      this.deferChanges = false;
+      this.changed();
+    }
   }
 
   // Panic mode (Envoy's panic threshold, nginx forgetting failures once every
@@ -272,6 +384,7 @@ class Balancer extends EventEmitter {
     for (const backend of this.backends) {
       if (backend.effectiveWeight <= 0 || backend.downByCheck) continue;
       if (backend.state === 'up') return null;
+      if (atLimit(backend)) continue;
       if (ctx && ctx.tried && ctx.tried.has(backend)) continue;
       if (best === null || backend.active < best.active ||
         (backend.active === best.active && backend.lastFailureAt < best.lastFailureAt)) best = backend;
@@ -299,11 +412,13 @@ class Balancer extends EventEmitter {
   }
 
   toBackend(server) {
-    const parsed = typeof server === 'string' ? parseServer(server) : normalizeServer(server);
+    const parsed = entryOf(server);
     if (this.backends.some((backend) => backend.name === parsed.name)) {
       throw new LilaError(codes.INVALID_SERVER, `server "${parsed.name}" is listed twice`);
     }
-    return new Backend(parsed);
+    const backend = new Backend(parsed);
+    if (parsed.maxConns === undefined) backend.maxConns = this.defaultMaxConns;
+    return backend;
   }
 
   // A hook of a module of one's own may throw; the request must not.
@@ -321,7 +436,11 @@ class Balancer extends EventEmitter {
     for (const strategy of [this.strategy, this.backupStrategy]) {
       if (strategy !== null && typeof strategy.update === 'function') strategy.update();
     }
+    this.sticky.invalidate();
+    this.limited = this.backends.some((backend) => backend.maxConns > 0);
     this.emit('changed');
+    // New members, weights or limits may give waiters a slot.
+    this.queue.dispatch();
   }
 
   pickFailed(err) {
@@ -351,6 +470,18 @@ function createStrategy(Strategy, backends, options, mode) {
   return strategy;
 }
 
+// A server string or object as a member's fields. Servers found through DNS
+// are the proxy's to resolve (lib/discovery): a balancer alone cannot.
+function entryOf(server) {
+  const parsed = typeof server === 'string' ? parseServer(server) : server;
+  if (parsed !== null && typeof parsed === 'object' && (parsed.resolve === true || parsed.srv !== undefined)) {
+    const name = parsed.srv !== undefined ? `srv:${parsed.srv}` : `${parsed.host}:${parsed.port}`;
+    throw new LilaError(codes.INVALID_SERVER, `server "${name}" is found through DNS (resolve, srv:); ` +
+      'give it to createProxy or createService, which resolve it, not to a balancer alone');
+  }
+  return typeof server === 'string' ? parsed : normalizeServer(server);
+}
+
 // A server object from library users: the same checks as a server argument.
 function normalizeServer(server) {
   if (server === null || typeof server !== 'object') {
@@ -360,6 +491,11 @@ function normalizeServer(server) {
   const parsed = parseServer(`${host.includes(':') ? `[${host}]` : host}:${server.port}`);
   if (server.weight !== undefined) parsed.weight = checkWeight(server.weight, parsed.name);
   parsed.backup = server.backup === true;
+  if (server.maxConns !== undefined) parsed.maxConns = checkMaxConns(server.maxConns, parsed.name);
+  if (server.tls === true) parsed.tls = true;
+  if (server.sni !== undefined) parsed.sni = parseServer(`${parsed.name},sni=${server.sni}`).sni;
+  // The DNS name a discovered member's address came from (lib/discovery), for Host headers.
+  if (typeof server.hostname === 'string') parsed.hostname = server.hostname;
   if (server.name !== undefined) {
     if (!isValidName(server.name)) {
       throw new LilaError(codes.INVALID_SERVER, `server "${parsed.name}" has name "${server.name}"; a name is 1 to 128 letters, digits and . _ : - [ ]`);

@@ -33,6 +33,13 @@ Servers:
     weight=N    0 to 1000 (default 1); 0 takes the backend out of new picks
     backup      gets traffic only while no other backend is available
     name=X      call the backend X (logs, admin API) instead of host:port
+    tls         connect to the backend over TLS, verifying its certificate
+    sni=NAME    the server name sent to a tls backend (default: its host)
+    resolve     every address of the host's DNS name is a backend, named
+                host:port@address, looked up again as its TTL runs out
+  srv:_service._proto.name, e.g. srv:_http._tcp.api.service.consul: the
+  targets and ports of its DNS SRV records are the backends; the lowest
+  priority value gives the primaries, higher ones backups
   Or in a hosts file, one a line, parameters after spaces, # for comments:
     10.0.0.1:8080 weight=3 name=api-1
 `;

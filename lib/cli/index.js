@@ -62,8 +62,9 @@ module.exports = { run };
 function parse(args, env) {
   let values;
   let positionals;
+  let tokens;
   try {
-    ({ values, positionals } = parseArgs({ args, options: parseArgsOptions(), allowPositionals: true }));
+    ({ values, positionals, tokens } = parseArgs({ args, options: parseArgsOptions(), allowPositionals: true, tokens: true }));
   } catch (err) {
     throw new LilaError(codes.INVALID_OPTION, argumentProblem(err));
   }
@@ -79,13 +80,16 @@ function parse(args, env) {
   }
   const options = readOptions(values);
   const hostsFile = hostsFileOf(options.hosts, servers);
-  if (options.watch && hostsFile === undefined) {
-    throw new LilaError(codes.INVALID_OPTION, '"--watch" follows a hosts file; give one with --hosts');
+  const tls = tlsOf(options, tokens);
+  if (options.watch && hostsFile === undefined && tls === undefined) {
+    throw new LilaError(codes.INVALID_OPTION, '"--watch" follows a hosts file or certificates; give --hosts or --tls-cert');
   }
+  const backendTls = { ca: options['backend-ca'], insecure: options['backend-insecure'] === true };
   return {
     logger: { format: options['log-format'], level: options['log-level'], access: options['access-log'] === true },
     service: {
-      proxy: { mode, servers, ...options.proxy },
+      proxy: { mode, servers, ...options.proxy, tls, backendTls },
+      redirectHttp: options['redirect-http'],
       hostsFile,
       watch: options.watch === true,
       port: options.port,
@@ -95,6 +99,29 @@ function parse(args, env) {
       workers: options.workers
     }
   };
+}
+
+// --tls-cert and --tls-key as pairs, each key with the certificate before
+// it; --tls-min-version and --redirect-http need them. Undefined without TLS.
+function tlsOf(options, tokens) {
+  const certificates = [];
+  for (const token of tokens) {
+    if (token.kind !== 'option') continue;
+    if (token.name === 'tls-cert') {
+      certificates.push({ cert: token.value });
+    } else if (token.name === 'tls-key') {
+      const last = certificates[certificates.length - 1];
+      if (last === undefined || last.key !== undefined) {
+        throw new LilaError(codes.INVALID_OPTION, `"--tls-key ${token.value}" needs a --tls-cert before it, whose key it is`);
+      }
+      last.key = token.value;
+    }
+  }
+  if (certificates.length > 0) return { certificates, minVersion: options['tls-min-version'] };
+  for (const name of ['tls-min-version', 'redirect-http']) {
+    if (options[name] !== undefined) throw new LilaError(codes.INVALID_OPTION, `"--${name}" is for a TLS listener; give its certificate with --tls-cert`);
+  }
+  return undefined;
 }
 
 // The hosts file to read, or undefined when the servers are on the command line.

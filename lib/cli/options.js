@@ -4,7 +4,9 @@ const os = require('node:os');
 const Proxy = require('../proxy');
 const Logger = require('../ops/logger');
 const { DEFAULT_DRAIN_MS } = require('../service');
-const { validateChoice, validateCount, validateDuration, validatePath, validatePort } = require('../config/validate');
+const { MIN_VERSIONS } = require('../tls/certificate-store');
+const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers } = require('../config/validate');
+const { parseRateLimit, validateSize, parseSticky } = require('../config/traffic-values');
 const { LilaError, codes } = require('../errors');
 
 const { DEFAULTS, LAYERS, HTTP_ENGINES, HOST_HEADERS } = Proxy;
@@ -22,9 +24,10 @@ const MAX_WORKERS = 256;
  * - `read(text, flag)`: checks the value and returns it as the library wants it
  *   (absent options are not read: the library's defaults apply)
  * - `key`: the `createProxy` option it sets, if it is one
+ * - `multiple`: it may be given more than once; its value is then a list
  *
  * @type {{name: string, short?: string, arg?: string, group: string, help: string, default: string,
- *   read?: (text: string, flag: string) => unknown, key?: string}[]}
+ *   read?: (text: string, flag: string) => unknown, key?: string, multiple?: boolean}[]}
  */
 const OPTIONS = [
   {
@@ -34,6 +37,16 @@ const OPTIONS = [
   {
     name: 'watch', group: 'servers', default: 'off',
     help: 'reload the hosts file when it changes (SIGHUP always does); an invalid file keeps the running servers'
+  },
+  {
+    name: 'resolver', arg: '<ip[:port],...>', group: 'dns', default: '/etc/resolv.conf', key: 'resolvers',
+    help: "the DNS servers resolve and srv: servers ask, e.g. 127.0.0.1:8600 for Consul's DNS",
+    read: validateResolvers
+  },
+  {
+    name: 'resolve-interval', arg: '<t>', group: 'dns', default: ms(DEFAULTS.resolveInterval), key: 'resolveInterval',
+    help: 'the longest time between two lookups of a name; they follow the TTL of its answer, at least 1s apart',
+    read: (text, flag) => validateDuration(text, flag, { min: 1000 })
   },
   {
     name: 'port', short: 'p', arg: '<n>', group: 'general', default: String(DEFAULTS.port),
@@ -140,10 +153,80 @@ const OPTIONS = [
     help: 'a backend back up ramps to its full weight over this time; 0 is off', read: durationOrZero
   },
   {
+    name: 'max-conns', arg: '<n>', group: 'limits', default: String(DEFAULTS.maxConns), key: 'maxConns',
+    help: 'per backend: http requests or tcp connections at once, for servers without maxconn=N; 0 is no limit',
+    read: (text, flag) => validateCount(text, flag, 0)
+  },
+  {
+    name: 'max-queue', arg: '<n>', group: 'limits', default: String(DEFAULTS.maxQueue), key: 'maxQueue',
+    help: 'requests or connections that may wait for a backend at its limit; more get 503 (http) or are closed (tcp)',
+    read: (text, flag) => validateCount(text, flag, 0)
+  },
+  {
+    name: 'queue-timeout', arg: '<t>', group: 'limits', default: ms(DEFAULTS.queueTimeout), key: 'queueTimeout',
+    help: 'how long one may wait in that queue, then 503 with Retry-After (http) or closed (tcp)', read: duration
+  },
+  {
+    name: 'sticky', arg: '<cookie[:name]>', group: 'limits', default: 'off', key: 'sticky',
+    help: 'http: send each client back to the backend that served it, by a cookie lila sets (named lila by default)',
+    read: (text, flag) => {
+      parseSticky(text, flag);
+      return text;
+    }
+  },
+  {
+    name: 'rate-limit', arg: '<n>/<s|m>[,burst=<b>]', group: 'limits', default: 'off', key: 'rateLimit',
+    help: 'requests (http) or new connections (tcp) per second or minute for each client address, ' +
+      'burst b at once (default n); more get 429 with Retry-After (http) or are closed (tcp)',
+    read: (text, flag) => {
+      parseRateLimit(text, flag);
+      return text;
+    }
+  },
+  {
+    name: 'max-body-size', arg: '<bytes>', group: 'limits', default: 'off', key: 'maxBodySize',
+    help: 'http: the largest request body, in bytes or with k or m (10m); a larger Content-Length gets 413 at once, ' +
+      'a chunked body growing past it 413 or a cut connection',
+    read: validateSize
+  },
+  {
+    name: 'max-connections', arg: '<n>', group: 'limits', default: 'none', key: 'maxConnections',
+    help: 'client connections served at once; past it, new ones wait unserved until one closes',
+    read: (text, flag) => validateCount(text, flag, 1)
+  },
+  {
+    name: 'tls-cert', arg: '<file|dir>', group: 'tls', default: 'off', multiple: true,
+    help: 'serve TLS with the certificate chain of this PEM file, or with every NAME.pem and NAME.crt of a ' +
+      'directory (and NAME.key beside it); repeat it for more certificates, chosen by the name the client asks ' +
+      'for (SNI), the first for clients that ask none'
+  },
+  {
+    name: 'tls-key', arg: '<file>', group: 'tls', default: '', multiple: true,
+    help: 'the private key of the --tls-cert before it, unless its PEM holds the key'
+  },
+  {
+    name: 'tls-min-version', arg: '<1.2|1.3>', group: 'tls', default: '1.2',
+    help: 'the lowest TLS version clients may use', read: (text, flag) => validateChoice(text, MIN_VERSIONS, flag)
+  },
+  {
+    name: 'redirect-http', arg: '<[host:]port>', group: 'tls', default: 'off',
+    help: 'also listen for plain http there, answering every request with 308 to the same host and path on https',
+    read: hostAndPort
+  },
+  {
+    name: 'backend-ca', arg: '<file>', group: 'tls', default: "Node's CAs",
+    help: 'verify the certificates of tls backends against the CA certificates of this PEM file'
+  },
+  {
+    name: 'backend-insecure', group: 'tls', default: 'off',
+    help: 'do not verify the certificates of tls backends (said at startup)'
+  },
+  {
     name: 'admin', arg: '<[host:]port>', group: 'admin', default: 'off',
-    help: 'serve the admin API on this port: GET /status, GET /metrics (Prometheus), GET /route?key=, POST /backends, ' +
-      'DELETE /backends/<name>, POST /backends/<name>/drain; host 127.0.0.1 unless given',
-    read: adminAddress
+    help: 'serve the admin API on this port: GET / (the live dashboard), GET /events, GET /status, GET /metrics (Prometheus), ' +
+      'GET /route?key=, POST /backends, DELETE and PATCH /backends/<name>, POST /backends/<name>/drain and /enable; ' +
+      'host 127.0.0.1 unless given',
+    read: hostAndPort
   },
   {
     name: 'admin-token', arg: '<t>', group: 'admin', default: 'none',
@@ -175,9 +258,12 @@ const OPTIONS = [
 /** The sections of `--help`, in order, by the `group` of the options. */
 const GROUPS = {
   servers: 'Servers from a file',
+  dns: 'Servers found through DNS (host:port,resolve and srv:_service._proto.name)',
   general: 'Options (before or after the servers)',
   http: 'http layer',
   health: 'Health (a backend down gets no traffic; none available: http 503, tcp close)',
+  limits: 'Protecting backends (limits and queue, stickiness, rate and size limits)',
+  tls: 'TLS (HTTPS in the http layer; termination in the tcp layer)',
   admin: 'Admin API',
   logging: 'Logging (to stderr only)',
   workers: 'Workers'
@@ -193,6 +279,7 @@ function parseArgsOptions() {
   for (const option of OPTIONS) {
     table[option.name] = { type: option.arg === undefined ? 'boolean' : 'string' };
     if (option.short !== undefined) table[option.name].short = option.short;
+    if (option.multiple === true) table[option.name].multiple = true;
   }
   return table;
 }
@@ -271,8 +358,8 @@ function workerCount(text, flag) {
   return count;
 }
 
-// --admin [host:]port, [v6addr]:port included.
-function adminAddress(text, flag) {
+// --admin and --redirect-http: [host:]port, [v6addr]:port included.
+function hostAndPort(text, flag) {
   const colon = text.lastIndexOf(':');
   let host = colon === -1 ? undefined : text.slice(0, colon);
   if (host !== undefined && host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);

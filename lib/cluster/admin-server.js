@@ -1,6 +1,10 @@
 'use strict';
 
 const http = require('node:http');
+const DashboardFeed = require('../ops/dashboard/feed');
+const { dashboardPage } = require('../ops/dashboard/page');
+const { refusePageChange } = require('../ops/dashboard/browser-guard');
+const { WorkerFrames } = require('./worker-frames');
 
 const BODY_LIMIT = 64 * 1024;
 const ASK_TIMEOUT_MS = 5000;
@@ -9,6 +13,9 @@ const ASK_TIMEOUT_MS = 5000;
 const MERGE = {
   lila_backend_up: Math.min,
   lila_backend_weight: Math.max,
+  // Each worker looks its DNS names up itself.
+  lila_discovery_members: Math.max,
+  lila_discovery_last_success_timestamp_seconds: Math.max,
   lila_start_time_seconds: Math.min,
   process_start_time_seconds: Math.min,
   // Each worker has its own descriptors and limit: the most any worker has
@@ -20,38 +27,88 @@ const MERGE = {
   nodejs_eventloop_lag_seconds: Math.max
 };
 const SUMMED_STATUS_FIELDS = ['active', 'requests', 'connections', 'failures'];
+// The counts of /status's limits that add up over the workers.
+const LIMIT_SUMS = {
+  queue: ['length', 'waited', 'timeouts', 'full'],
+  rate_limit: ['clients', 'limited'],
+  client_connections: ['open', 'waiting', 'waited', 'dropped']
+};
 
 /**
  * The admin API of `--workers`, served by the primary: each worker runs its
  * own admin API on a private loopback port, and this one asks them all.
  * `GET /status` and `GET /metrics` add up what the workers report; a change
- * (`POST`, `DELETE`) goes to every worker, which checks the token itself;
- * other reads go to one worker.
+ * (`POST`, `DELETE`, `PATCH`) goes to every worker, which checks the token
+ * itself; other reads go to one worker. The dashboard (`GET /`) and its
+ * events (`GET /events`) are the primary's own, with every worker's figures
+ * added up; a web page's changes (with Origin) are checked here, where the
+ * page's requests arrive.
  *
  * @param {{adminPorts: () => number[]}} primary
  * @param {import('../ops/logger')} logger
- * @returns {http.Server} not listening
+ * @param {{hasToken?: boolean}} [options] hasToken: the workers' admin APIs need a token for changes
+ * @returns {http.Server & {dashboard: DashboardFeed}} not listening; `dashboard` is the feed of `/events`
  */
-function createClusterAdminServer(primary, logger) {
+function createClusterAdminServer(primary, logger, options = {}) {
+  const hasToken = options.hasToken === true;
+  const feed = new DashboardFeed(new WorkerFrames(primary, mergeStatus), { logger });
   const server = http.createServer((request, response) => {
+    if (answerHere(request, response, feed, hasToken, logger)) return;
     answer(primary, request, logger).then((reply) => {
       logger.debug(`admin: ${request.method} ${request.url} ${reply.status} (workers)`);
-      response.writeHead(reply.status, {
-        'Content-Type': reply.type,
-        'Content-Length': Buffer.byteLength(reply.body),
-        'Cache-Control': 'no-store'
-      });
-      response.end(request.method === 'HEAD' ? undefined : reply.body);
+      respond(request, response, reply);
     }, (err) => {
       logger.warn(`admin: ${request.method} ${request.url}: ${err.message}`);
       response.destroy();
     });
   });
   server.on('clientError', (err, socket) => socket.destroy());
+  server.dashboard = feed;
+  server.on('close', () => feed.close());
   return server;
 }
 
 module.exports = { createClusterAdminServer, mergeStatus, mergeMetrics };
+
+// The requests the primary answers itself: a web page's change it refuses,
+// the dashboard and its events. Returns whether it answered.
+function answerHere(request, response, feed, hasToken, logger) {
+  const path = request.url.split('?')[0];
+  const read = request.method === 'GET' || request.method === 'HEAD';
+  const refusal = read ? null : refusePageChange(request, hasToken);
+  let reply = null;
+  if (refusal !== null) reply = json(403, { error: refusal });
+  else if (read && path === '/') {
+    const page = dashboardPage();
+    reply = { status: 200, type: 'text/html; charset=utf-8', body: page.body, headers: page.headers };
+  } else if (read && path === '/events') {
+    if (request.method === 'GET') {
+      logger.debug(`admin: ${request.method} ${request.url} 200 (workers)`);
+      feed.subscribe(response);
+      return true;
+    }
+    reply = { status: 200, type: 'text/event-stream; charset=utf-8', body: '' };
+  }
+  if (reply === null) return false;
+  // A refused change's body is thrown away; while some is unread, the connection closes after the answer.
+  request.resume();
+  logger.debug(`admin: ${request.method} ${request.url} ${reply.status} (workers)`);
+  respond(request, response, reply);
+  return true;
+}
+
+function respond(request, response, reply) {
+  const headers = {
+    'Content-Type': reply.type,
+    'Content-Length': Buffer.byteLength(reply.body),
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+    ...reply.headers
+  };
+  if (!request.complete) headers.Connection = 'close';
+  response.writeHead(reply.status, headers);
+  response.end(request.method === 'HEAD' ? undefined : reply.body);
+}
 
 async function answer(primary, request, logger) {
   let body;
@@ -93,6 +150,9 @@ function ask(port, request, body, method) {
   const headers = { ...request.headers };
   delete headers.host;
   delete headers.connection;
+  // A page's change was checked against the primary's origin (answerHere);
+  // the worker's port is another origin.
+  delete headers.origin;
   return new Promise((resolve, reject) => {
     const upstream = http.request({ host: '127.0.0.1', port, method, path: request.url, headers, agent: false });
     upstream.on('error', reject);
@@ -155,8 +215,58 @@ function mergeStatus(statuses) {
     workers: statuses.length,
     uptime_seconds: Math.max(...statuses.map((status) => status.uptime_seconds)),
     connections: statuses.reduce((sum, status) => sum + status.connections, 0),
-    backends: [...byName.values()]
+    backends: [...byName.values()],
+    ...mergeTls(statuses),
+    ...mergeDiscovery(statuses),
+    ...mergeLimits(statuses)
   };
+}
+
+// The queue, rate limit and connection limit are per worker: their counts add
+// up, their settings are every worker's; the average wait is over all waits.
+function mergeLimits(statuses) {
+  const merged = {};
+  for (const part of ['queue', 'rate_limit', 'client_connections']) {
+    if (statuses[0][part] === undefined) continue;
+    const sum = { ...statuses[0][part] };
+    for (const status of statuses.slice(1)) {
+      for (const field of LIMIT_SUMS[part]) sum[field] += status[part] ? status[part][field] : 0;
+    }
+    merged[part] = sum;
+  }
+  if (merged.queue !== undefined) {
+    const total = statuses.reduce((seconds, status) => seconds + status.queue.wait_seconds_average * status.queue.waited, 0);
+    merged.queue.wait_seconds_average = merged.queue.waited === 0 ? 0 : total / merged.queue.waited;
+  }
+  return merged;
+}
+
+// Each worker looks its DNS names up itself: lookups and failures add up, and
+// the answer shown is the latest any worker had.
+function mergeDiscovery(statuses) {
+  if (statuses[0].discovery === undefined) return {};
+  const byName = new Map();
+  for (const status of statuses) {
+    for (const entry of status.discovery || []) {
+      const merged = byName.get(entry.name);
+      if (merged === undefined) {
+        byName.set(entry.name, { ...entry });
+        continue;
+      }
+      const lookups = merged.lookups + entry.lookups;
+      const failures = merged.failures + entry.failures;
+      if ((entry.last_success || '') > (merged.last_success || '')) Object.assign(merged, entry);
+      Object.assign(merged, { lookups, failures });
+    }
+  }
+  return { discovery: [...byName.values()] };
+}
+
+// Handshakes add up; every worker serves the same certificates.
+function mergeTls(statuses) {
+  if (statuses[0].tls === undefined) return {};
+  const sum = (field) => statuses.reduce((total, status) => total + (status.tls ? status.tls[field] : 0), 0);
+  return { tls: { ...statuses[0].tls, handshakes: sum('handshakes'), handshake_failures: sum('handshake_failures') } };
 }
 
 /**

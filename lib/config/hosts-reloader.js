@@ -1,11 +1,7 @@
 'use strict';
 
-const fs = require('node:fs');
-const path = require('node:path');
 const { readHostsFile } = require('./hosts-file');
-
-// Editors write a file in several steps; one reload after they settle.
-const SETTLE_MS = 100;
+const { watchFiles } = require('./file-watch');
 
 /**
  * Re-reads a hosts file into a running balancer, on demand (SIGHUP) or when
@@ -14,7 +10,9 @@ const SETTLE_MS = 100;
 class HostsReloader {
   /**
    * @param {string} file
-   * @param {import('../balancing/balancer')} balancer
+   * @param {{sync: (servers: object[]) => ReturnType<import('../balancing/balancer')['sync']>,
+   *   backends: import('../balancing/backend')[]}} balancer where the servers go: the proxy's
+   *   `Discovery` (fixed servers and those found through DNS), or a balancer
    * @param {import('../ops/logger')} logger
    */
   constructor(file, balancer, logger) {
@@ -22,7 +20,6 @@ class HostsReloader {
     this.balancer = balancer;
     this.logger = logger;
     this.watcher = null;
-    this.timer = null;
   }
 
   /**
@@ -51,25 +48,11 @@ class HostsReloader {
 
   /** Reloads whenever the file changes, including when an editor replaces it. */
   watch() {
-    const base = path.basename(this.file);
-    // The directory, not the file: a file replaced by rename keeps being followed.
-    try {
-      this.watcher = fs.watch(path.dirname(path.resolve(this.file)), (event, name) => {
-        if (name !== null && name !== base) return;
-        clearTimeout(this.timer);
-        this.timer = setTimeout(() => this.reload('file changed'), SETTLE_MS);
-      });
-    } catch (err) {
-      // Out of inotify watches, say: SIGHUP still reloads.
-      this.logger.warn(`cannot watch ${this.file}: ${err.message}; reload it with SIGHUP`);
-      return;
-    }
-    this.watcher.on('error', (err) => this.logger.warn(`cannot watch ${this.file}: ${err.message}`));
+    this.watcher = watchFiles([this.file], () => this.reload('file changed'), this.logger);
   }
 
   /** Stops watching. */
   close() {
-    clearTimeout(this.timer);
     if (this.watcher !== null) this.watcher.close();
     this.watcher = null;
   }

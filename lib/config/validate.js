@@ -1,5 +1,6 @@
 'use strict';
 
+const net = require('node:net');
 const { LilaError, codes } = require('../errors');
 
 const DIGITS = /^[0-9]+$/;
@@ -49,7 +50,8 @@ function validateChoice(value, choices, name) {
  *
  * @param {unknown} value a number of milliseconds, or the text the user typed
  * @param {string} name the option as the user knows it, e.g. `--timeout`
- * @param {{allowZero?: boolean}} [options] whether 0 (meaning "off") is allowed
+ * @param {{allowZero?: boolean, min?: number}} [options] whether 0 (meaning "off") is allowed;
+ *   the shortest duration allowed, in ms (default 1)
  * @returns {number} milliseconds, a whole number
  * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
  */
@@ -60,9 +62,9 @@ function validateDuration(value, name, options = {}) {
     const match = DURATION.exec(value);
     if (match !== null) ms = match[1] !== undefined ? Number(match[1]) : Math.round(Number(match[2]) * MS_PER_UNIT[match[3]]);
   }
-  const low = options.allowZero ? 0 : 1;
+  const low = options.min !== undefined ? options.min : options.allowZero ? 0 : 1;
   if (!Number.isInteger(ms) || ms < low || ms > MAX_DURATION) {
-    const range = options.allowZero ? '0 (off) or a duration' : 'a duration';
+    const range = options.min !== undefined ? `a duration of at least ${options.min} ms` : options.allowZero ? '0 (off) or a duration' : 'a duration';
     throw new LilaError(
       codes.INVALID_OPTION,
       `"${name}" must be ${range} such as 500ms, 5s or 2m, or a number of milliseconds (at most 24 days), received "${value}"`
@@ -101,4 +103,35 @@ function validatePath(value, name) {
   throw new LilaError(codes.INVALID_OPTION, `"${name}" must be a path starting with "/", received "${value}"`);
 }
 
-module.exports = { validatePort, validateChoice, validateDuration, validateCount, validatePath };
+/**
+ * Checks a list of DNS servers, each an IP address with an optional port
+ * (`10.0.0.2`, `127.0.0.1:8600`, `[::1]:8600`, `::1`), given as a list or
+ * as the text the user typed, comma-separated.
+ *
+ * @param {unknown} value
+ * @param {string} name the option as the user knows it, e.g. `--resolver`
+ * @returns {string[]} as `dns.Resolver.setServers` takes them
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
+ */
+function validateResolvers(value, name) {
+  const list = typeof value === 'string' ? value.split(',') : value;
+  if (!Array.isArray(list) || list.length === 0) throw badResolver(value, name);
+  return list.map((item) => {
+    if (typeof item !== 'string') throw badResolver(item, name);
+    if (net.isIP(item) !== 0) return item;
+    const match = /^(?:\[([^\]]+)\]|([^:]+)):([0-9]{1,5})$/.exec(item);
+    const host = match === null ? '' : match[1] === undefined ? match[2] : match[1];
+    const family = match === null ? 0 : match[1] === undefined ? net.isIPv4(host) && 4 : net.isIPv6(host) && 6;
+    if (!family || Number(match[3]) < 1 || Number(match[3]) > 65535) throw badResolver(item, name);
+    return item;
+  });
+}
+
+module.exports = { validatePort, validateChoice, validateDuration, validateCount, validatePath, validateResolvers };
+
+function badResolver(value, name) {
+  return new LilaError(
+    codes.INVALID_OPTION,
+    `"${name}" must be DNS server addresses with an optional port, separated by commas, as in 127.0.0.1:8600,[::1]:53, received "${value}"`
+  );
+}

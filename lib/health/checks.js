@@ -1,8 +1,9 @@
 'use strict';
 
 const http = require('node:http');
-const net = require('node:net');
+const https = require('node:https');
 const { backendAuthority } = require('../net/address');
+const { connectBackend, readyEvent, backendTlsOptions } = require('../net/backend-connect');
 const { describeError } = require('../errors');
 
 const kChecks = Symbol('kChecks');
@@ -11,19 +12,21 @@ const kChecks = Symbol('kChecks');
  * Active health checks (equilibrio's, HAProxy's rise and fall): every
  * backend is checked once per interval, the backends' checks spread over the
  * interval rather than all at once, and never two at a time for one backend.
- * tcp: a connect; http: `GET <path>` answered 2xx or 3xx.
+ * tcp: a connect; http: `GET <path>` answered 2xx or 3xx; over TLS, with
+ * its checks, to a `tls` backend.
  */
 class HealthChecks {
   /**
    * @param {import('./index')} health where results turn into states
    * @param {import('./index').HealthSettings} settings
-   * @param {{layer: 'http' | 'tcp'}} target
+   * @param {{layer: 'http' | 'tcp', backendTls: import('../net/backend-connect').BackendTlsSettings}} target
    */
   constructor(health, settings, target) {
     this.health = health;
     this.settings = settings;
     this.layer = target.layer;
-    /** @type {Map<import('../balancing/backend'), {timer: NodeJS.Timeout | null, probe: object | null, good: number, bad: number}>} */
+    this.backendTls = target.backendTls;
+    /** @type {Map<import('../balancing/backend'), {timer: NodeJS.Timeout | null, probe: object | null, good: number, bad: number, error: string | null, at: number}>} */
     this.runs = new Map();
     this.stopped = false;
     this.onAdd = (backend) => this.schedule(backend, 0);
@@ -56,6 +59,19 @@ class HealthChecks {
     this.runs.delete(backend);
   }
 
+  /**
+   * The last check of a backend, for the dashboard.
+   *
+   * @param {import('../balancing/backend')} backend
+   * @returns {{ok: boolean, good: number, bad: number, error: string | null, at: number} | null}
+   *   good and bad: checks in a row; at: ms since the epoch; null before the first check ends
+   */
+  resultOf(backend) {
+    const run = this.runs.get(backend);
+    if (run === undefined || run.at === 0) return null;
+    return { ok: run.error === null, good: run.good, bad: run.bad, error: run.error, at: run.at };
+  }
+
   /** @param {import('../balancing/backend')} backend whose good and failed checks count from zero again */
   resetCounts(backend) {
     const run = this.runs.get(backend);
@@ -68,7 +84,7 @@ class HealthChecks {
     if (this.stopped) return;
     let run = this.runs.get(backend);
     if (run === undefined) {
-      run = { timer: null, probe: null, good: 0, bad: 0 };
+      run = { timer: null, probe: null, good: 0, bad: 0, error: null, at: 0 };
       this.runs.set(backend, run);
     }
     run.timer = setTimeout(() => this.check(backend, run), delay);
@@ -91,23 +107,26 @@ class HealthChecks {
   }
 
   connect(backend, done) {
-    const socket = net.connect({ host: backend.host, port: backend.port });
+    const socket = connectBackend(backend, this.backendTls);
     socket[kChecks] = done;
     socket.setTimeout(this.settings.healthTimeout, probeOnTimeout);
     socket.on('error', probeOnError);
-    socket.on('connect', () => done(null));
+    socket.on(readyEvent(socket), () => done(null));
     return socket;
   }
 
   get(backend, done) {
-    const request = http.request({
+    const options = {
       host: backend.host,
       port: backend.port,
       path: this.settings.healthPath,
       headers: { Host: backendAuthority(backend), 'User-Agent': 'lila-health-check', Connection: 'close' },
       agent: false,
       timeout: this.settings.healthTimeout
-    });
+    };
+    const request = backend.tls
+      ? https.request({ ...options, ...backendTlsOptions(backend, this.backendTls) })
+      : http.request(options);
     request[kChecks] = done;
     request.on('timeout', probeOnTimeout);
     request.on('error', probeOnError);
@@ -124,6 +143,8 @@ class HealthChecks {
     const { healthRise, healthFall } = this.settings;
     // lila's own shortage (EMFILE, ...) says nothing of the backend either way.
     if (err !== null && this.health.localProblem(err, `checking backend ${backend.name}`) !== null) return;
+    run.at = Date.now();
+    run.error = err === null ? null : describeError(err);
     if (err === null) {
       run.bad = 0;
       run.good++;

@@ -14,7 +14,7 @@ const HOP_BY_HOP = new Set([
 // X-Forwarded-*, Forwarded): a name of another length needs no lowercasing.
 const ACTED_ON = new Set([...HOP_BY_HOP, 'host', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded'].map((name) => name.length));
 // The last Forwarded element built, for the next request of the same client and host.
-let lastElement = { clientAddress: null, host: null, element: '' };
+let lastElement = { clientAddress: null, host: null, scheme: null, element: '' };
 // RFC 9110 §5.6.2 tchar: a Forwarded value made only of these needs no quotes.
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
@@ -28,9 +28,10 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
  *
  * @param {string[]} rawHeaders `[name, value, name, value, ...]` as received
  * @param {string | undefined} clientAddress the client's IP address
+ * @param {'http' | 'https'} [scheme] what the client speaks to lila (default http)
  * @returns {string[]} a new raw header list
  */
-function forwardRequestHeaders(rawHeaders, clientAddress) {
+function forwardRequestHeaders(rawHeaders, clientAddress, scheme = 'http') {
   const listed = connectionOptions(rawHeaders);
   const out = [];
   let forwardedFor = null;
@@ -66,9 +67,9 @@ function forwardRequestHeaders(rawHeaders, clientAddress) {
     forwardedFor = forwardedFor === null ? clientAddress : `${forwardedFor}, ${clientAddress}`;
   }
   if (forwardedFor !== null) out.push('X-Forwarded-For', forwardedFor);
-  out.push('X-Forwarded-Proto', 'http');
+  out.push('X-Forwarded-Proto', scheme);
   if (host !== null) out.push('X-Forwarded-Host', host);
-  const element = forwardedElement(clientAddress, host);
+  const element = forwardedElement(clientAddress, host, scheme);
   out.push('Forwarded', forwarded === null ? element : `${forwarded}, ${element}`);
   return out;
 }
@@ -80,22 +81,25 @@ function forwardRequestHeaders(rawHeaders, clientAddress) {
  *
  * @param {string | undefined} clientAddress `unknown` when missing
  * @param {string | null} host the client's Host header, left out when null
+ * @param {'http' | 'https'} [scheme] default http
  * @returns {string}
  */
-function forwardedElement(clientAddress, host) {
-  // Requests on one connection, and often from one client, repeat the same pair.
-  if (clientAddress === lastElement.clientAddress && host === lastElement.host) return lastElement.element;
-  const element = buildForwardedElement(clientAddress, host);
-  lastElement = { clientAddress, host, element };
+function forwardedElement(clientAddress, host, scheme = 'http') {
+  // Requests on one connection, and often from one client, repeat the same triple.
+  if (clientAddress === lastElement.clientAddress && host === lastElement.host && scheme === lastElement.scheme) {
+    return lastElement.element;
+  }
+  const element = buildForwardedElement(clientAddress, host, scheme);
+  lastElement = { clientAddress, host, scheme, element };
   return element;
 }
 
-function buildForwardedElement(clientAddress, host) {
+function buildForwardedElement(clientAddress, host, scheme) {
   const node = clientAddress === undefined ? 'unknown'
     : clientAddress.includes(':') ? `[${clientAddress}]` : clientAddress;
   let element = `for=${forwardedValue(node)}`;
   if (host !== null) element += `;host=${forwardedValue(host)}`;
-  return `${element};proto=http`;
+  return `${element};proto=${scheme}`;
 }
 
 /**

@@ -58,7 +58,8 @@ function upstreamError(timedOut) {
  */
 function logAnswer(logger, error, request, detail) {
   const status = error.status;
-  const log = status === 400 || status === 503 ? logger.debug : logger.warn;
+  // Limits (413, 429) are the client's doing or logged once a burst elsewhere, as 503s are.
+  const log = status === 400 || status === 503 || status === 413 || status === 429 ? logger.debug : logger.warn;
   log.call(logger, `${status} for ${request.method} ${request.url}: ${detail} (${error.code})`);
 }
 

@@ -1,10 +1,14 @@
 'use strict';
 
 const { forwardRequestHeaders, forwardResponseHeaders, rewriteLocation } = require('./headers');
+const { readCookie, withoutCookie, withStickyCookie } = require('./sticky-cookie');
+const { refusalBeforeForwarding } = require('./limits');
+const { takeBackend, slotFound, slotTimedOut, leaveQueue } = require('./backend-slot');
 const { createUpstreamRequest } = require('./upstream-request');
+const { readyEvent } = require('../net/backend-connect');
 const { closedCleanly } = require('../net/closed-cleanly');
-const { clientAddressOf } = require('../net/address');
-const { rawErrorResponse, unavailable } = require('./error-response');
+const { clientAddressOf, schemeOf } = require('../net/address');
+const { rawErrorResponse } = require('./error-response');
 const { localShortage } = require('./outcomes');
 const { LilaError, codes, timeoutError, describeError } = require('../errors');
 
@@ -42,8 +46,15 @@ class Tunnel {
     this.upstream = null;
     this.upstreamSocket = null;
     this.connected = false;
-    this.headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress);
+    this.scheme = schemeOf(client);
+    this.headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress, this.scheme);
     this.headers.push('Connection', 'Upgrade', 'Upgrade', request.headers.upgrade);
+    // In the queue for a backend slot (balancer.wait).
+    this.waiting = false;
+    // What the client's sticky cookie says (--sticky); lila's own cookie stays with lila.
+    const cookie = context.settings.stickyCookie;
+    this.stickyId = cookie === null ? null : readCookie(request.rawHeaders, cookie);
+    if (cookie !== null) this.headers = withoutCookie(this.headers, cookie);
     client[kTunnel] = this;
     client.on('error', clientOnError);
     client.on('close', clientOnClose);
@@ -56,14 +67,34 @@ class Tunnel {
     client.setTimeout(0);
   }
 
-  /** Sends the upgrade request to the next backend the strategy picks. */
+  /** Sends the upgrade request to the backend the strategy picks, unless the rate limit keeps it out. */
   open() {
-    const backend = this.context.balancer.acquire(this);
-    if (backend === null) {
-      if (this.tried === null) this.refuse(unavailable(this.context.health), 'no backend is available');
-      else this.refuse(new LilaError(codes.NO_BACKEND, 'no backend accepted the connection', 502), 'no backend accepted the connection');
-      return;
-    }
+    const refusal = refusalBeforeForwarding(this.context.settings, this.clientAddress, -1);
+    if (refusal === null) takeBackend(this);
+    else this.refuse(refusal, `client ${this.clientAddress}`);
+  }
+
+  /** Its wait in the queue is over: a backend acquired for it, or null when none is left. */
+  dequeued(backend) {
+    slotFound(this, backend);
+  }
+
+  /** It waited past --queue-timeout. */
+  queueTimedOut() {
+    slotTimedOut(this);
+  }
+
+  /** lila's own answer, for the queue's refusals and when no backend is left. */
+  fail(error, detail) {
+    this.refuse(error, detail);
+  }
+
+  /**
+   * Sends the upgrade request to `backend`, acquired for it.
+   *
+   * @param {import('../balancing/backend')} backend
+   */
+  use(backend) {
     this.backend = backend;
     this.servedBy = backend;
     this.connected = false;
@@ -107,7 +138,7 @@ class Tunnel {
     if (!this.connected) {
       this.context.logger.debug(what);
       (this.tried ??= new Set()).add(backend);
-      this.open();
+      takeBackend(this);
       return;
     }
     if (timedOut) this.refuse(new LilaError(codes.TIMEOUT, 'the backend did not answer in time', 504), what);
@@ -128,7 +159,7 @@ class Tunnel {
     this.status = 101;
     socket.setTimeout(0);
     let head = `HTTP/1.1 101 ${upstreamResponse.statusMessage}\r\n`;
-    const raw = upstreamResponse.rawHeaders;
+    const raw = this.withStickyCookie(upstreamResponse.rawHeaders);
     for (let i = 0; i < raw.length; i += 2) head += `${raw[i]}: ${raw[i + 1]}\r\n`;
     client.write(`${head}\r\n`);
     if (upstreamHead.length > 0) client.write(upstreamHead);
@@ -156,7 +187,8 @@ class Tunnel {
     let head = `HTTP/1.1 ${status} ${upstreamResponse.statusMessage}\r\n`;
     let headers = forwardResponseHeaders(upstreamResponse.rawHeaders);
     // The client's scheme: this listener speaks plain http.
-    if (this.context.settings.locationRewrite) headers = rewriteLocation(headers, this.backend, 'http', this.request.headers.host);
+    if (this.context.settings.locationRewrite) headers = rewriteLocation(headers, this.backend, this.scheme, this.request.headers.host);
+    headers = this.withStickyCookie(headers);
     for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
     client.write(`${head}Connection: close\r\n\r\n`);
     const bodiless = this.request.method === 'HEAD' || status === 204 || status === 304;
@@ -168,11 +200,19 @@ class Tunnel {
     }
   }
 
+  // The backend's response fields, with lila's sticky cookie when the client lacks it for this backend.
+  withStickyCookie(headers) {
+    const cookie = this.context.settings.stickyCookie;
+    if (cookie === null || this.servedBy === null) return headers;
+    return withStickyCookie(headers, cookie, this.stickyId, this.servedBy.stickyId, this.scheme === 'https');
+  }
+
   /** Answers the client with lila's own error on the raw socket and closes it. */
   refuse(error, detail) {
     const request = this.request;
     const logger = this.context.logger;
-    const log = error.status === 503 ? logger.debug : logger.warn;
+    leaveQueue(this);
+    const log = error.status === 503 || error.status === 429 ? logger.debug : logger.warn;
     log.call(logger, `${error.status} for upgrade ${request.method} ${request.url}: ${detail} (${error.code})`);
     if (this.client.destroyed) return;
     this.status = error.status;
@@ -181,6 +221,7 @@ class Tunnel {
 
   /** The client left before an answer: its upstream request goes, counted as nobody's failure. */
   abandon() {
+    leaveQueue(this);
     const upstream = this.upstream;
     if (upstream === null || this.upstreamSocket !== null) return;
     this.upstream = null;
@@ -229,14 +270,14 @@ function clientOnClose() {
   }
   const { balancer, traffic } = tunnel.context;
   // Bytes the client received after the upgrade head, as for a tcp connection.
-  traffic.request(tunnel.servedBy, tunnel.status, balancer.now() - tunnel.startedAt, tunnel.request, tunnel.clientAddress, this.bytesWritten);
+  traffic.request(tunnel.servedBy, tunnel.status, balancer.now() - tunnel.startedAt, tunnel.request, tunnel.clientAddress, this.bytesWritten, this);
 }
 
 // Tunnels never share upstream sockets (agent: false), so each one connects.
 function upstreamOnSocket(socket) {
   socket[kTunnel] = this[kTunnel];
   socket.setTimeout(this[kTunnel].context.settings.connectTimeout);
-  socket.once('connect', upstreamSocketOnConnect);
+  socket.once(readyEvent(socket), upstreamSocketOnConnect);
 }
 
 function upstreamSocketOnConnect() {

@@ -1,18 +1,21 @@
 'use strict';
 
 const http = require('node:http');
+const https = require('node:https');
 const { withHost } = require('./headers');
 const { backendAuthority } = require('../net/address');
+const { backendTlsOptions } = require('../net/backend-connect');
 
 /**
  * Opens the upstream request that carries a client's request to a backend,
- * for exchanges and tunnels alike.
+ * for exchanges and tunnels alike: over TLS to a `tls` backend.
  *
  * @param {import('../balancing/backend')} backend
  * @param {http.IncomingMessage} request the client's request: method, target, Host
  * @param {string[]} headers as built by `forwardRequestHeaders`
  * @param {import('./node/exchange').HttpSettings} settings
- * @param {http.Agent | false} agent the backend's pool, or false for a connection of its own
+ * @param {http.Agent | false} agent the backend's pool (an https.Agent for a `tls` backend),
+ *   or false for a connection of its own
  * @returns {http.ClientRequest}
  * @throws {Error} when Node refuses the request as it is (e.g. a header value it rejects)
  */
@@ -21,7 +24,7 @@ function createUpstreamRequest(backend, request, headers, settings, agent) {
   const sent = settings.hostHeader === 'backend' || request.headers.host === undefined
     ? withHost(headers, backendAuthority(backend))
     : headers;
-  return http.request({
+  const options = {
     host: backend.host,
     port: backend.port,
     method: request.method,
@@ -29,7 +32,8 @@ function createUpstreamRequest(backend, request, headers, settings, agent) {
     headers: sent,
     agent,
     timeout: settings.connectTimeout
-  });
+  };
+  return backend.tls ? https.request({ ...options, ...backendTlsOptions(backend, settings.backendTls) }) : http.request(options);
 }
 
 module.exports = { createUpstreamRequest };

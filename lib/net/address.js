@@ -26,14 +26,26 @@ function formatHostPort(host, port) {
 
 /**
  * The `host[:port]` that addresses a backend itself, as a Host header:
- * the port is left out when it is 80, as browsers and curl do.
+ * the port is left out when it is 80, as browsers and curl do. A member
+ * found through DNS is addressed by the name it was found under.
  *
- * @param {{host: string, port: number}} backend
+ * @param {{host: string, port: number, hostname?: string}} backend
  * @returns {string}
  */
 function backendAuthority(backend) {
-  const host = backend.host.includes(':') ? `[${backend.host}]` : backend.host;
+  const name = backend.hostname === undefined ? backend.host : backend.hostname;
+  const host = name.includes(':') ? `[${name}]` : name;
   return backend.port === 80 ? host : `${host}:${backend.port}`;
 }
 
-module.exports = { clientAddressOf, formatHostPort, backendAuthority };
+/**
+ * The scheme a client speaks on a socket: `https` over TLS, else `http`.
+ *
+ * @param {import('node:net').Socket} socket
+ * @returns {'http' | 'https'}
+ */
+function schemeOf(socket) {
+  return socket.encrypted === true ? 'https' : 'http';
+}
+
+module.exports = { clientAddressOf, formatHostPort, backendAuthority, schemeOf };

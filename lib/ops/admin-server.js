@@ -8,8 +8,12 @@ const IpHash = require('../balancing/strategies/ip-hash');
 const { formatHostPort } = require('../net/address');
 const { parseHashKey } = require('../balancing/hash-key');
 const { parseServer, isValidName } = require('../balancing/server-address');
-const { renderMetrics, CONTENT_TYPE } = require('./metrics');
+const { renderMetrics, queueInUse, CONTENT_TYPE } = require('./metrics');
 const { readProcessStats } = require('./process-stats');
+const DashboardFeed = require('./dashboard/feed');
+const { Sampler } = require('./dashboard/sampler');
+const { dashboardPage } = require('./dashboard/page');
+const { refusePageChange } = require('./dashboard/browser-guard');
 const { LilaError, codes } = require('../errors');
 
 const JSON_TYPE = 'application/json';
@@ -23,28 +27,37 @@ LOOPBACK.addAddress('::1', 'ipv6');
 // A path segment that is a backend name, percent-encoded.
 const NAME_SEGMENT = Symbol('name');
 const ROUTES = [
+  { path: [''], methods: { GET: getDashboard } },
+  { path: ['events'], methods: { GET: getEvents } },
   { path: ['status'], methods: { GET: getStatus } },
   { path: ['metrics'], methods: { GET: getMetrics } },
   { path: ['route'], methods: { GET: getRoute } },
   { path: ['backends'], methods: { POST: addBackend } },
-  { path: ['backends', NAME_SEGMENT], methods: { DELETE: removeBackend } },
-  { path: ['backends', NAME_SEGMENT, 'drain'], methods: { POST: drainBackend } }
+  { path: ['backends', NAME_SEGMENT], methods: { DELETE: removeBackend, PATCH: changeBackend } },
+  { path: ['backends', NAME_SEGMENT, 'drain'], methods: { POST: drainBackend } },
+  { path: ['backends', NAME_SEGMENT, 'enable'], methods: { POST: enableBackend } }
 ];
+// What PATCH /backends/<name> changes.
+const CHANGE_FIELDS = ['weight'];
 const CLIENT_ERRORS = {
   HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'the request head is too large'],
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'the request did not arrive in time']
 };
 
 /**
- * Creates the admin API's http server: `GET /status`, `GET /metrics`
+ * Creates the admin API's http server: `GET /` (the live dashboard), `GET
+ * /events` (its Server-Sent Events), `GET /status`, `GET /metrics`
  * (Prometheus), `GET /route?key=`, `POST /backends`, `DELETE
- * /backends/<name>` and `POST /backends/<name>/drain`. With a token, the
- * requests that change something need `Authorization: Bearer <token>`;
- * reads stay open. It does not listen: the caller listens and closes it.
+ * /backends/<name>`, `PATCH /backends/<name>` (the weight), `POST
+ * /backends/<name>/drain` and `POST /backends/<name>/enable`. With a token,
+ * the requests that change something need `Authorization: Bearer <token>`;
+ * reads stay open. Changes from a web page (with `Origin`) are taken only
+ * with a token and from the admin API's own page. It does not listen: the
+ * caller listens and closes it.
  *
  * @param {import('../proxy')} proxy
  * @param {{token?: string, logger?: import('./logger')}} options the logger defaults to the proxy's
- * @returns {http.Server}
+ * @returns {http.Server & {dashboard: DashboardFeed}} `dashboard` is the feed of `/events`
  * @throws {LilaError} `LILA_ERR_INVALID_OPTION` for an empty token, or one with spaces or non-ASCII
  */
 function createAdminServer(proxy, options = {}) {
@@ -56,9 +69,16 @@ function createAdminServer(proxy, options = {}) {
   const admin = {
     proxy,
     logger: options.logger || proxy.logger,
-    tokenDigest: token === undefined ? null : sha256(token)
+    tokenDigest: token === undefined ? null : sha256(token),
+    // The weight a backend had before POST .../drain, for .../enable.
+    drainedWeights: new WeakMap(),
+    feed: null
   };
+  const sampler = new Sampler(proxy, () => getStatus(admin).body, { actions: admin.tokenDigest !== null });
+  admin.feed = new DashboardFeed({ read: () => sampler.sample() }, { logger: admin.logger });
   const server = http.createServer({ requestTimeout: 10000, headersTimeout: 10000 });
+  server.dashboard = admin.feed;
+  server.on('close', () => admin.feed.close());
   server.on('request', (request, response) => {
     // A client that leaves mid-body makes the request emit 'error'.
     request.on('error', () => {});
@@ -126,12 +146,11 @@ async function handle(admin, request) {
   return handler(admin, { request, query, name: match.name });
 }
 
-// Changes need the token when there is one, and never come from a web page:
-// a browser adds Origin, so a page cannot drain backends through a tokenless admin port.
+// Changes need the token when there is one. A browser adds Origin: a page
+// cannot drain backends through a tokenless admin port, nor through another site.
 function refuseChange(admin, request) {
-  if (request.headers.origin !== undefined) {
-    return fail(403, 'changes are not accepted from web pages (the request has an Origin header)');
-  }
+  const fromPage = refusePageChange(request, admin.tokenDigest !== null);
+  if (fromPage !== null) return fail(403, fromPage);
   if (admin.tokenDigest === null) return null;
   const header = request.headers.authorization;
   const match = typeof header === 'string' ? /^Bearer +(\S+) *$/i.exec(header) : null;
@@ -146,6 +165,15 @@ function refuseChange(admin, request) {
   return null;
 }
 
+function getDashboard() {
+  const page = dashboardPage();
+  return { status: 200, type: 'text/html; charset=utf-8', text: page.body, headers: page.headers };
+}
+
+function getEvents(admin) {
+  return { status: 200, stream: (response) => admin.feed.subscribe(response) };
+}
+
 function getStatus(admin) {
   const { proxy } = admin;
   return ok(200, {
@@ -153,8 +181,60 @@ function getStatus(admin) {
     layer: proxy.layer,
     uptime_seconds: (Date.now() - proxy.traffic.startedAt) / 1000,
     backends: proxy.balancer.backends.map(describeBackend),
-    connections: proxy.traffic.connections
+    connections: proxy.traffic.connections,
+    ...tlsStatus(proxy),
+    ...discoveryStatus(proxy),
+    ...limitStatus(proxy)
   });
+}
+
+// What protects the backends, when configured: the limits' queue, the rate
+// limit, the client connection limit.
+function limitStatus(proxy) {
+  const { queue } = proxy.balancer;
+  const waits = queue.waits;
+  const status = {};
+  if (queueInUse(proxy.balancer)) {
+    status.queue = {
+      length: queue.length,
+      max: queue.maxQueue,
+      timeout_ms: queue.timeout,
+      waited: waits.count,
+      wait_seconds_average: waits.count === 0 ? 0 : waits.sum / waits.count,
+      timeouts: queue.timeouts,
+      full: queue.refused
+    };
+  }
+  const limiter = proxy.settings.rateLimiter;
+  if (limiter !== null) status.rate_limit = { rate: limiter.rate, per_ms: limiter.per, burst: limiter.burst, clients: limiter.size, limited: limiter.limited };
+  if (proxy.gate !== null) {
+    const gate = proxy.gate;
+    status.client_connections = { max: gate.max, open: gate.open, waiting: gate.held.size, waited: gate.waited, dropped: gate.dropped };
+  }
+  return status;
+}
+
+// The servers found through DNS: each one's last answer, lookups and failures.
+function discoveryStatus(proxy) {
+  if (!proxy.discovery || proxy.discovery.names.length === 0) return {};
+  return { discovery: proxy.discovery.describe() };
+}
+
+// A TLS listener's handshakes and the serials of its certificates.
+function tlsStatus(proxy) {
+  if (proxy.certificates === null || proxy.certificates === undefined) return {};
+  return {
+    tls: {
+      handshakes: proxy.traffic.tlsHandshakes,
+      handshake_failures: proxy.traffic.tlsHandshakeFailures,
+      certificates: proxy.certificates.certificates.map((certificate) => ({
+        file: certificate.file,
+        names: certificate.names,
+        serial: certificate.serialNumber,
+        valid_to: certificate.validTo.toISOString()
+      }))
+    }
+  };
 }
 
 async function getMetrics(admin) {
@@ -203,9 +283,47 @@ function removeBackend(admin, { name }) {
 }
 
 function drainBackend(admin, { name }) {
+  const member = admin.proxy.balancer.backends.find((backend) => backend.name === name);
+  if (member === undefined) return fail(404, `there is no backend named "${name}"`);
+  if (member.weight > 0) admin.drainedWeights.set(member, member.weight);
   const backend = admin.proxy.balancer.setWeight(name, 0);
-  if (backend === null) return fail(404, `there is no backend named "${name}"`);
   admin.logger.info(`backend ${backend.name} drained through the admin API`);
+  return ok(200, describeBackend(backend));
+}
+
+// HAProxy's "enable server": a drained backend gets back the weight it had
+// before its drain (1 when it was drained otherwise: weight=0 in the hosts file).
+function enableBackend(admin, { name }) {
+  const member = admin.proxy.balancer.backends.find((backend) => backend.name === name);
+  if (member === undefined) return fail(404, `there is no backend named "${name}"`);
+  if (member.weight > 0) return ok(200, describeBackend(member));
+  const weight = admin.drainedWeights.get(member) || 1;
+  admin.drainedWeights.delete(member);
+  const backend = admin.proxy.balancer.setWeight(name, weight);
+  admin.logger.info(`backend ${backend.name} enabled through the admin API, weight ${weight}`);
+  return ok(200, describeBackend(backend));
+}
+
+async function changeBackend(admin, { request, name }) {
+  const body = await readJson(request);
+  if (body.reply !== undefined) return body.reply;
+  const change = body.value;
+  if (change === null || typeof change !== 'object' || Array.isArray(change)) {
+    return fail(400, 'the body must be a JSON object, as in {"weight": 2}');
+  }
+  const unknown = Object.keys(change).find((field) => !CHANGE_FIELDS.includes(field));
+  if (unknown !== undefined) {
+    return fail(400, `"${unknown}" cannot be changed (only ${CHANGE_FIELDS.join(', ')}); remove the backend and add it again for that`);
+  }
+  const { weight } = change;
+  if (!Number.isInteger(weight) || weight < 0 || weight > 1000) {
+    return fail(400, `"weight" must be an integer between 0 and 1000, received ${JSON.stringify(weight)}`);
+  }
+  const member = admin.proxy.balancer.backends.find((backend) => backend.name === name);
+  if (member === undefined) return fail(404, `there is no backend named "${name}"`);
+  if (weight === 0 && member.weight > 0) admin.drainedWeights.set(member, member.weight);
+  const backend = admin.proxy.balancer.setWeight(name, weight);
+  admin.logger.info(`backend ${backend.name} weight set to ${weight} through the admin API`);
   return ok(200, describeBackend(backend));
 }
 
@@ -220,6 +338,9 @@ function describeBackend(backend) {
     reason: backend.reason,
     since: new Date(backend.since).toISOString(),
     active: backend.active,
+    max_conns: backend.maxConns,
+    // Busy, not down: requests wait in the queue for it.
+    at_limit: backend.maxConns > 0 && backend.active >= backend.maxConns,
     requests: backend.stats.requests,
     connections: backend.stats.connections,
     failures: backend.failuresTotal,
@@ -273,6 +394,9 @@ function toServer(body) {
     if (err instanceof LilaError) return { reply: fail(400, err.message) };
     throw err;
   }
+  if (parsed.srv !== undefined) {
+    return { reply: fail(400, `"${address}" is found through DNS; list srv: servers on the command line or in the hosts file`) };
+  }
   const value = { host: parsed.host, port: parsed.port, weight, backup: backup === true, name };
   return { value, name: name === undefined ? parsed.name : name };
 }
@@ -318,11 +442,16 @@ function tooLarge() {
 function send(admin, request, response, reply) {
   admin.logger.debug(`admin: ${request.method} ${request.url} ${reply.status} (${request.socket.remoteAddress})`);
   if (response.destroyed || response.headersSent) return;
-  const body = reply.text !== undefined ? reply.text : `${JSON.stringify(reply.body)}\n`;
+  if (reply.stream !== undefined && request.method !== 'HEAD') {
+    reply.stream(response);
+    return;
+  }
+  const body = reply.stream !== undefined ? '' : reply.text !== undefined ? reply.text : `${JSON.stringify(reply.body)}\n`;
   const headers = {
-    'Content-Type': reply.type || JSON_TYPE,
+    'Content-Type': reply.stream !== undefined ? 'text/event-stream; charset=utf-8' : reply.type || JSON_TYPE,
     'Content-Length': Buffer.byteLength(body),
     'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
     ...reply.headers
   };
   // An unread body is not drained for the next request on this connection: close it.

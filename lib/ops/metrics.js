@@ -28,11 +28,14 @@ function renderMetrics(proxy, stats) {
   const families = proxy.layer === 'tcp' ? TCP_FAMILIES : HTTP_FAMILIES;
   let text = '';
   for (const family of families) text += family(proxy);
+  if (proxy.certificates !== null && proxy.certificates !== undefined) text += tlsFamilies(proxy);
+  if (proxy.discovery && proxy.discovery.names.length > 0) text += discoveryFamilies(proxy.discovery.describe());
+  text += limitFamilies(proxy);
   if (stats !== undefined) text += processFamilies(stats);
   return text;
 }
 
-module.exports = { renderMetrics, CONTENT_TYPE };
+module.exports = { renderMetrics, queueInUse, CONTENT_TYPE };
 
 function requestsTotal(proxy) {
   const lines = [];
@@ -99,6 +102,73 @@ function panicPicksTotal(proxy) {
     [sample('lila_panic_picks_total', {}, proxy.balancer.panicPicks)]);
 }
 
+// Each server found through DNS: its members, last good lookup, lookups and failures.
+function discoveryFamilies(names) {
+  const perName = (name, type, help, read) => family(name, type, help,
+    names.map((entry) => sample(name, { name: entry.name }, read(entry))));
+  return perName('lila_discovery_members', 'gauge',
+    'Members the last answer gave a server found through DNS (resolve, srv:).', (entry) => entry.members.length) +
+    perName('lila_discovery_last_success_timestamp_seconds', 'gauge',
+      'When a server found through DNS last had an answer, in seconds since the Unix epoch; 0: never.',
+      (entry) => (entry.last_success === null ? 0 : Date.parse(entry.last_success) / 1000)) +
+    perName('lila_discovery_lookups_total', 'counter', 'DNS lookups of a server found through DNS.', (entry) => entry.lookups) +
+    perName('lila_discovery_lookup_failures_total', 'counter',
+      'DNS lookups of a server found through DNS that failed: no answer, SERVFAIL, refused.', (entry) => entry.failures);
+}
+
+// What protects the backends, when configured: their limits and queue, the
+// rate limit, the client connection limit.
+function limitFamilies(proxy) {
+  let text = '';
+  const queue = proxy.balancer.queue;
+  if (queue !== undefined && queueInUse(proxy.balancer)) {
+    text += perBackend(proxy, 'lila_backend_max_conns', 'gauge',
+      'The most requests (http) or connections (tcp) a backend takes at once (maxconn); 0: no limit.', (backend) => backend.maxConns);
+    text += single('lila_queue_length', 'gauge', 'Requests or connections waiting for a backend at its limit.', queue.length);
+    text += family('lila_queue_wait_seconds', 'histogram',
+      'How long requests or connections that got a backend waited in the queue.', histogramLines('lila_queue_wait_seconds', {}, queue.waits));
+    text += single('lila_queue_timeouts_total', 'counter',
+      'Requests or connections that waited past --queue-timeout: http 503, tcp closed.', queue.timeouts);
+    text += single('lila_queue_full_total', 'counter',
+      'Requests or connections turned away because the queue was full: http 503, tcp closed.', queue.refused);
+  }
+  const limiter = proxy.settings && proxy.settings.rateLimiter;
+  if (limiter) {
+    text += single('lila_rate_limited_total', 'counter',
+      'Requests (http 429) and new connections (tcp, closed) over their client\'s rate limit.', limiter.limited);
+    text += single('lila_rate_limit_clients', 'gauge', 'Client addresses the rate limit keeps a bucket for.', limiter.size);
+  }
+  const gate = proxy.gate;
+  if (gate) {
+    text += single('lila_connections_open', 'gauge', 'Client connections served now (--max-connections counts them).', gate.open);
+    text += single('lila_connections_waiting', 'gauge', 'Client connections waiting, unserved, past --max-connections.', gate.held.size);
+    text += single('lila_connections_waited_total', 'counter', 'Client connections that had to wait past --max-connections.', gate.waited);
+    text += single('lila_connections_dropped_total', 'counter',
+      'Client connections closed because too many already waited past --max-connections.', gate.dropped);
+  }
+  return text;
+}
+
+/**
+ * Whether a balancer's limits are on, or were: only then do its queue's figures mean something.
+ *
+ * @param {import('../balancing/balancer')} balancer
+ * @returns {boolean}
+ */
+function queueInUse(balancer) {
+  const queue = balancer.queue;
+  return balancer.limited || queue.waits.count > 0 || queue.timeouts > 0 || queue.refused > 0;
+}
+
+// A TLS listener's handshakes, done and failed.
+function tlsFamilies(proxy) {
+  return family('lila_tls_handshakes_total', 'counter', 'TLS handshakes done with clients.',
+    [sample('lila_tls_handshakes_total', {}, proxy.traffic.tlsHandshakes)]) +
+    family('lila_tls_handshake_failures_total', 'counter',
+      'TLS handshakes with clients that failed: refused, timed out, or not TLS at all.',
+      [sample('lila_tls_handshake_failures_total', {}, proxy.traffic.tlsHandshakeFailures)]);
+}
+
 function connectionsTotal(proxy) {
   return family('lila_connections_total', 'counter', 'Client connections accepted.',
     [sample('lila_connections_total', {}, proxy.traffic.connections)]);
@@ -125,16 +195,20 @@ function processFamilies(stats) {
 
 function durations(proxy, name, help) {
   const lines = [];
-  for (const [backend, stats] of trafficSources(proxy)) {
-    const histogram = stats.durations;
-    for (const { le, count } of histogram.cumulative()) {
-      lines.push(sample(`${name}_bucket`, { backend, le: formatValue(le) }, count));
-    }
-    lines.push(sample(`${name}_bucket`, { backend, le: '+Inf' }, histogram.count));
-    lines.push(sample(`${name}_sum`, { backend }, histogram.sum));
-    lines.push(sample(`${name}_count`, { backend }, histogram.count));
-  }
+  for (const [backend, stats] of trafficSources(proxy)) lines.push(...histogramLines(name, { backend }, stats.durations));
   return family(name, 'histogram', help, lines);
+}
+
+// A histogram's samples: cumulative buckets, +Inf, sum and count.
+function histogramLines(name, labels, histogram) {
+  const lines = [];
+  for (const { le, count } of histogram.cumulative()) {
+    lines.push(sample(`${name}_bucket`, { ...labels, le: formatValue(le) }, count));
+  }
+  lines.push(sample(`${name}_bucket`, { ...labels, le: '+Inf' }, histogram.count));
+  lines.push(sample(`${name}_sum`, labels, histogram.sum));
+  lines.push(sample(`${name}_count`, labels, histogram.count));
+  return lines;
 }
 
 function perBackend(proxy, name, type, help, read) {

@@ -18,6 +18,9 @@ class Traffic {
     this.connections = 0;
     /** Requests lila answered itself without reaching a backend (400, 503, ...). */
     this.unrouted = new TrafficStats();
+    /** TLS listeners: handshakes done, and failed (refused, timed out, not TLS). */
+    this.tlsHandshakes = 0;
+    this.tlsHandshakeFailures = 0;
   }
 
   /**
@@ -29,11 +32,12 @@ class Traffic {
    * @param {{method: string, url: string}} request
    * @param {string | undefined} client the client's address
    * @param {number} bytes response body bytes sent (counted with --access-log only)
+   * @param {import('node:net').Socket} socket the client's, for its TLS version and server name
    */
-  request(backend, status, ms, request, client, bytes) {
+  request(backend, status, ms, request, client, bytes, socket) {
     (backend === null ? this.unrouted : backend.stats).request(status, ms / 1000);
     if (!this.logger.accessEnabled) return;
-    this.logger.access({
+    this.logger.access(withTls({
       client,
       method: request.method,
       path: request.url,
@@ -41,7 +45,7 @@ class Traffic {
       backend: backend === null ? null : backend.name,
       duration_ms: Math.round(ms * 10) / 10,
       bytes
-    });
+    }, socket));
   }
 
   /**
@@ -52,18 +56,27 @@ class Traffic {
    * @param {string | undefined} client
    * @param {number} fromClient bytes
    * @param {number} toClient bytes
+   * @param {import('node:net').Socket} socket the client's, for its TLS version and server name
    */
-  session(backend, ms, client, fromClient, toClient) {
+  session(backend, ms, client, fromClient, toClient, socket) {
     (backend === null ? this.unrouted : backend.stats).connection(ms / 1000, fromClient, toClient);
     if (!this.logger.accessEnabled) return;
-    this.logger.access({
+    this.logger.access(withTls({
       client,
       backend: backend === null ? null : backend.name,
       duration_ms: Math.round(ms * 10) / 10,
       bytes_from_client: fromClient,
       bytes_to_client: toClient
-    });
+    }, socket));
   }
 }
 
 module.exports = Traffic;
+
+// The TLS version and server name of a client on a TLS listener.
+function withTls(fields, socket) {
+  if (socket === undefined || socket.encrypted !== true) return fields;
+  fields.tls = socket.getProtocol();
+  fields.sni = socket.servername || null;
+  return fields;
+}

@@ -1,28 +1,42 @@
 'use strict';
 
-const net = require('node:net');
+const { createListener } = require('../net/listener');
+const { connectBackend, readyEvent } = require('../net/backend-connect');
 const { clientAddressOf } = require('../net/address');
 const { closedCleanly } = require('../net/closed-cleanly');
-const { timeoutError, describeError } = require('../errors');
+const { codes, timeoutError, describeError } = require('../errors');
 
 const kSession = Symbol('kSession');
+// Bytes a client waiting in the queue may send before reading stops until it has a backend.
+const EARLY_LIMIT = 64 * 1024;
 
 /**
- * Creates the tcp layer: a `net` server that pairs every client connection
- * with one upstream connection and moves bytes both ways unchanged.
+ * Creates the tcp layer: a server that pairs every client connection with
+ * one upstream connection and moves bytes both ways unchanged. With TLS it
+ * terminates it, as stunnel does: the backends get the plain bytes (and a
+ * `tls` backend gets them over TLS of its own).
  *
  * @param {import('../balancing/balancer')} balancer
  * @param {import('../ops/logger')} logger
- * @param {{connectTimeout: number}} settings ms to connect before trying the next backend
+ * @param {{connectTimeout: number, tls: import('node:tls').TlsOptions | null,
+ *   backendTls: import('../net/backend-connect').BackendTlsSettings}} settings
  * @param {import('../health')} health told of every connect's outcome
  * @param {import('../ops/traffic')} traffic where ended connections are counted
- * @returns {net.Server}
+ * @returns {import('node:net').Server}
  */
 function createTcpServer(balancer, logger, settings, health, traffic) {
   // Half-open on both sides forwards a half-close; pausing keeps the client's
   // first bytes unread until an upstream connection accepts them.
-  return net.createServer({ allowHalfOpen: true, pauseOnConnect: true }, (client) => {
+  const rateLimiter = settings.rateLimiter;
+  return createListener(settings.tls, { allowHalfOpen: true, pauseOnConnect: true }, (client) => {
     traffic.connections++;
+    // --rate-limit: a new connection over the client's rate is closed at once.
+    if (rateLimiter !== null && rateLimiter.take(clientAddressOf(client.remoteAddress)) > 0) {
+      logger.debug(`client ${clientAddressOf(client.remoteAddress)}: over the rate limit, closed (${codes.RATE_LIMITED})`);
+      client.on('error', noop);
+      client.destroy();
+      return;
+    }
     new Session(balancer, logger, settings, health, traffic, client).connect();
   });
 }
@@ -50,6 +64,10 @@ class Session {
     this.backend = null;
     this.upstream = null;
     this.connected = false;
+    // In the queue for a backend slot (balancer.wait), and what the client sent meanwhile.
+    this.waiting = false;
+    this.early = null;
+    this.earlyBytes = 0;
     client[kSession] = this;
     client.on('error', clientOnError);
     client.on('close', clientOnClose);
@@ -61,24 +79,74 @@ class Session {
     return this.address;
   }
 
-  /** Opens an upstream connection to the next backend the strategy picks. */
+  /**
+   * Opens an upstream connection to the next backend the strategy picks, or
+   * waits in the queue for one with a free slot; without either, the client
+   * connection is closed.
+   */
   connect() {
     const backend = this.balancer.acquire(this);
-    if (backend === null) {
-      this.logger.debug(`client ${this.clientAddress}: no backend accepted the connection`);
-      this.client.destroy();
+    if (backend !== null) {
+      this.connectTo(backend);
       return;
     }
+    const outcome = this.balancer.wait(this);
+    if (outcome === 'waiting') {
+      this.waiting = true;
+      this.readWhileWaiting();
+      return;
+    }
+    this.close(outcome === 'full' ? `every backend is at its limit and the queue is full (${codes.QUEUE_FULL})` : 'no backend accepted the connection');
+  }
+
+  /**
+   * Its wait in the queue is over.
+   *
+   * @param {import('../balancing/backend') | null} backend acquired for it; null: none is left to wait for
+   */
+  dequeued(backend) {
+    this.waiting = false;
+    // Read again once connected (pipe), so that a refused connect can go to the next backend.
+    this.client.removeListener('data', clientOnEarlyData);
+    this.client.pause();
+    if (backend === null) this.close('no backend accepted the connection');
+    else this.connectTo(backend);
+  }
+
+  /** It waited past --queue-timeout: closed. */
+  queueTimedOut() {
+    this.waiting = false;
+    this.close(`no backend had a free slot within ${this.balancer.queue.timeout} ms (${codes.QUEUE_TIMEOUT})`);
+  }
+
+  close(why) {
+    this.logger.debug(`client ${this.clientAddress}: ${why}; closing the connection`);
+    this.client.destroy();
+  }
+
+  // Waiting, the client is read, so that its leaving is seen at once; what it sends waits here.
+  readWhileWaiting() {
+    this.early ??= [];
+    this.client.on('data', clientOnEarlyData);
+    this.client.resume();
+  }
+
+  /**
+   * Opens an upstream connection to `backend`, acquired for it.
+   *
+   * @param {import('../balancing/backend')} backend
+   */
+  connectTo(backend) {
     this.backend = backend;
     this.servedBy = backend;
     this.connected = false;
     this.failure = null;
     this.connectStartedAt = this.balancer.now();
-    const upstream = net.connect({ host: backend.host, port: backend.port, allowHalfOpen: true });
+    const upstream = connectBackend(backend, this.settings.backendTls, { allowHalfOpen: true });
     upstream[kSession] = this;
     this.upstream = upstream;
     upstream.setTimeout(this.settings.connectTimeout);
-    upstream.on('connect', upstreamOnConnect);
+    upstream.on(readyEvent(upstream), upstreamOnConnect);
     upstream.on('timeout', upstreamOnTimeout);
     upstream.on('error', upstreamOnError);
     upstream.on('close', upstreamOnClose);
@@ -91,15 +159,26 @@ function clientOnError(err) {
   this[kSession].logger.debug(`client ${this[kSession].clientAddress}: ${describeError(err)}`);
 }
 
+function clientOnEarlyData(chunk) {
+  const session = this[kSession];
+  session.early.push(chunk);
+  session.earlyBytes += chunk.length;
+  if (session.earlyBytes >= EARLY_LIMIT) this.pause();
+}
+
 function clientOnClose() {
   const session = this[kSession];
+  if (session.waiting) {
+    session.waiting = false;
+    session.balancer.cancel(session);
+  }
   const upstream = session.upstream;
   if (upstream !== null && !closedCleanly(this)) upstream.destroy();
   // A connection no backend accepted counts as lila's own.
   const backend = session.connected ? session.servedBy : null;
   const ms = session.balancer.now() - session.startedAt;
   // Known already when the access log wants it; the record needs it for nothing else.
-  session.traffic.session(backend, ms, session.address ?? undefined, this.bytesRead, this.bytesWritten);
+  session.traffic.session(backend, ms, session.address ?? undefined, this.bytesRead, this.bytesWritten, this);
 }
 
 function upstreamOnConnect() {
@@ -109,6 +188,10 @@ function upstreamOnConnect() {
   session.health.succeeded(session.backend);
   // Connected sessions may idle as long as their protocol likes.
   this.setTimeout(0);
+  if (session.early !== null) {
+    for (const chunk of session.early) this.write(chunk);
+    session.early = null;
+  }
   session.client.pipe(this);
   this.pipe(session.client);
 }
@@ -149,3 +232,5 @@ function upstreamOnClose() {
   }
   if (!closedCleanly(this)) client.destroy();
 }
+
+function noop() {}

@@ -14,7 +14,9 @@ function eligible(backend, ctx) {
   // A down backend takes only its one trial request.
   if (backend.state !== 'up' && !backend.trialOpen) return false;
   // A backend already tried for this request failed to connect: never twice.
-  return !(ctx && ctx.tried && ctx.tried.has(backend));
+  if (ctx && ctx.tried && ctx.tried.has(backend)) return false;
+  // At its limit (maxconn) a backend is busy, not down: requests wait for it in the queue.
+  return !(backend.maxConns > 0 && backend.active >= backend.maxConns);
 }
 
 module.exports = eligible;

@@ -37,6 +37,8 @@ class ChunkedScanner {
     this.state = SIZE_FIRST;
     this.size = 0;
     this.trailerBytes = 0;
+    // Chunk data bytes seen, for a body limit: set to 0 by its reader, never by the scanner.
+    this.dataBytes = 0;
   }
 
   /** Starts on a new body. */
@@ -64,6 +66,7 @@ class ChunkedScanner {
       if (state === DATA) {
         const n = Math.min(this.size, end - i);
         if (onData !== null) onData(buffer, i, i + n);
+        this.dataBytes += n;
         i += n;
         this.size -= n;
         if (this.size === 0) state = DATA_CR;

@@ -4,7 +4,7 @@ const { RequestReader, HEAD, UPGRADE, DONE } = require('./request-reader');
 const { FastExchange } = require('./exchange');
 const Refusal = require('./refusal');
 const { Tunnel } = require('../tunnel');
-const { clientAddressOf } = require('../../net/address');
+const { clientAddressOf, schemeOf } = require('../../net/address');
 const { rawErrorResponse } = require('../error-response');
 const { codes } = require('../../errors');
 
@@ -30,6 +30,7 @@ class ClientConnection extends RequestReader {
   constructor(context, socket) {
     super(context, socket);
     this.clientAddress = clientAddressOf(socket.remoteAddress);
+    this.scheme = schemeOf(socket);
     /** Exchanges whose responses are owed, oldest first; the first one writes. */
     this.queue = [];
     this.upgradeHead = null;
@@ -90,7 +91,7 @@ class ClientConnection extends RequestReader {
     this.queue.push(exchange);
     this.afterHead(exchange, head);
     if (this.queue.length === 1) exchange.flowing = true;
-    exchange.forward();
+    exchange.start();
     return true;
   }
 
@@ -239,8 +240,15 @@ class ClientConnection extends RequestReader {
    * The client half-closed: it is done sending, not gone. Requests it sent
    * whole are answered, then the connection closes; a partial head alone
    * gets its 400; a request cut short mid-body or an upgrade is abandoned.
+   * But while its oldest request still waits for a backend slot, nothing of
+   * it has reached a backend: the client is taken as gone (HAProxy's
+   * `abortonclose`, for the queue), and its requests leave the queue.
    */
   ended() {
+    if (this.queue.length > 0 && this.queue[0].waiting === true) {
+      this.socket.destroy();
+      return;
+    }
     if (this.queue.length === 0) {
       if (this.state === HEAD && this.buffer !== null) {
         this.context.logger.debug(`client ${this.clientAddress}: 400, the connection ended mid-head (${codes.BAD_REQUEST})`);

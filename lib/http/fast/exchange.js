@@ -1,10 +1,13 @@
 'use strict';
 
 const { forwardRequestHeaders, withHost } = require('../headers');
+const { readCookie, withoutCookie } = require('../sticky-cookie');
+const { refusalBeforeForwarding, bodyTooLarge } = require('../limits');
+const { takeBackend, slotFound, slotTimedOut, leaveQueue } = require('../backend-slot');
 const { backendAuthority } = require('../../net/address');
 const { ResponseRelay, HOLD_LIMIT } = require('./response-relay');
 const { rawErrorResponse } = require('../error-response');
-const { IDEMPOTENT, CLIENT_LEFT, noBackendLeft, localShortage, upstreamError, logAnswer } = require('../outcomes');
+const { IDEMPOTENT, CLIENT_LEFT, localShortage, upstreamError, logAnswer } = require('../outcomes');
 const { timeoutError, describeError } = require('../../errors');
 
 /**
@@ -40,19 +43,57 @@ class FastExchange extends ResponseRelay {
     this.timedOut = false;
     this.finalStatus = 0;
     this.done = false;
+    // In the queue for a backend slot (balancer.wait).
+    this.waiting = false;
+    // What the client's sticky cookie says (--sticky), for the balancer's pick.
+    const cookie = this.context.settings.stickyCookie;
+    this.stickyId = cookie === null ? null : readCookie(head.rawHeaders, cookie);
   }
 
-  /** Sends the request to the next backend the strategy picks. */
-  forward() {
-    const backend = this.context.balancer.acquire(this);
-    if (backend === null) {
-      const { error, detail } = noBackendLeft(this.context.health, this.tried);
-      this.fail(error, detail);
+  /** Answers what the limits keep out (429, 413), else sends the request on. */
+  start() {
+    const refusal = refusalBeforeForwarding(this.context.settings, this.clientAddress, this.request.contentLength);
+    if (refusal === null) {
+      this.forward();
       return;
     }
+    // A body announced too large is not read at all: the connection closes after the answer.
+    if (refusal.status === 413) this.connection.abandonBody(this);
+    this.fail(refusal, `client ${this.clientAddress}`);
+  }
+
+  /** Sends the request to the next backend the strategy picks, or waits for a slot on one. */
+  forward() {
+    takeBackend(this);
+  }
+
+  use(backend) {
     this.backend = backend;
     this.servedBy = backend;
     this.send(false);
+  }
+
+  /** Its wait in the queue is over: a backend acquired for it, or null when none is left. */
+  dequeued(backend) {
+    slotFound(this, backend);
+  }
+
+  /** It waited past --queue-timeout. */
+  queueTimedOut() {
+    slotTimedOut(this);
+  }
+
+  /** The client's chunked body grew past --max-body-size: what was sent upstream is abandoned. */
+  bodyOverLimit() {
+    if (this.done || this.responseDone) return;
+    const upstream = this.upstream;
+    if (upstream !== null) {
+      this.upstream = null;
+      this.context.pools.unclaim(upstream);
+      upstream.destroy();
+    }
+    this.release();
+    this.fail(bodyTooLarge(this.context.settings.maxBodySize), `client ${this.clientAddress}`);
   }
 
   /**
@@ -99,11 +140,13 @@ class FastExchange extends ResponseRelay {
 
   buildHead() {
     const request = this.request;
-    let headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress);
+    let headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress, this.connection.scheme);
     // HTTP/1.1 needs a Host; an HTTP/1.0 client may have sent none.
     if (this.context.settings.hostHeader === 'backend' || request.host === undefined) {
       headers = withHost(headers, backendAuthority(this.backend));
     }
+    // lila's own sticky cookie stays with lila.
+    if (this.context.settings.stickyCookie !== null) headers = withoutCookie(headers, this.context.settings.stickyCookie);
     let head = `${request.method} ${request.url} HTTP/1.1\r\n`;
     for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
     return `${head}Connection: keep-alive\r\n\r\n`;
@@ -210,6 +253,7 @@ class FastExchange extends ResponseRelay {
     const request = this.request;
     const logger = this.context.logger;
     const status = error.status;
+    leaveQueue(this);
     if (this.headWritten) {
       logger.warn(`${request.method} ${request.url} cut short: ${detail} (${error.code})`);
       this.connection.socket.destroy();
@@ -240,6 +284,7 @@ class FastExchange extends ResponseRelay {
   finish() {
     if (this.done) return;
     this.done = true;
+    leaveQueue(this);
     this.release();
     const upstream = this.upstream;
     if (upstream !== null) {
@@ -249,7 +294,7 @@ class FastExchange extends ResponseRelay {
     }
     const { balancer, traffic } = this.context;
     const status = this.finalStatus !== 0 ? this.finalStatus : this.headWritten ? this.status : CLIENT_LEFT;
-    traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent);
+    traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent, this.connection.socket);
   }
 }
 

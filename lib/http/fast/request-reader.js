@@ -113,6 +113,7 @@ class RequestReader {
       this.current = exchange;
       this.scanner ??= new ChunkedScanner(this.context.settings.maxHeaderSize);
       this.scanner.reset();
+      this.scanner.dataBytes = 0;
       this.state = CHUNKED_BODY;
     } else if (head.contentLength > 0) {
       this.current = exchange;
@@ -144,8 +145,15 @@ class RequestReader {
     }
     const n = end === -1 ? buffer.length : end;
     const piece = n === buffer.length ? buffer : buffer.subarray(0, n);
-    this.consume(n);
     const exchange = this.current;
+    const maxBodySize = this.context.settings.maxBodySize;
+    if (maxBodySize > 0 && this.scanner.dataBytes > maxBodySize) {
+      // Past --max-body-size: the rest of the body is not read, nor anything after it.
+      this.abandonBody(exchange);
+      exchange.bodyOverLimit();
+      return false;
+    }
+    this.consume(n);
     if (end >= 0) this.bodyEnded();
     exchange.requestBody(piece);
     return true;
@@ -156,6 +164,19 @@ class RequestReader {
     this.current = null;
     this.state = this.reading ? HEAD : DONE;
     if (this.state === DONE) this.buffer = null;
+  }
+
+  /**
+   * Reads no more of `exchange`'s body, nor any request after it (its body
+   * is over a limit): the connection closes after the answers it owes.
+   *
+   * @param {import('./exchange').FastExchange} exchange
+   */
+  abandonBody(exchange) {
+    if (this.current === exchange) this.current = null;
+    this.state = DONE;
+    this.buffer = null;
+    this.reading = false;
   }
 
   consume(n) {

@@ -2,6 +2,7 @@
 
 const { STATUS_CODES } = require('node:http');
 const { forwardResponseHeaders, rewriteLocation, withoutField } = require('../headers');
+const { withStickyCookie } = require('../sticky-cookie');
 const { parseResponseHead } = require('./head-parser');
 const ChunkedScanner = require('./chunked-scanner');
 
@@ -26,6 +27,7 @@ const CLOSE = 3;
  * - `upstream`: the upstream socket in use, or null
  * - `backend`: the backend picked, told of the response's latency and health
  * - `sentAt`: when the request went to the upstream socket
+ * - `stickyId`: what the client's sticky cookie said (`--sticky`), null when nothing
  * - `done`: the exchange is over; later upstream events change nothing
  * - `upstreamFailed(socket, err)`: the response cannot be relayed
  * - `responseEnded()`: the whole response is relayed
@@ -139,8 +141,10 @@ class ResponseRelay {
       !(http10 && (this.framing === CLOSE || this.framing === CHUNKED)) &&
       !(request.expectContinue && !this.continued);
     let headers = forwardResponseHeaders(head.rawHeaders);
-    // The client's scheme: this listener speaks plain http.
-    if (settings.locationRewrite) headers = rewriteLocation(headers, this.backend, 'http', request.host);
+    if (settings.locationRewrite) headers = rewriteLocation(headers, this.backend, this.connection.scheme, request.host);
+    if (settings.stickyCookie !== null) {
+      headers = withStickyCookie(headers, settings.stickyCookie, this.stickyId, this.backend.stickyId, this.connection.scheme === 'https');
+    }
     // Trailers cannot reach an HTTP/1.0 client: announcing them would be wrong.
     if (http10) headers = withoutField(headers, 'trailer');
     let out = `HTTP/1.1 ${status} ${head.reason || STATUS_CODES[status] || 'Unknown'}\r\n${fieldLines(headers)}`;

@@ -1,6 +1,6 @@
 'use strict';
 
-const net = require('node:net');
+const { createListener } = require('../../net/listener');
 const { ClientConnection } = require('./connection');
 const UpstreamSockets = require('./upstream-sockets');
 
@@ -16,11 +16,11 @@ const UpstreamSockets = require('./upstream-sockets');
  * @param {import('../node/exchange').HttpSettings} settings
  * @param {import('../../health')} health told of every request's outcome
  * @param {import('../../ops/traffic')} traffic where ended requests are counted
- * @returns {net.Server & {closeIdleConnections: () => void, closeGracefully: (ms: number, done: () => void) => void}}
+ * @returns {import('node:net').Server & {closeIdleConnections: () => void, closeGracefully: (ms: number, done: () => void) => void}}
  */
 function createFastHttpServer(balancer, logger, settings, health, traffic) {
   const connections = new Set();
-  const pools = new UpstreamSockets(balancer);
+  const pools = new UpstreamSockets(balancer, settings.backendTls);
   const context = {
     balancer,
     logger,
@@ -35,8 +35,7 @@ function createFastHttpServer(balancer, logger, settings, health, traffic) {
     keepAliveFields: `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(settings.keepAliveTimeout / 1000)}\r\n\r\n`
   };
   // Half-open: a client's FIN is handled by the connection, not by net.
-  const server = net.createServer({ allowHalfOpen: true, noDelay: true });
-  server.on('connection', (socket) => {
+  const server = createListener(settings.tls, { allowHalfOpen: true, noDelay: true }, (socket) => {
     traffic.connections++;
     new ClientConnection(context, socket);
   });

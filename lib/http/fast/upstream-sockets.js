@@ -1,6 +1,6 @@
 'use strict';
 
-const net = require('node:net');
+const { connectBackend, readyEvent } = require('../../net/backend-connect');
 
 // Idle sockets close after 4 s, before the 5 s keep-alive timeout of Node and
 // Apache backends (nginx: 75 s), so lila rarely reuses a socket the backend is closing.
@@ -17,11 +17,11 @@ const kOwner = Symbol('kOwner');
 /**
  * @typedef {object} SocketOwner What uses an upstream socket (a fast exchange),
  *   told of the socket's events.
- * @property {(socket: net.Socket) => void} upstreamConnected
- * @property {(socket: net.Socket, chunk: Buffer) => void} upstreamData
- * @property {(socket: net.Socket) => void} upstreamEnded the backend closed its side
- * @property {(socket: net.Socket, err: Error) => void} upstreamFailed an error, or the socket closed
- * @property {(socket: net.Socket) => void} upstreamTimedOut
+ * @property {(socket: import('node:net').Socket) => void} upstreamConnected
+ * @property {(socket: import('node:net').Socket, chunk: Buffer) => void} upstreamData
+ * @property {(socket: import('node:net').Socket) => void} upstreamEnded the backend closed its side
+ * @property {(socket: import('node:net').Socket, err: Error) => void} upstreamFailed an error, or the socket closed
+ * @property {(socket: import('node:net').Socket) => void} upstreamTimedOut
  * @property {() => void} upstreamDrained
  */
 
@@ -35,10 +35,12 @@ const kOwner = Symbol('kOwner');
 class UpstreamSockets {
   /**
    * @param {import('../../balancing/balancer')} balancer
+   * @param {import('../../net/backend-connect').BackendTlsSettings} backendTls for `tls` backends
    */
-  constructor(balancer) {
+  constructor(balancer, backendTls) {
     this.balancer = balancer;
-    /** @type {Map<import('../../balancing/backend'), net.Socket[]>} */
+    this.backendTls = backendTls;
+    /** @type {Map<import('../../balancing/backend'), import('node:net').Socket[]>} */
     this.idle = new Map();
     this.closed = false;
     this.onDrained = (backend) => this.drop(backend);
@@ -51,7 +53,7 @@ class UpstreamSockets {
 
   /**
    * @param {import('../../balancing/backend')} backend
-   * @returns {net.Socket | null} an idle connected socket to the backend, or null
+   * @returns {import('node:net').Socket | null} an idle connected socket to the backend, or null
    */
   take(backend) {
     const stack = this.idle.get(backend);
@@ -68,14 +70,14 @@ class UpstreamSockets {
    * Opens a new connection to the backend.
    *
    * @param {import('../../balancing/backend')} backend
-   * @returns {net.Socket} connecting
+   * @returns {import('node:net').Socket} connecting (over TLS to a `tls` backend)
    */
   connect(backend) {
-    const socket = net.connect({ host: backend.host, port: backend.port, noDelay: true });
+    const socket = connectBackend(backend, this.backendTls, { noDelay: true });
     socket[kBackend] = backend;
     socket[kIdle] = false;
     socket[kOwner] = null;
-    socket.on('connect', socketOnConnect);
+    socket.on(readyEvent(socket), socketOnConnect);
     socket.on('data', socketOnData);
     socket.on('end', socketOnEnd);
     socket.on('error', socketOnError);
@@ -92,7 +94,7 @@ class UpstreamSockets {
   /**
    * Gives a socket's events to `owner` until `unclaim`.
    *
-   * @param {net.Socket} socket
+   * @param {import('node:net').Socket} socket
    * @param {SocketOwner} owner
    */
   claim(socket, owner) {
@@ -102,7 +104,7 @@ class UpstreamSockets {
   /**
    * Takes a socket's events back from its owner, before it is pooled or destroyed.
    *
-   * @param {net.Socket} socket
+   * @param {import('node:net').Socket} socket
    */
   unclaim(socket) {
     socket[kOwner] = null;
@@ -111,7 +113,7 @@ class UpstreamSockets {
   /**
    * Keeps a socket whose exchange is over, for the next request to its backend.
    *
-   * @param {net.Socket} socket
+   * @param {import('node:net').Socket} socket
    */
   put(socket) {
     const backend = socket[kBackend];
@@ -149,7 +151,7 @@ class UpstreamSockets {
   /**
    * Forgets an idle socket that closed or misbehaved.
    *
-   * @param {net.Socket} socket
+   * @param {import('node:net').Socket} socket
    */
   forget(socket) {
     if (!socket[kIdle]) return;

@@ -1,10 +1,14 @@
 'use strict';
 
 const { forwardRequestHeaders, forwardResponseHeaders, rewriteLocation, withoutField } = require('../headers');
+const { readCookie, withoutCookie, withStickyCookie } = require('../sticky-cookie');
+const { refusalBeforeForwarding, bodyTooLarge } = require('../limits');
+const { takeBackend, slotFound, slotTimedOut, leaveQueue } = require('../backend-slot');
 const { createUpstreamRequest } = require('../upstream-request');
-const { clientAddressOf } = require('../../net/address');
+const { readyEvent } = require('../../net/backend-connect');
+const { clientAddressOf, schemeOf } = require('../../net/address');
 const { errorBody } = require('../error-response');
-const { IDEMPOTENT, CLIENT_LEFT, noBackendLeft, localShortage, upstreamError, logAnswer } = require('../outcomes');
+const { IDEMPOTENT, CLIENT_LEFT, localShortage, upstreamError, logAnswer } = require('../outcomes');
 const { LilaError, codes, timeoutError, describeError } = require('../../errors');
 
 const kExchange = Symbol('kExchange');
@@ -68,7 +72,16 @@ class Exchange {
     this.done = false;
     this.hasBody = request.headers['transfer-encoding'] !== undefined ||
       (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0');
-    this.headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress);
+    this.scheme = schemeOf(request.socket);
+    this.headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress, this.scheme);
+    // In the queue for a backend slot (balancer.wait).
+    this.waiting = false;
+    // Chunk data bytes of a body without Content-Length, against --max-body-size.
+    this.bodyBytes = 0;
+    // What the client's sticky cookie says (--sticky); lila's own cookie stays with lila.
+    const cookie = context.settings.stickyCookie;
+    this.stickyId = cookie === null ? null : readCookie(request.rawHeaders, cookie);
+    if (cookie !== null) this.headers = withoutCookie(this.headers, cookie);
 
     const socket = request.socket;
     if (socket[kInFlight] === undefined) {
@@ -77,6 +90,7 @@ class Exchange {
       // away, Node never emits 'close' on their responses. One listener per
       // connection, however deep the pipeline.
       socket.on('close', socketOnClose);
+      socket.on('end', socketOnEnd);
     }
     socket[kInFlight].add(this);
     request[kExchange] = this;
@@ -87,17 +101,51 @@ class Exchange {
     if (context.settings.keepAliveTimeout === 0 || context.settings.draining) response.shouldKeepAlive = false;
   }
 
-  /** Sends the request to the next backend the strategy picks. */
-  forward() {
-    const backend = this.context.balancer.acquire(this);
-    if (backend === null) {
-      const { error, detail } = noBackendLeft(this.context.health, this.tried);
-      this.fail(error, detail);
+  /** Answers what the limits keep out (429, 413), else sends the request on. */
+  start() {
+    const settings = this.context.settings;
+    const length = settings.maxBodySize > 0 ? this.request.headers['content-length'] : undefined;
+    const refusal = refusalBeforeForwarding(settings, this.clientAddress, length === undefined ? -1 : Number(length));
+    if (refusal === null) {
+      this.forward();
       return;
     }
+    // A body announced too large is not read: the connection closes after the answer.
+    if (refusal.status === 413) this.response.shouldKeepAlive = false;
+    this.fail(refusal, `client ${this.clientAddress}`);
+  }
+
+  /** Sends the request to the next backend the strategy picks, or waits for a slot on one. */
+  forward() {
+    takeBackend(this);
+  }
+
+  use(backend) {
     this.backend = backend;
     this.servedBy = backend;
     this.send(this.context.pools.get(backend));
+  }
+
+  /** Its wait in the queue is over: a backend acquired for it, or null when none is left. */
+  dequeued(backend) {
+    slotFound(this, backend);
+  }
+
+  /** It waited past --queue-timeout. */
+  queueTimedOut() {
+    slotTimedOut(this);
+  }
+
+  /** The client's chunked body grew past --max-body-size: the upstream request is abandoned. */
+  bodyOverLimit() {
+    const upstream = this.upstream;
+    if (this.done || upstream === null) return;
+    this.request.unpipe(upstream);
+    this.upstream = null;
+    abandon(upstream);
+    this.release();
+    this.response.shouldKeepAlive = false;
+    this.fail(bodyTooLarge(this.context.settings.maxBodySize), `client ${this.clientAddress}`);
   }
 
   /**
@@ -135,7 +183,8 @@ class Exchange {
     if (socket.connecting) {
       socket.setTimeout(this.context.settings.connectTimeout);
       socket[kUpstream] = upstream;
-      socket.once('connect', upstreamSocketOnConnect);
+      // Over TLS, once the handshake is done: a certificate refused is a refused connect.
+      socket.once(readyEvent(socket), upstreamSocketOnConnect);
     } else {
       this.upstreamConnected(upstream);
     }
@@ -153,6 +202,10 @@ class Exchange {
       // Ended by hand, so that trailers can follow the body.
       this.request.pipe(upstream, { end: false });
       this.request.on('end', requestOnEnd);
+      // A Content-Length was checked already; a chunked body is counted as it comes.
+      if (this.context.settings.maxBodySize > 0 && this.request.headers['content-length'] === undefined) {
+        this.request.on('data', requestOnData);
+      }
     }
   }
 
@@ -221,7 +274,10 @@ class Exchange {
     if (settings.draining) response.shouldKeepAlive = false;
     let headers = forwardResponseHeaders(upstreamResponse.rawHeaders);
     // The client's scheme: this listener speaks plain http.
-    if (settings.locationRewrite) headers = rewriteLocation(headers, this.backend, 'http', this.request.headers.host);
+    if (settings.locationRewrite) headers = rewriteLocation(headers, this.backend, this.scheme, this.request.headers.host);
+    if (settings.stickyCookie !== null) {
+      headers = withStickyCookie(headers, settings.stickyCookie, this.stickyId, this.backend.stickyId, this.scheme === 'https');
+    }
     // Trailers cannot reach an HTTP/1.0 client (Node throws on announcing them).
     if (this.request.httpVersionMinor === 0) headers = withoutField(headers, 'trailer');
     try {
@@ -272,6 +328,7 @@ class Exchange {
     const request = this.request;
     const logger = this.context.logger;
     const status = error.status;
+    leaveQueue(this);
     if (response.headersSent || response.destroyed) {
       logger.warn(`${request.method} ${request.url} cut short: ${detail} (${error.code})`);
       response.destroy();
@@ -298,6 +355,7 @@ class Exchange {
   finish() {
     if (this.done) return;
     this.done = true;
+    leaveQueue(this);
     this.release();
     this.request.socket[kInFlight].delete(this);
     const upstream = this.upstream;
@@ -311,7 +369,7 @@ class Exchange {
     }
     const { balancer, traffic } = this.context;
     const status = this.finalStatus !== 0 ? this.finalStatus : this.response.headersSent ? this.response.statusCode : CLIENT_LEFT;
-    traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent);
+    traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent, this.request.socket);
   }
 }
 
@@ -378,8 +436,22 @@ function socketOnClose() {
   for (const exchange of [...this[kInFlight]]) exchange.finish();
 }
 
+// A client that ends its side while its oldest request still waits for a
+// backend slot has left (HAProxy's abortonclose, for the queue): nothing of
+// it reached a backend, and its requests leave the queue with the connection.
+function socketOnEnd() {
+  const [oldest] = this[kInFlight];
+  if (oldest !== undefined && oldest.waiting) this.destroy();
+}
+
 function responseOnClose() {
   this[kExchange].finish();
+}
+
+function requestOnData(chunk) {
+  const exchange = this[kExchange];
+  exchange.bodyBytes += chunk.length;
+  if (exchange.bodyBytes > exchange.context.settings.maxBodySize) exchange.bodyOverLimit();
 }
 
 function requestOnEnd() {

@@ -1,6 +1,7 @@
 'use strict';
 
 const http = require('node:http');
+const https = require('node:https');
 const { Exchange, abandonRequests, isIdle } = require('./exchange');
 const { requestProblem } = require('../request-checks');
 const { clientAddressOf } = require('../../net/address');
@@ -19,10 +20,9 @@ const MALFORMED = [400, 'malformed request', codes.BAD_REQUEST];
 const kRejected = Symbol('kRejected');
 
 /**
- * Creates the http layer: a core `http` server that balances every request on
- * its own and forwards it through one keep-alive `http.Agent` per backend
- * (upstream-pools.js);
- * upgrade requests become tunnels.
+ * Creates the http layer: a core `http` server (`https` with TLS) that
+ * balances every request on its own and forwards it through one keep-alive
+ * agent per backend (upstream-pools.js); upgrade requests become tunnels.
  *
  * @param {import('../../balancing/balancer')} balancer
  * @param {import('../../ops/logger')} logger
@@ -34,7 +34,7 @@ const kRejected = Symbol('kRejected');
 function createHttpServer(balancer, logger, settings, health, traffic) {
   const pools = new UpstreamPools(balancer);
   const context = { balancer, logger, settings, pools, health, traffic };
-  const server = http.createServer({
+  const options = {
     // Checked by requestProblem(), which also stops what is pipelined behind.
     requireHostHeader: false,
     maxHeaderSize: settings.maxHeaderSize,
@@ -43,13 +43,15 @@ function createHttpServer(balancer, logger, settings, health, traffic) {
     requestTimeout: 0,
     // How often Node looks for connections past headersTimeout.
     connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(settings.headerTimeout / 4)))
-  });
+  };
+  const server = settings.tls === null ? http.createServer(options) : https.createServer({ ...settings.tls, ...options });
   server.keepAliveTimeout = settings.keepAliveTimeout;
   // A client's FIN after its request means it is done sending: Node then
   // answers what is in flight and ends the connection after the last response.
   server.httpAllowHalfOpen = true;
   const sockets = new Set();
-  server.on('connection', (socket) => {
+  // Over TLS, the sockets requests come on are the TLS ones.
+  server.on(settings.tls === null ? 'connection' : 'secureConnection', (socket) => {
     traffic.connections++;
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
@@ -70,10 +72,10 @@ function createHttpServer(balancer, logger, settings, health, traffic) {
     }, ms).unref();
   };
   server.on('request', (request, response) => {
-    if (accepted(context, request, response)) new Exchange(context, request, response, false).forward();
+    if (accepted(context, request, response)) new Exchange(context, request, response, false).start();
   });
   server.on('checkContinue', (request, response) => {
-    if (accepted(context, request, response)) new Exchange(context, request, response, true).forward();
+    if (accepted(context, request, response)) new Exchange(context, request, response, true).start();
   });
   server.on('upgrade', (request, socket, head) => {
     const problem = requestProblem(request);
@@ -132,7 +134,7 @@ function accepted(context, request, response) {
   const body = errorBody(problem.status, problem.reason);
   response.writeHead(problem.status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
   response.end(body);
-  context.traffic.request(null, problem.status, 0, request, client, 0);
+  context.traffic.request(null, problem.status, 0, request, client, 0, socket);
   return false;
 }
 

@@ -1,6 +1,7 @@
 'use strict';
 
 const http = require('node:http');
+const https = require('node:https');
 
 // lifo keeps the hot sockets busy and lets the others idle out; idle sockets
 // close after 4 s, before the 5 s keep-alive timeout of Node and Apache
@@ -26,12 +27,12 @@ class UpstreamPools {
 
   /**
    * @param {import('../../balancing/backend')} backend
-   * @returns {http.Agent} the backend's pool, created on first use
+   * @returns {http.Agent} the backend's pool, created on first use (https for a `tls` backend)
    */
   get(backend) {
     let agent = this.agents.get(backend);
     if (agent === undefined) {
-      agent = new http.Agent(AGENT_OPTIONS);
+      agent = backend.tls ? new https.Agent(AGENT_OPTIONS) : new http.Agent(AGENT_OPTIONS);
       this.agents.set(backend, agent);
     }
     return agent;

@@ -1,0 +1,107 @@
+'use strict';
+
+// Clients tracked at most; past it, the longest tracked are forgotten (their buckets start full again).
+const MAX_CLIENTS = 100000;
+// Forgotten at once when the table is full, so that a flood of new addresses costs little each.
+const EVICT_BATCH = 1000;
+
+/**
+ * Per-client rate limits (`--rate-limit`): a token bucket per client
+ * address that holds `burst` tokens and gains `rate` every `per` ms. A
+ * request (http) or connection (tcp) takes a token, or is refused when
+ * there is none. A bucket that would be full again holds nothing worth
+ * keeping: a sweep drops such idle buckets, and the table never holds more
+ * than 100000 clients, so memory stays bounded however many addresses come.
+ */
+class RateLimiter {
+  /**
+   * @param {{rate: number, per: number, burst: number}} limit as `parseRateLimit` reads it
+   * @param {{now?: () => number}} [options] now: a monotonic clock in ms, for tests
+   */
+  constructor(limit, options = {}) {
+    this.rate = limit.rate;
+    this.per = limit.per;
+    this.burst = limit.burst;
+    // Tokens gained per ms, and how long an empty bucket takes to fill.
+    this.perMs = limit.rate / limit.per;
+    this.fillMs = limit.burst / this.perMs;
+    this.now = options.now || performance.now.bind(performance);
+    /** @type {Map<string, {tokens: number, at: number}>} */
+    this.buckets = new Map();
+    /** Requests and connections refused, for the metrics. */
+    this.limited = 0;
+    this.sweeper = null;
+  }
+
+  /**
+   * Takes a token for one request or connection of `client`.
+   *
+   * @param {string | undefined} client the client's address; without one, nothing is limited
+   * @returns {number} 0 when it may go on, else the whole seconds until a token is back (1 or more)
+   */
+  take(client) {
+    if (client === undefined) return 0;
+    const now = this.now();
+    let bucket = this.buckets.get(client);
+    if (bucket === undefined) {
+      if (this.buckets.size >= MAX_CLIENTS) this.evict();
+      bucket = { tokens: this.burst, at: now };
+      this.buckets.set(client, bucket);
+      this.startSweeping();
+    } else {
+      bucket.tokens = Math.min(this.burst, bucket.tokens + (now - bucket.at) * this.perMs);
+      bucket.at = now;
+    }
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return 0;
+    }
+    this.limited++;
+    return Math.max(1, Math.ceil((1 - bucket.tokens) / this.perMs / 1000));
+  }
+
+  /** @returns {number} the clients tracked now */
+  get size() {
+    return this.buckets.size;
+  }
+
+  /** Drops the buckets that are full again by now: their clients have been idle. */
+  sweep() {
+    const now = this.now();
+    for (const [client, bucket] of this.buckets) {
+      if (bucket.tokens + (now - bucket.at) * this.perMs >= this.burst) this.buckets.delete(client);
+    }
+    if (this.buckets.size === 0) this.stop();
+  }
+
+  /** Stops the sweeps; for a closed proxy. */
+  stop() {
+    clearInterval(this.sweeper);
+    this.sweeper = null;
+  }
+
+  startSweeping() {
+    if (this.sweeper !== null) return;
+    // A bucket left alone is full again after fillMs: sweep about that often, between 1 s and 1 min.
+    this.sweeper = setInterval(sweepBuckets, Math.min(60000, Math.max(1000, Math.ceil(this.fillMs))), this);
+    this.sweeper.unref();
+  }
+
+  // The table is full: idle buckets go, and if that is not enough, the oldest ones.
+  evict() {
+    this.sweep();
+    if (this.buckets.size < MAX_CLIENTS) return;
+    let count = 0;
+    for (const client of this.buckets.keys()) {
+      this.buckets.delete(client);
+      if (++count === EVICT_BATCH) break;
+    }
+  }
+}
+
+module.exports = RateLimiter;
+module.exports.MAX_CLIENTS = MAX_CLIENTS;
+
+function sweepBuckets(limiter) {
+  limiter.sweep();
+}

@@ -1,0 +1,610 @@
+'use strict';
+
+/**
+ * The dashboard's script. It runs in the browser: page.js inlines its
+ * source (a module, so that a single-file build carries it) and hashes it
+ * for the Content-Security-Policy; Node never calls it. Everything it shows
+ * that comes from lila goes in through textContent or SVG attributes, never
+ * as markup.
+ */
+function dashboardScript() {
+  'use strict';
+
+  const TOKEN_KEY = 'lila.adminToken';
+  const WINDOW_MS = 5 * 60 * 1000;
+  const STALE_MS = 3000;
+  const RETRY_MS = 2000;
+  const SVG = 'http://www.w3.org/2000/svg';
+  const METRICS = ['per_second', 'errors_per_second', 'p99_seconds'];
+  const COLUMNS = [
+    ['backend', 'backend'], ['state', 'state'], ['weight', 'weight'], ['active', 'in flight'], ['rate', 'req/s'],
+    ['errors', 'errors'], ['latency', 'p50 / p99'], ['chart', 'last 5 min'], ['lastError', 'last error'],
+    ['check', 'health check'], ['actions', 'actions']
+  ];
+  const $ = (id) => document.getElementById(id);
+
+  const view = {
+    frame: null,
+    receivedAt: 0,
+    actions: null,
+    times: [],
+    totals: emptySeries(0),
+    backends: new Map(),
+    rows: new Map(),
+    groups: new Map()
+  };
+
+  function emptySeries(length) {
+    const series = {};
+    for (const metric of METRICS) series[metric] = new Array(length).fill(null);
+    return series;
+  }
+
+  // ---- the stream -------------------------------------------------------------------------
+
+  let source = null;
+
+  function connect() {
+    if (source !== null || document.hidden) return;
+    const current = new EventSource('/events');
+    source = current;
+    current.addEventListener('open', () => setLive('live', 'live'));
+    current.addEventListener('history', (event) => onHistory(JSON.parse(event.data)));
+    current.addEventListener('snapshot', (event) => onSnapshot(JSON.parse(event.data)));
+    current.addEventListener('error', () => {
+      if (source !== current) return;
+      setLive('lost', 'reconnecting…');
+      // An answer that is not a stream (lila restarting behind a proxy, ...) ends the
+      // EventSource for good: start another.
+      if (current.readyState !== EventSource.CLOSED) return;
+      source = null;
+      setTimeout(connect, RETRY_MS);
+    });
+  }
+
+  // A hidden tab holds no stream: it costs lila nothing, and a browser's few
+  // connections per site stay free for the tab in front (the history comes back with it).
+  function pause() {
+    if (source === null) return;
+    source.close();
+    source = null;
+    setLive('paused', 'paused while hidden');
+  }
+
+  function onHistory(history) {
+    view.times = history.times.slice();
+    view.totals = {};
+    for (const metric of METRICS) view.totals[metric] = history.totals[metric].slice();
+    view.backends = new Map();
+    for (const backend of history.backends) {
+      const series = {};
+      for (const metric of METRICS) series[metric] = backend[metric].slice();
+      view.backends.set(backend.name, series);
+    }
+  }
+
+  function onSnapshot(frame) {
+    view.frame = frame;
+    view.receivedAt = Date.now();
+    if (frame.totals.per_second !== null) record(frame);
+    render(frame);
+  }
+
+  function record(frame) {
+    const last = view.times.length === 0 ? -Infinity : view.times[view.times.length - 1];
+    // The history the stream starts with already has the latest snapshot.
+    if (frame.time <= last) return;
+    view.times.push(frame.time);
+    for (const metric of METRICS) view.totals[metric].push(frame.totals[metric]);
+    const seen = new Set();
+    for (const backend of frame.backends) {
+      let series = view.backends.get(backend.name);
+      if (series === undefined) {
+        series = emptySeries(view.times.length - 1);
+        view.backends.set(backend.name, series);
+      }
+      for (const metric of METRICS) series[metric].push(backend[metric]);
+      seen.add(backend.name);
+    }
+    for (const [name, series] of view.backends) {
+      if (!seen.has(name)) for (const metric of METRICS) series[metric].push(null);
+    }
+    const oldest = frame.time - WINDOW_MS;
+    let stale = 0;
+    while (stale < view.times.length && view.times[stale] < oldest) stale++;
+    if (stale === 0) return;
+    view.times.splice(0, stale);
+    for (const metric of METRICS) view.totals[metric].splice(0, stale);
+    for (const [name, series] of view.backends) {
+      for (const metric of METRICS) series[metric].splice(0, stale);
+      if (!seen.has(name) && series.per_second.every((value) => value === null)) view.backends.delete(name);
+    }
+  }
+
+  // ---- rendering --------------------------------------------------------------------------
+
+  function render(frame) {
+    const tcp = frame.layer === 'tcp';
+    const unit = tcp ? 'connections/s' : 'requests/s';
+    setText($('mode'), `${frame.mode} · ${frame.layer}`);
+    setText($('listen'), frame.listen || '–');
+    setText($('version'), frame.version);
+    setText($('workers'), frame.workers === null || frame.workers === undefined ? '1 process' : `${frame.workers} workers`);
+    setText($('rate-label'), unit);
+    setText($('chart-rate-title'), unit);
+    setText($('rate-head'), tcp ? 'conn/s' : 'req/s');
+    setText($('row-chart').options[0], unit);
+    const { totals } = frame;
+    setText($('total-rate'), rate(totals.per_second));
+    setText($('total-errors'), rate(totals.errors_per_second));
+    setText($('total-error-rate'), percent(totals.error_rate));
+    setText($('total-latency'), `${duration(totals.p50_seconds)} / ${duration(totals.p99_seconds)}`);
+    setText($('open-connections'), String(frame.open_connections));
+    setText($('total-active'), String(totals.active));
+    // Requests waiting for a backend at its limit, when lila has a queue (see /status).
+    const queued = frame.queue !== null && typeof frame.queue === 'object' && typeof frame.queue.length === 'number';
+    $('queue-tile').hidden = !queued;
+    if (queued) setText($('queued'), typeof frame.queue.max === 'number' ? `${frame.queue.length} of ${frame.queue.max}` : String(frame.queue.length));
+    tick();
+    const range = chartRange();
+    setText($('chart-rate-scale'), `max ${rate(draw($('chart-rate'), view.totals.per_second, range, 300, 80))}`);
+    setText($('chart-errors-scale'), `max ${rate(draw($('chart-errors'), view.totals.errors_per_second, range, 300, 80))}`);
+    setText($('chart-p99-scale'), `max ${duration(draw($('chart-p99'), view.totals.p99_seconds, range, 300, 80))}`);
+    renderAdmin(frame);
+    renderRows(frame, range);
+  }
+
+  function renderAdmin(frame) {
+    if (view.actions === frame.actions) return;
+    // Rows are built with or without their buttons.
+    view.actions = frame.actions;
+    for (const row of view.rows.values()) row.tr.remove();
+    view.rows.clear();
+    document.body.classList.toggle('hide-actions', !frame.actions);
+    $('read-only').hidden = frame.actions;
+    $('token-form').hidden = !frame.actions;
+    showTokenState();
+  }
+
+  function renderRows(frame, range) {
+    const tbody = document.querySelector('#backends tbody');
+    const metric = $('row-chart').value;
+    const workers = typeof frame.workers === 'number' ? frame.workers : null;
+    // Members found through DNS are shown under the name they were found
+    // under, where its first member is (or at the end, while it has none).
+    const discovered = new Map();
+    for (const name of Array.isArray(frame.discovery) ? frame.discovery : []) {
+      for (const member of name.members) discovered.set(member, name);
+    }
+    const groups = new Map();
+    const order = [];
+    const addGroup = (name) => {
+      groups.set(name.name, { name, members: [] });
+      order.push({ group: name.name });
+    };
+    for (const backend of frame.backends) {
+      const name = discovered.get(backend.name);
+      if (name === undefined) {
+        order.push(backend);
+        continue;
+      }
+      if (!groups.has(name.name)) addGroup(name);
+      groups.get(name.name).members.push(backend);
+    }
+    for (const name of Array.isArray(frame.discovery) ? frame.discovery : []) if (!groups.has(name.name)) addGroup(name);
+    const wanted = [];
+    const names = new Set();
+    for (const entry of order) {
+      const group = entry.group === undefined ? null : groups.get(entry.group);
+      const members = group === null ? [entry] : group.members;
+      if (group !== null) wanted.push(groupRow(group.name, members.length));
+      for (const backend of members) {
+        names.add(backend.name);
+        let row = view.rows.get(backend.name);
+        if (row === undefined) {
+          row = createRow(backend.name, frame.actions);
+          view.rows.set(backend.name, row);
+        }
+        updateRow(row, backend, frame, workers);
+        const series = view.backends.get(backend.name);
+        const top = draw(row.spark, series === undefined ? [] : series[metric], range, 120, 28);
+        row.spark.setAttribute('class', `spark ${metric === 'errors_per_second' ? 'errors' : metric === 'p99_seconds' ? 'latency' : ''}`);
+        row.spark.setAttribute('aria-label', `${metric === 'p99_seconds' ? 'p99' : metric === 'errors_per_second' ? 'errors/s' : 'requests/s'}, last 5 minutes, max ${metric === 'p99_seconds' ? duration(top) : rate(top)}`);
+        wanted.push(row.tr);
+      }
+    }
+    for (const [name, row] of view.rows) {
+      if (!names.has(name)) {
+        row.tr.remove();
+        view.rows.delete(name);
+      }
+    }
+    for (const [group, tr] of view.groups) {
+      if (groups.has(group)) continue;
+      tr.remove();
+      view.groups.delete(group);
+    }
+    const current = tbody.children;
+    const same = current.length === wanted.length && wanted.every((tr, i) => current[i] === tr);
+    if (!same) tbody.replaceChildren(...wanted);
+  }
+
+  // The heading of the members of a DNS name: the name, its record type,
+  // how many members it has, and its lookups' trouble if any.
+  function groupRow(name, count) {
+    let tr = view.groups.get(name.name);
+    if (tr === undefined) {
+      tr = document.createElement('tr');
+      tr.className = 'group';
+      const th = document.createElement('th');
+      th.colSpan = COLUMNS.length;
+      th.append(span('', ''), span('small', ''), span('error-text', ''));
+      tr.append(th);
+      view.groups.set(name.name, tr);
+    }
+    const [title, detail, trouble] = tr.firstChild.children;
+    setText(title, name.name);
+    setText(detail, ` · ${name.type} · ${count} member${count === 1 ? '' : 's'}${name.state === 'resolved' ? '' : ` · ${name.state}`}`);
+    setText(trouble, name.last_error === null || name.last_error === undefined ? '' : ` · ${name.last_error}`);
+    return tr;
+  }
+
+  function createRow(name, actions) {
+    const tr = document.createElement('tr');
+    const cells = {};
+    for (const [key, label] of COLUMNS) {
+      const td = document.createElement('td');
+      td.dataset.label = label;
+      td.className = key === 'actions' ? 'actions-cell' : `col-${key}`;
+      // One box per cell: the label beside it on a phone, a minimum width on a laptop.
+      cells[key] = div('cell');
+      td.append(cells[key]);
+      tr.append(td);
+    }
+    const row = {
+      tr,
+      name: div('name'),
+      address: div('address'),
+      state: span('state', ''),
+      reason: div('reason'),
+      since: div('since'),
+      weight: document.createTextNode(''),
+      active: document.createTextNode(''),
+      rate: div(''),
+      requests: div('small'),
+      errors: div(''),
+      errorShare: div('small'),
+      latency: document.createTextNode(''),
+      lastError: span('error-text', ''),
+      check: div(''),
+      checkedAt: div('small'),
+      spark: document.createElementNS(SVG, 'svg'),
+      toggle: null,
+      weightInput: null
+    };
+    cells.backend.append(row.name, row.address);
+    cells.state.append(row.state, row.reason, row.since);
+    cells.weight.append(row.weight);
+    cells.active.append(row.active);
+    cells.rate.append(row.rate, row.requests);
+    cells.errors.append(row.errors, row.errorShare);
+    cells.latency.append(row.latency);
+    cells.lastError.append(row.lastError);
+    cells.check.append(row.check, row.checkedAt);
+    row.spark.setAttribute('viewBox', '0 0 120 28');
+    row.spark.setAttribute('preserveAspectRatio', 'none');
+    row.spark.setAttribute('role', 'img');
+    cells.chart.append(row.spark);
+    if (actions) addActions(row, cells.actions, name);
+    return row;
+  }
+
+  function addActions(row, cell, name) {
+    const path = `/backends/${encodeURIComponent(name)}`;
+    row.toggle = document.createElement('button');
+    row.toggle.type = 'button';
+    row.toggle.addEventListener('click', () => {
+      const enable = row.toggle.dataset.action === 'enable';
+      act(`${enable ? 'enable' : 'drain'} ${name}`, 'POST', `${path}/${enable ? 'enable' : 'drain'}`);
+    });
+    const form = document.createElement('form');
+    form.className = 'weight';
+    row.weightInput = document.createElement('input');
+    row.weightInput.type = 'number';
+    row.weightInput.min = '0';
+    row.weightInput.max = '1000';
+    row.weightInput.step = '1';
+    row.weightInput.required = true;
+    row.weightInput.setAttribute('aria-label', `weight of ${name}`);
+    const set = document.createElement('button');
+    set.type = 'submit';
+    set.textContent = 'set';
+    set.setAttribute('aria-label', `set the weight of ${name}`);
+    form.append(row.weightInput, set);
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      const weight = Number(row.weightInput.value);
+      if (!Number.isInteger(weight) || weight < 0 || weight > 1000) {
+        say(`the weight of ${name} must be an integer from 0 to 1000`, true);
+        return;
+      }
+      act(`set the weight of ${name} to ${weight}`, 'PATCH', path, { weight }).then((done) => {
+        if (done) row.weightInput.value = '';
+      });
+    });
+    cell.append(row.toggle, form);
+  }
+
+  function updateRow(row, backend, frame, workers) {
+    const [kind, word] = stateOf(backend);
+    row.tr.className = kind === 'down' ? 'down' : '';
+    setText(row.name, backend.name);
+    setText(row.address, backend.address === backend.name ? '' : backend.address);
+    row.state.className = `state state-${kind}`;
+    setText(row.state, word);
+    let reason = backend.reason;
+    if (kind === 'draining') reason = `weight 0: no new ${frame.layer === 'tcp' ? 'connections' : 'requests'}`;
+    if (workers !== null && typeof backend.up_in_workers === 'number' && backend.up_in_workers < workers) {
+      reason += ` (up in ${backend.up_in_workers} of ${workers} workers)`;
+    }
+    setText(row.reason, reason);
+    setText(row.since, since(backend.since));
+    const effective = backend.effective_weight !== backend.weight ? ` (now ${backend.effective_weight}, slow start)` : '';
+    setText(row.weight, `${backend.weight}${effective}`);
+    setText(row.active, activeText(backend));
+    setText(row.rate, rate(backend.per_second));
+    const total = frame.layer === 'tcp' ? backend.connections : backend.requests;
+    setText(row.requests, `${total} in all`);
+    setText(row.errors, `${rate(backend.errors_per_second)}/s`);
+    setText(row.errorShare, percent(backend.error_rate));
+    setText(row.latency, `${duration(backend.p50_seconds)} / ${duration(backend.p99_seconds)}`);
+    setText(row.lastError, backend.last_error === null || backend.last_error === undefined ? '–' : backend.last_error);
+    const { check } = backend;
+    if (check === null || check === undefined) {
+      setText(row.check, 'off');
+      setText(row.checkedAt, '');
+    } else {
+      setText(row.check, check.ok ? `passing (${check.good} in a row)` : `failing (${check.bad} in a row): ${check.error}`);
+      setText(row.checkedAt, `checked ${ago(check.at)} ago`);
+    }
+    if (row.toggle !== null) {
+      const enable = backend.weight === 0;
+      row.toggle.dataset.action = enable ? 'enable' : 'drain';
+      setText(row.toggle, enable ? 'enable' : 'drain');
+      if (document.activeElement !== row.weightInput) row.weightInput.placeholder = String(backend.weight);
+    }
+  }
+
+  // The state in a word and its colour: down, draining (weight 0), at its limit, backup, up.
+  function stateOf(backend) {
+    if (backend.state !== 'up') return ['down', 'down'];
+    if (backend.weight === 0) return ['draining', 'draining'];
+    const limit = limitOf(backend);
+    if (backend.at_limit === true || (limit > 0 && backend.active >= limit)) return ['limit', 'at its limit'];
+    if (backend.backup) return ['backup', 'backup'];
+    return ['up', 'up'];
+  }
+
+  // The most a backend takes at once (maxconn=, --max-conns; `max_conns` in /status), 0 for no limit.
+  function limitOf(backend) {
+    const limit = backend.max_conns;
+    return typeof limit === 'number' ? limit : 0;
+  }
+
+  function activeText(backend) {
+    const limit = limitOf(backend);
+    return limit > 0 ? `${backend.active} of ${limit}` : String(backend.active);
+  }
+
+  // Draws a series over the last five minutes, with a gap where it has none;
+  // returns the top of the scale.
+  function draw(svg, values, range, width, height) {
+    let max = 0;
+    for (const value of values) if (value !== null && value > max) max = value;
+    const top = max === 0 ? 1 : max * 1.1;
+    const offset = view.times.length - values.length;
+    let line = '';
+    let area = '';
+    let start = null;
+    let x = 0;
+    for (let i = 0; i < values.length; i++) {
+      const value = values[i];
+      const time = view.times[i + offset];
+      if (value === null || time === undefined || time < range.from) {
+        if (start !== null) area += `L${x} ${height}L${start} ${height}Z`;
+        start = null;
+        continue;
+      }
+      x = round(((time - range.from) / (range.to - range.from)) * width);
+      const y = round(height - (value / top) * (height - 2));
+      const command = start === null ? 'M' : 'L';
+      if (start === null) {
+        start = x;
+        area += `M${x} ${height}L${x} ${y}`;
+      } else {
+        area += `L${x} ${y}`;
+      }
+      line += `${command}${x} ${y}`;
+    }
+    if (start !== null) area += `L${x} ${height}L${start} ${height}Z`;
+    const children = [];
+    if (width > 200) children.push(svgElement('line', { class: 'grid', x1: 0, x2: width, y1: height / 2, y2: height / 2 }));
+    children.push(svgElement('path', { class: 'area', d: area }), svgElement('path', { class: 'line', d: line }));
+    svg.replaceChildren(...children);
+    return max;
+  }
+
+  function chartRange() {
+    const to = view.times.length === 0 ? Date.now() : view.times[view.times.length - 1];
+    return { from: to - WINDOW_MS, to };
+  }
+
+  function svgElement(name, attributes) {
+    const element = document.createElementNS(SVG, name);
+    for (const [key, value] of Object.entries(attributes)) element.setAttribute(key, String(value));
+    return element;
+  }
+
+  // ---- actions ----------------------------------------------------------------------------
+
+  // The token is kept for this tab only, and goes in a header, never in a URL.
+  async function act(what, method, path, body) {
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token === null) {
+      say(`${what}: type the admin token first`, true);
+      $('token').focus();
+      return false;
+    }
+    const headers = { Authorization: `Bearer ${token}` };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    let response;
+    try {
+      response = await fetch(path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        cache: 'no-store',
+        credentials: 'omit',
+        redirect: 'error',
+        referrerPolicy: 'no-referrer'
+      });
+    } catch {
+      say(`${what}: lila did not answer`, true);
+      return false;
+    }
+    let answer = null;
+    try {
+      answer = await response.json();
+    } catch {
+      // Not JSON: the status says it.
+    }
+    if (response.ok) {
+      say(`${what}: done`, false);
+      return true;
+    }
+    if (response.status === 401) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      showTokenState();
+    }
+    say(`${what}: ${answer !== null && typeof answer.error === 'string' ? answer.error : `answered ${response.status}`}`, true);
+    return false;
+  }
+
+  function showTokenState() {
+    setText($('token-state'), sessionStorage.getItem(TOKEN_KEY) === null
+      ? 'no token yet: actions ask for it'
+      : 'a token is kept for this tab until it closes');
+  }
+
+  function say(text, failed) {
+    const message = $('message');
+    message.classList.toggle('failed', failed);
+    setText(message, text);
+  }
+
+  $('token-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const input = $('token');
+    const token = input.value.trim();
+    input.value = '';
+    if (token === '') return;
+    sessionStorage.setItem(TOKEN_KEY, token);
+    showTokenState();
+    say('token kept for this tab', false);
+  });
+  $('forget').addEventListener('click', () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    showTokenState();
+    say('token forgotten', false);
+  });
+  $('row-chart').addEventListener('change', () => {
+    if (view.frame !== null) renderRows(view.frame, chartRange());
+  });
+
+  // ---- time and numbers -------------------------------------------------------------------
+
+  function setLive(state, text) {
+    const live = $('live');
+    live.dataset.live = state;
+    setText(live, text);
+  }
+
+  // Once a second: the uptime goes on, and a silent stream shows.
+  function tick() {
+    const frame = view.frame;
+    if (frame === null) return;
+    const silent = Date.now() - view.receivedAt;
+    setText($('uptime'), age(frame.uptime_seconds + silent / 1000));
+    const live = $('live');
+    if (silent > STALE_MS && live.dataset.live === 'live') setLive('lost', `no update for ${Math.round(silent / 1000)} s`);
+    else if (silent <= STALE_MS && live.dataset.live === 'lost' && live.textContent.startsWith('no update')) setLive('live', 'live');
+  }
+
+  function rate(value) {
+    if (value === null || value === undefined) return '–';
+    if (value === 0) return '0';
+    if (value < 10) return value.toFixed(1);
+    return Math.round(value).toLocaleString('en');
+  }
+
+  function percent(share) {
+    if (share === null || share === undefined) return '–';
+    const value = share * 100;
+    return `${value === 0 ? '0' : value < 10 ? value.toFixed(1) : Math.round(value)}%`;
+  }
+
+  function duration(seconds) {
+    if (seconds === null || seconds === undefined) return '–';
+    const ms = seconds * 1000;
+    if (ms < 10) return `${ms.toFixed(1)} ms`;
+    if (ms < 1000) return `${Math.round(ms)} ms`;
+    return `${seconds < 10 ? seconds.toFixed(2) : seconds.toFixed(1)} s`;
+  }
+
+  function age(seconds) {
+    const s = Math.max(0, Math.floor(seconds));
+    if (s < 60) return `${s} s`;
+    if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+    if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+    return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
+  }
+
+  function ago(at) {
+    return age((Date.now() - (typeof at === 'number' ? at : Date.parse(at))) / 1000);
+  }
+
+  function since(iso) {
+    const at = Date.parse(iso);
+    if (Number.isNaN(at)) return '';
+    const time = new Date(at).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+    return `since ${time} (${ago(at)} ago)`;
+  }
+
+  function round(value) {
+    return Math.round(value * 10) / 10;
+  }
+
+  function setText(node, text) {
+    if (node.textContent !== text) node.textContent = text;
+  }
+
+  function div(className) {
+    const element = document.createElement('div');
+    if (className !== '') element.className = className;
+    return element;
+  }
+
+  function span(className, text) {
+    const element = document.createElement('span');
+    if (className !== '') element.className = className;
+    element.textContent = text;
+    return element;
+  }
+
+  document.addEventListener('visibilitychange', () => (document.hidden ? pause() : connect()));
+  setInterval(tick, 1000);
+  if (document.hidden) setLive('paused', 'paused while hidden');
+  connect();
+}
+
+module.exports = { dashboardScript };

@@ -1,0 +1,154 @@
+'use strict';
+
+const tls = require('node:tls');
+const { readCertificates, nameMatches } = require('./certificates');
+
+const MIN_VERSIONS = { '1.2': 'TLSv1.2', '1.3': 'TLSv1.3' };
+
+/**
+ * The certificates a TLS listener serves, chosen by the client's server
+ * name (SNI): the certificate whose names match it exactly, else one whose
+ * `*.` wildcard does, else the first given. Certificates with the same names
+ * (RSA and ECDSA, say) share one context, from which OpenSSL takes the one
+ * the client supports. `reload()` re-reads every file: new handshakes use
+ * the new certificates, open connections keep theirs, and a file that does
+ * not read keeps what runs.
+ *
+ * The first certificates given are the listener's own context, never
+ * switched to: OpenSSL 3.5 (Node 24) serves only the last key type of a
+ * context an SNI callback switches to (nodejs/node#54235), so an RSA and
+ * ECDSA pair is served in full for the first names, and elsewhere only
+ * where OpenSSL keeps it.
+ */
+class CertificateStore {
+  /**
+   * @param {{cert: string, key?: string}[]} sources `--tls-cert` files or directories, with their `--tls-key`
+   * @param {{minVersion?: '1.2' | '1.3', logger: import('../ops/logger')}} options
+   * @throws {import('../errors').LilaError} `LILA_ERR_TLS_CERTIFICATE` naming a file that does not read
+   */
+  constructor(sources, options) {
+    this.sources = sources;
+    this.minVersion = MIN_VERSIONS[options.minVersion === undefined ? '1.2' : options.minVersion];
+    this.logger = options.logger;
+    /** Told of every reload that changed the certificates: the listeners take the new default. */
+    this.onChange = null;
+    this.install(readCertificates(sources));
+  }
+
+  /** @returns {import('./certificates').Certificate[]} the certificates in use, in the order given */
+  get certificates() {
+    return this.current;
+  }
+
+  /**
+   * The context for a server name, through `SNICallback`.
+   *
+   * @param {string | undefined} servername
+   * @returns {tls.SecureContext | null} null: the listener's own, the first certificates'
+   */
+  contextFor(servername) {
+    if (servername) {
+      const name = servername.toLowerCase();
+      const exact = this.exact.get(name);
+      if (exact !== undefined) return exact;
+      for (const [pattern, context] of this.wildcards) if (nameMatches(pattern, name)) return context;
+    }
+    return null;
+  }
+
+  /**
+   * The options of a `tls.Server` (or `https.Server`) serving these
+   * certificates: SNI, the lowest version, the handshake deadline, ALPN.
+   *
+   * @param {{handshakeTimeout: number, ALPNProtocols?: string[]}} listener
+   * @returns {tls.TlsOptions}
+   */
+  serverOptions(listener) {
+    return {
+      ...this.defaultOptions(),
+      // No context: the handshake stays on the listener's own.
+      SNICallback: (servername, callback) => callback(null, this.contextFor(servername) || undefined),
+      handshakeTimeout: listener.handshakeTimeout,
+      ALPNProtocols: listener.ALPNProtocols
+    };
+  }
+
+  /**
+   * What `tls.Server#setSecureContext` takes for clients that send no server
+   * name: the first certificate given, with those for the same names.
+   *
+   * @returns {tls.SecureContextOptions}
+   */
+  defaultOptions() {
+    return { ...this.contextOptions(this.groups[0]), minVersion: this.minVersion };
+  }
+
+  /**
+   * Re-reads every certificate and key. When one does not read, nothing
+   * changes and the reason is logged, naming the file.
+   *
+   * @param {string} why what asked for it, for the log
+   * @returns {boolean} whether the new certificates are in use
+   */
+  reload(why) {
+    let certificates;
+    try {
+      certificates = readCertificates(this.sources);
+    } catch (err) {
+      this.logger.error(`${why}: ${err.message}; keeping the running certificates`);
+      return false;
+    }
+    this.install(certificates);
+    this.logger.info(`${why}: reloaded ${certificates.length} certificate${certificates.length === 1 ? '' : 's'}`, {
+      serials: certificates.map((certificate) => certificate.serialNumber).join(' ')
+    });
+    if (this.onChange !== null) this.onChange();
+    return true;
+  }
+
+  /** @returns {string[]} every file a reload reads: certificates, keys, directories */
+  files() {
+    const files = new Set();
+    for (const source of this.sources) {
+      files.add(source.cert);
+      if (source.key !== undefined) files.add(source.key);
+    }
+    return [...files];
+  }
+
+  install(certificates) {
+    const now = Date.now();
+    for (const certificate of certificates) {
+      if (certificate.validTo.getTime() < now) {
+        this.logger.warn(`certificate ${certificate.file} expired on ${certificate.validTo.toISOString()}; clients will refuse it`);
+      }
+    }
+    // Certificates for the same names, in the order given, share a context.
+    const byNames = new Map();
+    for (const certificate of certificates) {
+      const key = [...certificate.names].sort().join(' ');
+      if (!byNames.has(key)) byNames.set(key, []);
+      byNames.get(key).push(certificate);
+    }
+    this.groups = [...byNames.values()];
+    this.exact = new Map();
+    this.wildcards = [];
+    for (const group of this.groups) {
+      const context = group === this.groups[0]
+        ? null
+        : tls.createSecureContext({ ...this.contextOptions(group), minVersion: this.minVersion });
+      for (const name of group[0].names) {
+        if (name.startsWith('*.')) this.wildcards.push([name, context]);
+        else if (!this.exact.has(name)) this.exact.set(name, context);
+      }
+    }
+    this.current = certificates;
+  }
+
+  contextOptions(group) {
+    return { cert: group.map((certificate) => certificate.cert), key: group.map((certificate) => certificate.key) };
+  }
+}
+
+module.exports = CertificateStore;
+module.exports.MIN_VERSIONS = Object.keys(MIN_VERSIONS);
