@@ -15,6 +15,7 @@ const { parseRateLimit, validateSize, parseSticky } = require('./config/traffic-
 const RateLimiter = require('./limits/rate-limiter');
 const ConnectionGate = require('./limits/connection-gate');
 const { probeDescriptors } = require('./net/local-errors');
+const { acceptProxyProtocol } = require('./net/accept-proxy');
 const CertificateStore = require('./tls/certificate-store');
 const { backendTlsSettings } = require('./tls/backend-settings');
 const { LilaError, codes, describeError } = require('./errors');
@@ -59,6 +60,8 @@ const QUEUE_DEFAULTS = { maxConns: 0, maxQueue: 1024, queueTimeout: 10000 };
 const DEFAULTS = {
   port: 4444, layer: LAYERS[0], engine: HTTP_ENGINES[0], ...HTTP_DEFAULTS, ...HEALTH_DEFAULTS, ...DISCOVERY_DEFAULTS, ...QUEUE_DEFAULTS
 };
+// --send-proxy: the PROXY protocol version for every backend.
+const SEND_PROXY_VERSIONS = ['v1', 'v2'];
 const LISTEN_ERRORS = {
   EADDRINUSE: 'address already in use',
   EACCES: 'permission denied',
@@ -117,6 +120,10 @@ class Proxy {
    *   keys, chosen by SNI (the first for clients without one); `reloadCertificates()` re-reads them
    * @param {{ca?: string, insecure?: boolean}} [options.backendTls] how `tls` backends are checked:
    *   against a CA file, Node's CAs (default) or not at all
+   * @param {boolean} [options.acceptProxy] every client connection starts with a PROXY protocol
+   *   header (v1 or v2), whose source is the client from then on; required, as the protocol asks
+   * @param {'v1' | 'v2'} [options.sendProxy] send every backend a PROXY protocol header first
+   *   (a server's `send-proxy` or `send-proxy-v2` chooses for itself); none by default
    * @param {number} [options.maxConns] the limit of every backend without `maxconn=N`: http
    *   requests or tcp connections at once; 0, the default, is none
    * @param {number} [options.maxQueue] requests or connections that may wait for a backend at
@@ -147,6 +154,9 @@ class Proxy {
       ALPNProtocols: this.layer === 'http' ? ['http/1.1'] : undefined
     });
     this.settings.backendTls = backendTlsSettings(options.backendTls, this.logger);
+    this.settings.sendProxy = options.sendProxy === undefined || options.sendProxy === null
+      ? 0
+      : SEND_PROXY_VERSIONS.indexOf(validateChoice(options.sendProxy, SEND_PROXY_VERSIONS, 'sendProxy')) + 1;
     const given = options.balancer instanceof Balancer;
     // Servers found through DNS join the balancer as their names resolve (lib/discovery).
     const { fixed, found } = given ? { fixed: [], found: [] } : splitServers(options.servers);
@@ -162,12 +172,26 @@ class Proxy {
         `"--hash-key ${options.hashKey}" needs the http layer; the tcp layer can hash only the client ip`
       );
     }
-    this.health = new Health(this.balancer, healthSettings(options), this.logger, { layer: this.layer, backendTls: this.settings.backendTls });
+    this.health = new Health(this.balancer, healthSettings(options), this.logger, {
+      layer: this.layer, backendTls: this.settings.backendTls, sendProxy: this.settings.sendProxy
+    });
     this.traffic = new Traffic(this.logger);
     this.server = this.layer === 'tcp'
       ? createTcpServer(this.balancer, this.logger, this.settings, this.health, this.traffic)
       : (this.engine === 'fast' ? createFastHttpServer : createHttpServer)(this.balancer, this.logger, this.settings, this.health, this.traffic);
     // --max-connections: past it, new connections wait their turn, unserved.
+    // --accept-proxy: the header is read first, before TLS and the engine (and after the gate).
+    if (options.acceptProxy === true) {
+      acceptProxyProtocol(this.server, {
+        timeout: this.settings.headerTimeout,
+        tls: this.certificates !== null,
+        onRejected: (socket, reason) => {
+          this.traffic.proxyHeaderFailures++;
+          this.logger.debug(`client ${socket.remoteAddress}: ${reason}; closed (--accept-proxy)`);
+        }
+      });
+    }
+    this.acceptProxy = options.acceptProxy === true;
     this.gate = options.maxConnections === undefined || options.maxConnections === 0
       ? null
       : new ConnectionGate(this.server, validateCount(options.maxConnections, 'maxConnections', 0));
@@ -303,6 +327,7 @@ module.exports.LAYERS = LAYERS;
 module.exports.HTTP_ENGINES = HTTP_ENGINES;
 module.exports.HOST_HEADERS = HOST_HEADERS;
 module.exports.DEFAULTS = DEFAULTS;
+module.exports.SEND_PROXY_VERSIONS = SEND_PROXY_VERSIONS;
 
 function httpSettings(options) {
   const pick = (name) => (options[name] === undefined ? HTTP_DEFAULTS[name] : options[name]);

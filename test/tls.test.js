@@ -94,6 +94,23 @@ describe('TLS on the listener', function () {
         assert.deepEqual(seen[0], { proto: 'https', forwarded: 'for=127.0.0.1;host=lila.test;proto=https' });
       });
 
+      it('answers a request whose client half-closed right after it', async () => {
+        const a = await startHttpBackend('A', (req, res) => {
+          req.resume();
+          req.on('end', () => setImmediate(() => res.end('A')));
+        });
+        const proxy = await startProxy({ engine, mode: 'round-robin', servers: [a.address], tls: { certificates: [{ cert: main.combinedFile }] } });
+
+        const client = tls.connect({ host: '127.0.0.1', port: proxy.port, servername: 'lila.test', ca: pki.ca, allowHalfOpen: true });
+        onCleanup(() => client.destroy());
+        await once(client, 'secureConnect');
+        client.end('GET / HTTP/1.1\r\nHost: lila\r\nConnection: close\r\n\r\n');
+        const answer = (await collect(client)).toString();
+
+        assert.match(answer, /^HTTP\/1\.1 200 OK\r\n/);
+        assert.ok(answer.endsWith('\r\n\r\nA'), answer);
+      });
+
       it('moves 50 MB up and 50 MB down unchanged', async () => {
         const down = crypto.randomBytes(50 * 1024 * 1024);
         const a = await startHttpBackend('A', async (req, res) => {

@@ -26,6 +26,8 @@ class Backend {
     // Connect over TLS, sending this server name (default: the host, when it is a name).
     this.tls = server.tls === true;
     this.sni = server.sni;
+    // Send a PROXY protocol header first: 1 (v1) or 2 (v2); 0: as --send-proxy says.
+    this.sendProxy = server.sendProxy === undefined ? 0 : server.sendProxy;
     // Requests (http) or connections (tcp) it takes at once; 0: no limit (maxconn=N, --max-conns).
     this.maxConns = server.maxConns === undefined ? 0 : server.maxConns;
     // What a sticky cookie names it by (--sticky): derived from its name alone.

@@ -313,7 +313,7 @@ class Balancer extends EventEmitter {
     for (const [name, backend] of current) {
       const want = wanted.get(name);
       if (want === undefined || want.host !== backend.host || want.port !== backend.port || want.backup !== backend.backup ||
-        (want.tls === true) !== backend.tls || want.sni !== backend.sni) {
+        (want.tls === true) !== backend.tls || want.sni !== backend.sni || (want.sendProxy || 0) !== backend.sendProxy) {
         removed.push(this.remove(name));
         current.delete(name);
       }
@@ -494,6 +494,7 @@ function normalizeServer(server) {
   if (server.maxConns !== undefined) parsed.maxConns = checkMaxConns(server.maxConns, parsed.name);
   if (server.tls === true) parsed.tls = true;
   if (server.sni !== undefined) parsed.sni = parseServer(`${parsed.name},sni=${server.sni}`).sni;
+  if (server.sendProxy === 1 || server.sendProxy === 2) parsed.sendProxy = server.sendProxy;
   // The DNS name a discovered member's address came from (lib/discovery), for Host headers.
   if (typeof server.hostname === 'string') parsed.hostname = server.hostname;
   if (server.name !== undefined) {

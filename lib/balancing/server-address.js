@@ -131,6 +131,10 @@ function applyParameter(spec, server, param) {
     server.tls = true;
     return;
   }
+  if (param === 'send-proxy' || param === 'send-proxy-v2') {
+    server.sendProxy = param === 'send-proxy' ? 1 : 2;
+    return;
+  }
   if (param.startsWith('sni=')) {
     const sni = param.slice(4);
     if (!HOSTNAME.test(sni) || net.isIP(sni)) throw invalid(spec, `has sni "${sni}"; give the host name the backend's certificate is for`);
@@ -161,7 +165,7 @@ function applyParameter(spec, server, param) {
     server.weight = checkWeight(DIGITS.test(text) ? Number(text) : text, spec);
     return;
   }
-  throw invalid(spec, `has an unknown parameter "${param}" (known: weight=N, backup, name=X, maxconn=N, tls, sni=NAME, resolve)`);
+  throw invalid(spec, `has an unknown parameter "${param}" (known: weight=N, backup, name=X, maxconn=N, tls, sni=NAME, resolve, send-proxy, send-proxy-v2)`);
 }
 
 // The name after `srv:`, e.g. `_http._tcp.api.service.consul`.

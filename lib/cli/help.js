@@ -35,6 +35,10 @@ Servers:
     name=X      call the backend X (logs, admin API) instead of host:port
     tls         connect to the backend over TLS, verifying its certificate
     sni=NAME    the server name sent to a tls backend (default: its host)
+    maxconn=N   at most N requests (http) or connections (tcp) at once; the
+                rest wait in the queue (default --max-conns)
+    send-proxy, send-proxy-v2
+                send the backend a PROXY protocol header (v1, v2) first
     resolve     every address of the host's DNS name is a backend, named
                 host:port@address, looked up again as its TTL runs out
   srv:_service._proto.name, e.g. srv:_http._tcp.api.service.consul: the
@@ -50,7 +54,7 @@ unit is milliseconds, e.g. 1500.
 
 Signals:
   SIGTERM, SIGINT  stop accepting, drain, exit 0; a second one exits at once
-  SIGHUP           reload the hosts file
+  SIGHUP           reload the hosts file and the TLS certificates
 
 Examples:
   lila round-robin localhost:8001 localhost:8002 localhost:8003

@@ -9,7 +9,7 @@ const { validateChoice, validateCount, validateDuration, validatePath, validateP
 const { parseRateLimit, validateSize, parseSticky } = require('../config/traffic-values');
 const { LilaError, codes } = require('../errors');
 
-const { DEFAULTS, LAYERS, HTTP_ENGINES, HOST_HEADERS } = Proxy;
+const { DEFAULTS, LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS } = Proxy;
 const MAX_WORKERS = 256;
 
 /**
@@ -47,6 +47,17 @@ const OPTIONS = [
     name: 'resolve-interval', arg: '<t>', group: 'dns', default: ms(DEFAULTS.resolveInterval), key: 'resolveInterval',
     help: 'the longest time between two lookups of a name; they follow the TTL of its answer, at least 1s apart',
     read: (text, flag) => validateDuration(text, flag, { min: 1000 })
+  },
+  {
+    name: 'accept-proxy', group: 'proxy', default: 'off', key: 'acceptProxy',
+    help: 'every client connection must start with a PROXY protocol header (v1 or v2), whose client address ' +
+      'lila then uses everywhere; one without it is closed'
+  },
+  {
+    name: 'send-proxy', arg: '<v1|v2>', group: 'proxy', default: 'off', key: 'sendProxy',
+    help: 'send every backend a PROXY protocol header first, naming the client (a server\'s send-proxy or ' +
+      'send-proxy-v2 chooses for itself)',
+    read: (text, flag) => validateChoice(text, SEND_PROXY_VERSIONS, flag)
   },
   {
     name: 'port', short: 'p', arg: '<n>', group: 'general', default: String(DEFAULTS.port),
@@ -259,6 +270,7 @@ const OPTIONS = [
 const GROUPS = {
   servers: 'Servers from a file',
   dns: 'Servers found through DNS (host:port,resolve and srv:_service._proto.name)',
+  proxy: 'PROXY protocol (the client\'s address through layered proxies)',
   general: 'Options (before or after the servers)',
   http: 'http layer',
   health: 'Health (a backend down gets no traffic; none available: http 503, tcp close)',

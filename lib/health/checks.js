@@ -3,7 +3,7 @@
 const http = require('node:http');
 const https = require('node:https');
 const { backendAuthority } = require('../net/address');
-const { connectBackend, readyEvent, backendTlsOptions } = require('../net/backend-connect');
+const { connectBackend, proxyHeaderFor, readyEvent, backendTlsOptions } = require('../net/backend-connect');
 const { describeError } = require('../errors');
 
 const kChecks = Symbol('kChecks');
@@ -19,13 +19,14 @@ class HealthChecks {
   /**
    * @param {import('./index')} health where results turn into states
    * @param {import('./index').HealthSettings} settings
-   * @param {{layer: 'http' | 'tcp', backendTls: import('../net/backend-connect').BackendTlsSettings}} target
+   * @param {{layer: 'http' | 'tcp', backendTls: import('../net/backend-connect').BackendTlsSettings, sendProxy?: 0 | 1 | 2}} target
    */
   constructor(health, settings, target) {
     this.health = health;
     this.settings = settings;
     this.layer = target.layer;
     this.backendTls = target.backendTls;
+    this.sendProxy = target.sendProxy || 0;
     /** @type {Map<import('../balancing/backend'), {timer: NodeJS.Timeout | null, probe: object | null, good: number, bad: number, error: string | null, at: number}>} */
     this.runs = new Map();
     this.stopped = false;
@@ -107,7 +108,8 @@ class HealthChecks {
   }
 
   connect(backend, done) {
-    const socket = connectBackend(backend, this.backendTls);
+    // A backend taking PROXY protocol headers gets one naming nobody: v1 UNKNOWN, v2 LOCAL.
+    const socket = connectBackend(backend, this.backendTls, { proxyHeader: proxyHeaderFor(backend, this.sendProxy, null) });
     socket[kChecks] = done;
     socket.setTimeout(this.settings.healthTimeout, probeOnTimeout);
     socket.on('error', probeOnError);
@@ -124,6 +126,12 @@ class HealthChecks {
       agent: false,
       timeout: this.settings.healthTimeout
     };
+    const proxyHeader = proxyHeaderFor(backend, this.sendProxy, null);
+    if (proxyHeader !== undefined) {
+      // Without an agent, core http takes the connection createConnection makes (agent: false would not).
+      options.agent = undefined;
+      options.createConnection = () => connectBackend(backend, this.backendTls, { proxyHeader });
+    }
     const request = backend.tls
       ? https.request({ ...options, ...backendTlsOptions(backend, this.backendTls) })
       : http.request(options);

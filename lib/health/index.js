@@ -36,7 +36,8 @@ class Health {
    * @param {import('../balancing/balancer')} balancer
    * @param {HealthSettings} settings
    * @param {import('../ops/logger')} logger
-   * @param {{layer: 'http' | 'tcp', backendTls: import('../net/backend-connect').BackendTlsSettings}} target how active checks reach backends
+   * @param {{layer: 'http' | 'tcp', backendTls: import('../net/backend-connect').BackendTlsSettings, sendProxy?: 0 | 1 | 2}} target
+   *   how active checks reach backends
    */
   constructor(balancer, settings, logger, target) {
     this.balancer = balancer;

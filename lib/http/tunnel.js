@@ -7,7 +7,7 @@ const { takeBackend, slotFound, slotTimedOut, leaveQueue } = require('./backend-
 const { createUpstreamRequest } = require('./upstream-request');
 const { readyEvent } = require('../net/backend-connect');
 const { closedCleanly } = require('../net/closed-cleanly');
-const { clientAddressOf, schemeOf } = require('../net/address');
+const { peerAddressOf, schemeOf } = require('../net/address');
 const { rawErrorResponse } = require('./error-response');
 const { localShortage } = require('./outcomes');
 const { LilaError, codes, timeoutError, describeError } = require('../errors');
@@ -36,7 +36,7 @@ class Tunnel {
     this.request = request;
     this.client = client;
     this.head = head;
-    this.clientAddress = clientAddressOf(client.remoteAddress);
+    this.clientAddress = peerAddressOf(client);
     this.tried = null;
     this.backend = null;
     this.servedBy = null;
@@ -100,7 +100,7 @@ class Tunnel {
     this.connected = false;
     let upstream;
     try {
-      upstream = createUpstreamRequest(backend, this.request, this.headers, this.context.settings, false);
+      upstream = createUpstreamRequest(backend, this.request, this.headers, this.context.settings, false, this.client);
     } catch (err) {
       this.release();
       this.refuse(new LilaError(codes.BAD_REQUEST, 'this request cannot be forwarded', 400), err.message);

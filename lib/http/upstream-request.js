@@ -4,7 +4,7 @@ const http = require('node:http');
 const https = require('node:https');
 const { withHost } = require('./headers');
 const { backendAuthority } = require('../net/address');
-const { backendTlsOptions } = require('../net/backend-connect');
+const { backendTlsOptions, connectBackend, proxyHeaderFor } = require('../net/backend-connect');
 
 /**
  * Opens the upstream request that carries a client's request to a backend,
@@ -16,10 +16,11 @@ const { backendTlsOptions } = require('../net/backend-connect');
  * @param {import('./node/exchange').HttpSettings} settings
  * @param {http.Agent | false} agent the backend's pool (an https.Agent for a `tls` backend),
  *   or false for a connection of its own
+ * @param {import('node:net').Socket} client the client's connection, for a PROXY protocol header
  * @returns {http.ClientRequest}
  * @throws {Error} when Node refuses the request as it is (e.g. a header value it rejects)
  */
-function createUpstreamRequest(backend, request, headers, settings, agent) {
+function createUpstreamRequest(backend, request, headers, settings, agent, client) {
   // HTTP/1.1 needs a Host; an HTTP/1.0 client may have sent none.
   const sent = settings.hostHeader === 'backend' || request.headers.host === undefined
     ? withHost(headers, backendAuthority(backend))
@@ -33,6 +34,13 @@ function createUpstreamRequest(backend, request, headers, settings, agent) {
     agent,
     timeout: settings.connectTimeout
   };
+  // A backend taking PROXY protocol headers gets a connection of the request's own, header first.
+  const proxyHeader = proxyHeaderFor(backend, settings.sendProxy, client);
+  if (proxyHeader !== undefined) {
+    // Without an agent, core http takes the connection createConnection makes (agent: false would not).
+    options.agent = undefined;
+    options.createConnection = () => connectBackend(backend, settings.backendTls, { proxyHeader });
+  }
   return backend.tls ? https.request({ ...options, ...backendTlsOptions(backend, settings.backendTls) }) : http.request(options);
 }
 

@@ -1,5 +1,10 @@
 'use strict';
 
+// The client a PROXY protocol header named for this connection (--accept-proxy),
+// and the address it came to, for a connection over a stream that has none.
+const kSource = Symbol('lila.proxySource');
+const kLocal = Symbol('lila.local');
+
 /**
  * Normalizes a socket's remote address: IPv4-mapped IPv6 (`::ffff:10.0.0.1`,
  * what a dual-stack listener reports for IPv4 clients) becomes plain IPv4.
@@ -11,6 +16,57 @@ function clientAddressOf(address) {
   return address !== undefined && address.startsWith('::ffff:') && address.includes('.')
     ? address.slice(7)
     : address;
+}
+
+/**
+ * The client of a connection: the source a PROXY protocol header gave it
+ * (`--accept-proxy`), else its peer; normalized as `clientAddressOf` does.
+ *
+ * @param {import('node:net').Socket} socket a client connection, plain or TLS
+ * @returns {string | undefined}
+ */
+function peerAddressOf(socket) {
+  const source = socket[kSource];
+  return clientAddressOf(source === undefined ? socket.remoteAddress : source.address);
+}
+
+/**
+ * The client of a connection with its port, as a PROXY protocol header
+ * names it (see `peerAddressOf`).
+ *
+ * @param {import('node:net').Socket} socket
+ * @returns {{address: string | undefined, port: number | undefined}}
+ */
+function peerOf(socket) {
+  const source = socket[kSource];
+  return source === undefined
+    ? { address: clientAddressOf(socket.remoteAddress), port: socket.remotePort }
+    : { address: clientAddressOf(source.address), port: source.port };
+}
+
+/**
+ * Where a client connection came to: lila's own address and port.
+ *
+ * @param {import('node:net').Socket} socket
+ * @returns {{address: string | undefined, port: number | undefined}}
+ */
+function localOf(socket) {
+  const local = socket[kLocal];
+  return local === undefined ? { address: clientAddressOf(socket.localAddress), port: socket.localPort } : local;
+}
+
+/**
+ * Gives a connection the client a PROXY protocol header named, and (for a
+ * connection over a stream of its own, as TLS after a header is) where it
+ * came to.
+ *
+ * @param {import('node:net').Socket} socket
+ * @param {{address: string, port: number} | null} source null: the real peer
+ * @param {{address: string | undefined, port: number | undefined}} [local]
+ */
+function setPeer(socket, source, local) {
+  if (source !== null) socket[kSource] = source;
+  if (local !== undefined) socket[kLocal] = local;
 }
 
 /**
@@ -48,4 +104,4 @@ function schemeOf(socket) {
   return socket.encrypted === true ? 'https' : 'http';
 }
 
-module.exports = { clientAddressOf, formatHostPort, backendAuthority, schemeOf };
+module.exports = { clientAddressOf, peerAddressOf, peerOf, localOf, setPeer, formatHostPort, backendAuthority, schemeOf };

@@ -2,6 +2,8 @@
 
 const net = require('node:net');
 const tls = require('node:tls');
+const { proxyHeaderV1, proxyHeaderV2 } = require('./proxy-protocol');
+const { peerOf, localOf } = require('./address');
 
 /**
  * @typedef {object} BackendTlsSettings How lila checks the certificates of `tls` backends.
@@ -27,16 +29,42 @@ function backendTlsOptions(backend, settings) {
 /**
  * Opens a connection to a backend: plain, or TLS for a `tls` backend. It is
  * ready once `readyEvent(socket)` fires; a certificate that fails the
- * checks is an 'error' before that, as a refused connect is.
+ * checks is an 'error' before that, as a refused connect is. A PROXY
+ * protocol header goes first, before the TLS handshake.
  *
  * @param {import('../balancing/backend')} backend
  * @param {BackendTlsSettings} settings
- * @param {{allowHalfOpen?: boolean, noDelay?: boolean}} [options]
+ * @param {{allowHalfOpen?: boolean, noDelay?: boolean, proxyHeader?: Buffer}} [options]
  * @returns {net.Socket | tls.TLSSocket}
  */
 function connectBackend(backend, settings, options = {}) {
-  const where = { host: backend.host, port: backend.port, ...options };
-  return backend.tls ? tls.connect({ ...where, ...backendTlsOptions(backend, settings) }) : net.connect(where);
+  const { proxyHeader, ...socketOptions } = options;
+  const where = { host: backend.host, port: backend.port, ...socketOptions };
+  if (proxyHeader === undefined) {
+    return backend.tls ? tls.connect({ ...where, ...backendTlsOptions(backend, settings) }) : net.connect(where);
+  }
+  // Written while connecting: it leaves first, once the connection is up.
+  const socket = net.connect(where);
+  socket.write(proxyHeader);
+  return backend.tls ? tls.connect({ ...socketOptions, ...backendTlsOptions(backend, settings), socket }) : socket;
+}
+
+/**
+ * The PROXY protocol header to send a backend for a client connection, if
+ * it takes one: `send-proxy` (v1) or `send-proxy-v2` on the server, else
+ * `--send-proxy`. Without a client (a health check): v1 `UNKNOWN`, v2 `LOCAL`.
+ *
+ * @param {import('../balancing/backend')} backend
+ * @param {0 | 1 | 2} version `--send-proxy`; 0 for none
+ * @param {import('node:net').Socket | null} client
+ * @returns {Buffer | undefined}
+ */
+function proxyHeaderFor(backend, version, client) {
+  const chosen = backend.sendProxy || version;
+  if (!chosen) return undefined;
+  const source = client === null ? null : peerOf(client);
+  const destination = client === null ? null : localOf(client);
+  return chosen === 2 ? proxyHeaderV2(source, destination) : proxyHeaderV1(source, destination);
 }
 
 /**
@@ -49,4 +77,4 @@ function readyEvent(socket) {
   return socket instanceof tls.TLSSocket ? 'secureConnect' : 'connect';
 }
 
-module.exports = { backendTlsOptions, connectBackend, readyEvent };
+module.exports = { backendTlsOptions, connectBackend, proxyHeaderFor, readyEvent };

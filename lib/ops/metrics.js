@@ -29,6 +29,7 @@ function renderMetrics(proxy, stats) {
   let text = '';
   for (const family of families) text += family(proxy);
   if (proxy.certificates !== null && proxy.certificates !== undefined) text += tlsFamilies(proxy);
+  if (proxy.acceptProxy === true) text += proxyHeaderFamily(proxy);
   if (proxy.discovery && proxy.discovery.names.length > 0) text += discoveryFamilies(proxy.discovery.describe());
   text += limitFamilies(proxy);
   if (stats !== undefined) text += processFamilies(stats);
@@ -158,6 +159,13 @@ function limitFamilies(proxy) {
 function queueInUse(balancer) {
   const queue = balancer.queue;
   return balancer.limited || queue.waits.count > 0 || queue.timeouts > 0 || queue.refused > 0;
+}
+
+// --accept-proxy: connections closed for their PROXY protocol header.
+function proxyHeaderFamily(proxy) {
+  return family('lila_proxy_header_failures_total', 'counter',
+    'Client connections closed because their PROXY protocol header was missing, malformed or late.',
+    [sample('lila_proxy_header_failures_total', {}, proxy.traffic.proxyHeaderFailures)]);
 }
 
 // A TLS listener's handshakes, done and failed.

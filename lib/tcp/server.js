@@ -1,8 +1,8 @@
 'use strict';
 
 const { createListener } = require('../net/listener');
-const { connectBackend, readyEvent } = require('../net/backend-connect');
-const { clientAddressOf } = require('../net/address');
+const { connectBackend, proxyHeaderFor, readyEvent } = require('../net/backend-connect');
+const { peerAddressOf } = require('../net/address');
 const { closedCleanly } = require('../net/closed-cleanly');
 const { codes, timeoutError, describeError } = require('../errors');
 
@@ -31,8 +31,8 @@ function createTcpServer(balancer, logger, settings, health, traffic) {
   return createListener(settings.tls, { allowHalfOpen: true, pauseOnConnect: true }, (client) => {
     traffic.connections++;
     // --rate-limit: a new connection over the client's rate is closed at once.
-    if (rateLimiter !== null && rateLimiter.take(clientAddressOf(client.remoteAddress)) > 0) {
-      logger.debug(`client ${clientAddressOf(client.remoteAddress)}: over the rate limit, closed (${codes.RATE_LIMITED})`);
+    if (rateLimiter !== null && rateLimiter.take(peerAddressOf(client)) > 0) {
+      logger.debug(`client ${peerAddressOf(client)}: over the rate limit, closed (${codes.RATE_LIMITED})`);
       client.on('error', noop);
       client.destroy();
       return;
@@ -58,7 +58,7 @@ class Session {
     this.failure = null;
     this.client = client;
     // Read when a strategy, a log line or the access log asks: a system call per connection.
-    this.address = logger.accessEnabled ? clientAddressOf(client.remoteAddress) : null;
+    this.address = logger.accessEnabled ? peerAddressOf(client) : null;
     this.tried = null;
     this.connectStartedAt = 0;
     this.backend = null;
@@ -75,7 +75,7 @@ class Session {
 
   /** The client's address, for ip-hash, log lines and the access log. */
   get clientAddress() {
-    if (this.address === null) this.address = clientAddressOf(this.client.remoteAddress);
+    if (this.address === null) this.address = peerAddressOf(this.client);
     return this.address;
   }
 
@@ -142,7 +142,8 @@ class Session {
     this.connected = false;
     this.failure = null;
     this.connectStartedAt = this.balancer.now();
-    const upstream = connectBackend(backend, this.settings.backendTls, { allowHalfOpen: true });
+    const proxyHeader = proxyHeaderFor(backend, this.settings.sendProxy, this.client);
+    const upstream = connectBackend(backend, this.settings.backendTls, { allowHalfOpen: true, proxyHeader });
     upstream[kSession] = this;
     this.upstream = upstream;
     upstream.setTimeout(this.settings.connectTimeout);

@@ -4,7 +4,7 @@ const { RequestReader, HEAD, UPGRADE, DONE } = require('./request-reader');
 const { FastExchange } = require('./exchange');
 const Refusal = require('./refusal');
 const { Tunnel } = require('../tunnel');
-const { clientAddressOf, schemeOf } = require('../../net/address');
+const { peerAddressOf, schemeOf } = require('../../net/address');
 const { rawErrorResponse } = require('../error-response');
 const { codes } = require('../../errors');
 
@@ -29,7 +29,7 @@ class ClientConnection extends RequestReader {
    */
   constructor(context, socket) {
     super(context, socket);
-    this.clientAddress = clientAddressOf(socket.remoteAddress);
+    this.clientAddress = peerAddressOf(socket);
     this.scheme = schemeOf(socket);
     /** Exchanges whose responses are owed, oldest first; the first one writes. */
     this.queue = [];

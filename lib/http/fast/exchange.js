@@ -8,6 +8,7 @@ const { backendAuthority } = require('../../net/address');
 const { ResponseRelay, HOLD_LIMIT } = require('./response-relay');
 const { rawErrorResponse } = require('../error-response');
 const { IDEMPOTENT, CLIENT_LEFT, localShortage, upstreamError, logAnswer } = require('../outcomes');
+const { proxyHeaderFor } = require('../../net/backend-connect');
 const { timeoutError, describeError } = require('../../errors');
 
 /**
@@ -103,9 +104,11 @@ class FastExchange extends ResponseRelay {
    */
   send(fresh) {
     const pools = this.context.pools;
-    let socket = fresh ? null : pools.take(this.backend);
+    // A backend taking PROXY protocol headers gets a connection of the request's own.
+    const proxyHeader = proxyHeaderFor(this.backend, this.context.settings.sendProxy, this.connection.socket);
+    let socket = fresh || proxyHeader !== undefined ? null : pools.take(this.backend);
     this.reused = socket !== null;
-    if (socket === null) socket = pools.connect(this.backend);
+    if (socket === null) socket = pools.connect(this.backend, proxyHeader);
     pools.claim(socket, this);
     this.upstream = socket;
     this.received = false;

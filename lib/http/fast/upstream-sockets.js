@@ -9,6 +9,8 @@ const IDLE_TIMEOUT = 4000;
 const IDLE_SWEEP = 1000;
 const kBackend = Symbol('kBackend');
 const kIdle = Symbol('kIdle');
+// The socket carried a client's PROXY protocol header: no other client may use it.
+const kPrivate = Symbol('kPrivate');
 // When the socket went back to the pool.
 const kIdleSince = Symbol('kIdleSince');
 // The exchange using the socket, told of its events; null while idle.
@@ -70,11 +72,14 @@ class UpstreamSockets {
    * Opens a new connection to the backend.
    *
    * @param {import('../../balancing/backend')} backend
+   * @param {Buffer} [proxyHeader] a PROXY protocol header to send first: the socket is then
+   *   one client's, and never pooled
    * @returns {import('node:net').Socket} connecting (over TLS to a `tls` backend)
    */
-  connect(backend) {
-    const socket = connectBackend(backend, this.backendTls, { noDelay: true });
+  connect(backend, proxyHeader) {
+    const socket = connectBackend(backend, this.backendTls, { noDelay: true, proxyHeader });
     socket[kBackend] = backend;
+    socket[kPrivate] = proxyHeader !== undefined;
     socket[kIdle] = false;
     socket[kOwner] = null;
     socket.on(readyEvent(socket), socketOnConnect);
@@ -117,7 +122,7 @@ class UpstreamSockets {
    */
   put(socket) {
     const backend = socket[kBackend];
-    if (this.closed || backend.removed || socket.destroyed) {
+    if (this.closed || backend.removed || socket.destroyed || socket[kPrivate]) {
       socket.destroy();
       return;
     }

@@ -6,7 +6,7 @@ const { refusalBeforeForwarding, bodyTooLarge } = require('../limits');
 const { takeBackend, slotFound, slotTimedOut, leaveQueue } = require('../backend-slot');
 const { createUpstreamRequest } = require('../upstream-request');
 const { readyEvent } = require('../../net/backend-connect');
-const { clientAddressOf, schemeOf } = require('../../net/address');
+const { peerAddressOf, schemeOf } = require('../../net/address');
 const { errorBody } = require('../error-response');
 const { IDEMPOTENT, CLIENT_LEFT, localShortage, upstreamError, logAnswer } = require('../outcomes');
 const { LilaError, codes, timeoutError, describeError } = require('../../errors');
@@ -52,7 +52,7 @@ class Exchange {
     this.request = request;
     this.response = response;
     this.expectContinue = expectContinue;
-    this.clientAddress = clientAddressOf(request.socket.remoteAddress);
+    this.clientAddress = peerAddressOf(request.socket);
     this.tried = null;
     this.backend = null;
     // The last backend acquired, kept after release for the traffic record.
@@ -159,7 +159,7 @@ class Exchange {
     this.upstreamSocket = null;
     let upstream;
     try {
-      upstream = createUpstreamRequest(this.backend, this.request, this.headers, this.context.settings, agent);
+      upstream = createUpstreamRequest(this.backend, this.request, this.headers, this.context.settings, agent, this.request.socket);
     } catch (err) {
       this.release();
       this.fail(new LilaError(codes.BAD_REQUEST, 'this request cannot be forwarded', 400), err.message);

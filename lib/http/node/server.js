@@ -4,7 +4,7 @@ const http = require('node:http');
 const https = require('node:https');
 const { Exchange, abandonRequests, isIdle } = require('./exchange');
 const { requestProblem } = require('../request-checks');
-const { clientAddressOf } = require('../../net/address');
+const { peerAddressOf } = require('../../net/address');
 const { Tunnel } = require('../tunnel');
 const UpstreamPools = require('./upstream-pools');
 const { rawErrorResponse, errorBody } = require('../error-response');
@@ -44,7 +44,10 @@ function createHttpServer(balancer, logger, settings, health, traffic) {
     // How often Node looks for connections past headersTimeout.
     connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(settings.headerTimeout / 4)))
   };
-  const server = settings.tls === null ? http.createServer(options) : https.createServer({ ...settings.tls, ...options });
+  // core http serves half-open connections itself; over TLS it must be asked.
+  const server = settings.tls === null
+    ? http.createServer(options)
+    : https.createServer({ ...settings.tls, ...options, allowHalfOpen: true });
   server.keepAliveTimeout = settings.keepAliveTimeout;
   // A client's FIN after its request means it is done sending: Node then
   // answers what is in flight and ends the connection after the last response.
@@ -126,7 +129,7 @@ function accepted(context, request, response) {
   const problem = requestProblem(request);
   if (problem === null) return true;
   socket[kRejected] = true;
-  const client = clientAddressOf(socket.remoteAddress);
+  const client = peerAddressOf(socket);
   context.logger.debug(`client ${client}: ${problem.status}, ${problem.reason} (${problem.code})`);
   request.on('error', noop);
   response.on('error', noop);

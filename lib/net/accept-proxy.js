@@ -1,0 +1,95 @@
+'use strict';
+
+const { Duplex } = require('node:stream');
+const { AsyncLocalStorage } = require('node:async_hooks');
+const { parseProxyHeader } = require('./proxy-protocol');
+const { setPeer, localOf } = require('./address');
+
+// The client named by the header of the connection a TLS server is wrapping.
+const wrapping = new AsyncLocalStorage();
+
+/**
+ * `--accept-proxy`: every client connection must start with a PROXY
+ * protocol header (v1 or v2), read before anything else — before TLS,
+ * before the engine — since a receiver must not guess whether one comes.
+ * The source it names is the connection's client from then on (see
+ * `peerAddressOf`); a v2 LOCAL header (the front proxy's own health check)
+ * keeps the real peer. A connection whose header is missing, malformed or
+ * not whole within `timeout` is closed and reported.
+ *
+ * It takes the place of the server's 'connection' listeners, as they are
+ * when it is called: they get the connection once its header is read. A TLS
+ * server gets a stream over it instead (its own listener would read the
+ * socket's handle, past what the header left unread), and its
+ * 'secureConnection' sockets get their client before anyone sees them.
+ *
+ * @param {import('node:net').Server} server with its engine's 'connection' listeners attached
+ * @param {{timeout: number, tls: boolean, onRejected: (socket: import('node:net').Socket, reason: string) => void}} options
+ */
+function acceptProxyProtocol(server, options) {
+  const listeners = server.listeners('connection');
+  server.removeAllListeners('connection');
+  const deliver = (socket, source) => {
+    if (!options.tls) {
+      setPeer(socket, source);
+      for (const listener of listeners) listener.call(server, socket);
+      return;
+    }
+    const stream = Duplex.from({ readable: socket, writable: socket });
+    stream.on('error', () => socket.destroy());
+    const peer = { source, local: localOf(socket) };
+    wrapping.run(peer, () => {
+      for (const listener of listeners) listener.call(server, stream);
+    });
+  };
+  if (options.tls) {
+    server.prependListener('secureConnection', (tlsSocket) => {
+      const peer = wrapping.getStore();
+      if (peer !== undefined) setPeer(tlsSocket, peer.source, peer.local);
+    });
+  }
+  // A listener that pauses on connect (the tcp layer) gets its connection paused, as without a header.
+  const resume = !options.tls && !server.pauseOnConnect;
+  server.on('connection', (socket) => readHeader(socket, options, deliver, resume));
+}
+
+module.exports = { acceptProxyProtocol };
+
+function readHeader(socket, options, deliver, resume) {
+  let buffer = null;
+  const timer = setTimeout(() => reject('no whole PROXY protocol header in time'), options.timeout);
+  const onData = (chunk) => {
+    buffer = buffer === null ? chunk : Buffer.concat([buffer, chunk]);
+    const header = parseProxyHeader(buffer);
+    if (header === null) return;
+    if (header.error !== undefined) {
+      reject(header.error);
+      return;
+    }
+    done();
+    socket.pause();
+    if (header.length < buffer.length) socket.unshift(buffer.subarray(header.length));
+    deliver(socket, header.source);
+    if (resume) socket.resume();
+  };
+  const onEnd = () => reject('the connection ended before its PROXY protocol header');
+  const done = () => {
+    clearTimeout(timer);
+    socket.removeListener('data', onData);
+    socket.removeListener('end', onEnd);
+    socket.removeListener('error', onError);
+  };
+  const reject = (reason) => {
+    done();
+    socket.on('error', onError);
+    socket.destroy();
+    options.onRejected(socket, reason);
+  };
+  socket.on('data', onData);
+  socket.on('end', onEnd);
+  socket.on('error', onError);
+  // A listener that pauses on connect hands it over paused: the header is read all the same.
+  socket.resume();
+}
+
+function onError() {}
