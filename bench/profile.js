@@ -20,6 +20,7 @@ const LOAD_CPU = 1;
 // As bench/compare.js's loads: keep-alive (autocannon), new TLS connections (bench/tls-load.js).
 const LOADS = {
   'keep-alive': { connections: 64, describe: '64 keep-alive connections' },
+  close: { connections: 7, describe: '7 connections sending `Connection: close`, one request each' },
   handshake: { connections: 16, describe: '16 clients, a new connection and full handshake per request' },
   resumed: { connections: 16, describe: '16 clients, a new connection per request, resumed with a ticket' }
 };
@@ -62,10 +63,11 @@ const PERF_CATEGORIES = [
 
 main();
 
-// `node bench/profile.js [--tls RSA|ECDSA] [--load keep-alive|handshake|resumed] [--engine fast|node]
-// [--duration <s>] [--perf]`: lila http (HTTPS with --tls) on one core under load from the other
-// (64 keep-alive autocannon connections by default), profiled with `node --cpu-prof` (or `perf
-// record`), summarised: the top self-time functions and the share of time by kind of code.
+// `node bench/profile.js [--layer http|tcp] [--tls RSA|ECDSA] [--load keep-alive|close|handshake|resumed]
+// [--engine fast|node] [--duration <s>] [--perf]`: lila http (HTTPS with --tls; or lila
+// tcp) on one core under load from the other (64 keep-alive autocannon connections by default),
+// profiled with `node --cpu-prof` (or `perf record`), summarised: the top self-time functions and
+// the share of time by kind of code.
 async function main() {
   const children = [];
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-profile-'));
@@ -79,7 +81,8 @@ async function main() {
     const servers = ports.map((port) => `127.0.0.1:${port}`);
     const tlsArgs = tls === null ? [] : ['--tls-cert', tls.certFile, '--tls-key', tls.keyFile];
     const nodeArgs = options.perf ? ['--perf-basic-prof', '--interpreted-frames-native-stack'] : ['--cpu-prof', `--cpu-prof-dir=${dir}`];
-    const lilaArgs = ['round-robin', '--layer', 'http', '--engine', options.engine, '-a', '127.0.0.1', '-p', '0', ...tlsArgs, ...servers];
+    const layerArgs = options.layer === 'tcp' ? ['--layer', 'tcp'] : ['--layer', 'http', '--engine', options.engine];
+    const lilaArgs = ['round-robin', ...layerArgs, '-a', '127.0.0.1', '-p', '0', ...tlsArgs, ...servers];
     const port = await startChild(children, 'taskset', ['-c', String(PROXY_CPU), process.execPath, ...nodeArgs, LILA, ...lilaArgs],
       { stream: 'stderr', parse: parseLilaPort, name: 'lila' });
     lila = children[children.length - 1];
@@ -87,12 +90,13 @@ async function main() {
     const servername = tls === null ? undefined : SERVER_NAME;
     const load = LOADS[options.load];
     const common = { port, connections: load.connections, duration: options.duration, pids: processTree(lila.pid), servername };
-    const sample = options.load === 'keep-alive'
-      ? await runLoad({ ...common, close: false })
+    const sample = options.load === 'keep-alive' || options.load === 'close'
+      ? await runLoad({ ...common, close: options.load === 'close' })
       : await handshakes({ ...common, resume: options.load === 'resumed' });
     if (perf !== null) await stopChild(perf);
     await stopChild(lila);
-    const what = `lila http --engine ${options.engine}${tls === null ? '' : `, HTTPS with the ${tls.type} certificate`}`;
+    const what = options.layer === 'tcp' ? 'lila tcp'
+      : `lila http --engine ${options.engine}${tls === null ? '' : `, HTTPS with the ${tls.type} certificate`}`;
     process.stdout.write(`${what}, ${load.describe}, ${options.duration} s after 1 s of warm-up: ` +
       `${Math.round(sample.rps)} req/s, ${Math.round(sample.requests / sample.cpu)} req/CPU-s (profiler included), ${sample.errors} errors\n\n`);
     process.stdout.write(perf === null ? summarizeProfile(dir, sample.cpu / options.duration) : summarizePerf(lila.pid, dir));
@@ -112,6 +116,7 @@ function optionsFrom(args) {
     args,
     options: {
       tls: { type: 'string' },
+      layer: { type: 'string' },
       engine: { type: 'string' },
       load: { type: 'string' },
       duration: { type: 'string', short: 'd' },
@@ -124,8 +129,11 @@ function optionsFrom(args) {
   if (!(duration > 0) || !Number.isInteger(duration)) throw new RangeError(`"--duration" must be a whole number greater than 0, received "${values.duration}"`);
   const load = values.load === undefined ? 'keep-alive' : values.load;
   if (!Object.hasOwn(LOADS, load)) throw new RangeError(`"--load" must be ${Object.keys(LOADS).join(', ')}, received "${load}"`);
-  if (load !== 'keep-alive' && tls === null) throw new RangeError(`"--load ${load}" needs "--tls"`);
-  return { tls, load, engine: values.engine || 'fast', duration, perf: values.perf === true };
+  if ((load === 'handshake' || load === 'resumed') && tls === null) throw new RangeError(`"--load ${load}" needs "--tls"`);
+  const layer = values.layer === undefined ? 'http' : values.layer;
+  if (layer !== 'http' && layer !== 'tcp') throw new RangeError(`"--layer" must be http or tcp, received "${values.layer}"`);
+  if (layer === 'tcp' && tls !== null) throw new RangeError('"--tls" profiles the http layer only');
+  return { tls, layer, load, engine: values.engine || 'fast', duration, perf: values.perf === true };
 }
 
 // nginx answering from its configuration, as bench/compare.js's backends, else bench/backends.js; on the load core.
