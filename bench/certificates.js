@@ -25,11 +25,13 @@ const SERVER_NAME = 'localhost';
  * handshake sends one certificate, no chain.
  *
  * @param {string} dir an existing directory
+ * @param {string[]} [types] only these of `KEY_TYPES` (`--h2` needs one)
  * @returns {Certificate[]} in the order of `KEY_TYPES`
  * @throws {Error} when openssl is missing or fails, with its message
  */
-function makeCertificates(dir) {
-  return Object.entries(KEY_TYPES).map(([type, keyOptions]) => {
+function makeCertificates(dir, types = Object.keys(KEY_TYPES)) {
+  const chosen = Object.entries(KEY_TYPES).filter(([type]) => types.includes(type));
+  return chosen.map(([type, keyOptions]) => {
     const base = path.join(dir, type.toLowerCase());
     const certFile = `${base}.crt`;
     const keyFile = `${base}.key`;

@@ -8,16 +8,19 @@ const { spawnSync } = require('node:child_process');
 // Where `--write` puts a run in bench/README.md: between its markers, or in a new section.
 const SECTIONS = {
   plain: { marker: 'bench:compare', heading: 'Comparison' },
-  tls: { marker: 'bench:compare-tls', heading: 'HTTPS comparison' }
+  tls: { marker: 'bench:compare-tls', heading: 'HTTPS comparison' },
+  h2: { marker: 'bench:compare-h2', heading: 'HTTP/2 and gRPC' }
 };
 // lila's ratios are taken to these, where both were measured.
 const PEERS = {
   http: ['nginx http', 'node-http-proxy', 'haproxy http'],
   // net pipe first: issue 7 asks lila's tcp layer to be at least as fast as plain net piping.
   tcp: ['net pipe', 'nginx stream', 'haproxy tcp'],
-  https: ['nginx https', 'haproxy https']
+  https: ['nginx https', 'haproxy https'],
+  h2: ['nginx h2', 'haproxy h2'],
+  grpc: ['nginx grpc', 'haproxy grpc']
 };
-const NGINX_OF_LAYER = { http: 'nginx http', tcp: 'nginx stream', https: 'nginx https' };
+const NGINX_OF_LAYER = { http: 'nginx http', tcp: 'nginx stream', https: 'nginx https', h2: 'nginx h2', grpc: 'nginx grpc' };
 
 /**
  * @typedef {object} Sample one measured run of bench/load.js
@@ -40,7 +43,7 @@ const NGINX_OF_LAYER = { http: 'nginx http', tcp: 'nginx stream', https: 'nginx 
  * @param {object} results
  * @param {string[]} results.setup paragraphs describing the machine and the run
  * @param {{name: string, goal?: number}[]} results.loads `goal`: lila's req/CPU-s over nginx's at least that
- * @param {{name: string, layer: 'http' | 'https' | 'tcp' | null}[]} results.targets
+ * @param {{name: string, layer: 'http' | 'https' | 'tcp' | 'h2' | 'grpc' | null}[]} results.targets
  * @param {Map<string, Sample[]>} results.samples by `sampleKey(target, load)`
  * @param {object[] | null} results.idle `{target, open, before, after}`, memory from proc-stats; null: not measured
  * @param {string[]} results.notes what was skipped or changed, and why
@@ -95,12 +98,13 @@ function describeMachine({ nginx, haproxy }) {
 
 /**
  * Puts `report` between a section's comment markers in a markdown file
- * (`bench:compare` for plain runs, `bench:compare-tls` for `--tls`), or in a
- * new section at its end (`## Comparison`, `## HTTPS comparison`).
+ * (`bench:compare` for plain runs, `bench:compare-tls` for `--tls`,
+ * `bench:compare-h2` for `--h2`), or in a new section at its end
+ * (`## Comparison`, `## HTTPS comparison`, `## HTTP/2 and gRPC`).
  *
  * @param {string} file
  * @param {string} report
- * @param {'plain' | 'tls'} [section]
+ * @param {'plain' | 'tls' | 'h2'} [section]
  */
 function writeSection(file, report, section = 'plain') {
   const { marker, heading } = SECTIONS[section];

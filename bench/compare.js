@@ -10,13 +10,14 @@ const { spawn, spawnSync } = require('node:child_process');
 const { HTTP_ENGINES } = require('../lib/proxy');
 const { LILA, BACKENDS, startChild, stopChild, parsePorts, parseLilaPort } = require('./children');
 const { processTree, cpuSeconds, machineCpuSeconds, memory } = require('./proc-stats');
-const { nginxBackends, nginxProxy, nginxStreamModule, haproxyConfig } = require('./peer-configs');
+const { nginxBackends, nginxProxy, nginxStreamModule, nginxHttp2Syntax, haproxyConfig } = require('./peer-configs');
 const { formatReport, describeMachine, writeSection, sampleKey } = require('./compare-report');
 const { makeCertificates, SERVER_NAME } = require('./certificates');
 
 const LOAD = path.join(__dirname, 'load.js');
 const PEER = path.join(__dirname, 'node-http-proxy.js');
 const NET_PIPE = path.join(__dirname, 'net-pipe.js');
+const GRPC_BACKENDS = path.join(__dirname, 'grpc-backends.js');
 const README = path.join(__dirname, 'README.md');
 const NGINX = '/usr/sbin/nginx';
 const PROXY_CPU = 0;
@@ -38,6 +39,24 @@ const TLS_LOADS = [
   { name: `${HANDSHAKE_CONNECTIONS} handshake`, op: 'handshakes', connections: HANDSHAKE_CONNECTIONS, resume: false, goal: 0.4 },
   { name: `${HANDSHAKE_CONNECTIONS} resumed`, op: 'handshakes', connections: HANDSHAKE_CONNECTIONS, resume: true, goal: 0.4 }
 ];
+// `--h2` (issue 17): h2load's 10 connections of 100 concurrent streams, h2c
+// by prior knowledge and h2 over TLS (one certificate: handshakes happen
+// once per connection here), then gRPC unary calls over one channel; plain
+// http keep-alive first, as with --tls. `kind` matches a load to the targets
+// serving it; `goal` is issue 17's: lila's requests per proxy CPU-second
+// over nginx's at least that.
+const H2_CERTIFICATE = 'RSA';
+const H2_CONNECTIONS = 10;
+const H2_STREAMS = 100;
+const GRPC_CONCURRENCY = 100;
+const H2_LOADS = [
+  PLAIN_LOAD,
+  { name: `h2c ${H2_CONNECTIONS}x${H2_STREAMS}`, op: 'h2load', kind: 'h2c', connections: H2_CONNECTIONS, streams: H2_STREAMS, goal: 0.3 },
+  { name: `h2 TLS ${H2_CONNECTIONS}x${H2_STREAMS}`, op: 'h2load', kind: 'h2', tls: true, connections: H2_CONNECTIONS, streams: H2_STREAMS, goal: 0.3 },
+  { name: `grpc unary ${GRPC_CONCURRENCY}`, op: 'unaryCalls', kind: 'grpc', concurrency: GRPC_CONCURRENCY }
+];
+// Ops whose failure against one target leaves that target out instead of stopping the run: a proxy not speaking h2.
+const CONTAINED_OPS = new Set(['h2load', 'unaryCalls']);
 const BACKEND_NAMES = ['A', 'B', 'C'];
 const IDLE_CONNECTIONS = 10000;
 // nginx's default keepalive_timeout, for every proxy: idle clients must outlive the memory measurement.
@@ -56,9 +75,10 @@ const STOP_TIMEOUT_MS = 5000;
 
 main();
 
-// `npm run bench:compare [-- --rounds <n>] [--duration <s>] [--only <names>] [--tls] [--write]`:
+// `npm run bench:compare [-- --rounds <n>] [--duration <s>] [--only <names>] [--tls | --h2] [--write]`:
 // direct, lila and its peers in front of the same three backends, rounds interleaved, medians
-// reported; with `--tls`, the proxies serve HTTPS (RSA and ECDSA certificates) instead.
+// reported; with `--tls`, the proxies serve HTTPS (RSA and ECDSA certificates) instead; with
+// `--h2`, HTTP/2 (h2c and over TLS) to h2load, and gRPC calls to three gRPC backends.
 async function main() {
   const run = { children: [], dir: null, stopping: null, signal: null, pinned: false, openFiles: 0, load: null, certificates: null };
   const stopOn = (signal) => interrupt(run, signal);
@@ -71,28 +91,31 @@ async function main() {
     const notes = [];
     run.pinned = canPin(notes);
     run.openFiles = openFilesLimit();
-    const idleCount = options.tls ? 0 : idleConnections(run, notes);
-    if (options.tls) run.certificates = makeCertificates(run.dir);
-    const loads = options.tls ? tlsLoads(run.certificates) : LOADS;
+    const idleCount = options.mode === 'plain' ? idleConnections(run, notes) : 0;
+    if (options.mode === 'tls') run.certificates = makeCertificates(run.dir);
+    if (options.mode === 'h2') run.certificates = makeCertificates(run.dir, [H2_CERTIFICATE]);
+    const loads = options.mode === 'tls' ? tlsLoads(run.certificates) : options.mode === 'h2' ? H2_LOADS : LOADS;
     run.load = await startLoad(run);
-    const backends = await startBackends(run, notes);
-    const all = options.tls ? tlsTargetsFor(run, backends) : targetsFor(run, backends);
+    const backends = await startBackends(run, notes, options.mode === 'h2');
+    const all = options.mode === 'tls' ? tlsTargetsFor(run, backends)
+      : options.mode === 'h2' ? h2TargetsFor(run, backends, await startGrpcBackends(run, notes))
+        : targetsFor(run, backends);
     const targets = await startTargets(run, chosenTargets(all, options.only, notes), notes);
     const samples = await measureRounds(run, targets, loads, options, notes);
     for (const target of targets) if (target.child !== null) await stopChild(target.child, { killAfter: STOP_TIMEOUT_MS });
     const measured = targets.filter((target) => target.lost === null);
-    // Idle HTTPS connections are not part of issue 16: --tls measures throughput only.
-    const idle = options.tls ? null : await measureIdle(run, measured, idleCount, notes);
-    if (options.tls) notes.push(...negotiatedNotes(samples));
+    // Idle HTTPS and HTTP/2 connections are not part of issues 16 and 17: --tls and --h2 measure throughput only.
+    const idle = options.mode === 'plain' ? await measureIdle(run, measured, idleCount, notes) : null;
+    if (options.mode === 'tls') notes.push(...negotiatedNotes(samples, 'Every new connection'));
+    if (options.mode === 'h2') notes.push(...negotiatedNotes(samples, 'h2load\'s TLS connections'));
     const setup = setupLines({ run, backends, options, others: othersSince(others) });
     // A target runs once per certificate under one name; its rows are told apart by the load.
     const shown = measured.filter((target, i) => measured.findIndex((other) => other.name === target.name) === i);
     const report = formatReport({ setup, loads, targets: shown, samples, idle, notes });
     process.stdout.write(`\n${report}`);
     if (options.write) {
-      const section = options.tls ? 'tls' : 'plain';
-      writeSection(README, report, section);
-      const heading = section === 'tls' ? 'HTTPS comparison' : 'Comparison';
+      writeSection(README, report, options.mode);
+      const heading = { plain: 'Comparison', tls: 'HTTPS comparison', h2: 'HTTP/2 and gRPC' }[options.mode];
       process.stderr.write(`bench: wrote the ${heading} section of ${path.relative(process.cwd(), README)}\n`);
     }
   } catch (err) {
@@ -113,6 +136,7 @@ function optionsFrom(args) {
       duration: { type: 'string', short: 'd' },
       only: { type: 'string' },
       tls: { type: 'boolean' },
+      h2: { type: 'boolean' },
       write: { type: 'boolean' }
     }
   });
@@ -122,11 +146,12 @@ function optionsFrom(args) {
   }
   // The README's table is a full run.
   if (only !== null && values.write === true) throw new RangeError('"--write" measures every target: drop "--only"');
+  if (values.tls === true && values.h2 === true) throw new RangeError('"--tls" and "--h2" are runs of their own: choose one');
   return {
     rounds: wholeNumber('--rounds', values.rounds, DEFAULT_ROUNDS),
     duration: wholeNumber('--duration', values.duration, DEFAULT_SECONDS),
     only,
-    tls: values.tls === true,
+    mode: values.tls === true ? 'tls' : values.h2 === true ? 'h2' : 'plain',
     write: values.write === true
   };
 }
@@ -207,26 +232,50 @@ function ask(load, message) {
 
 // nginx answering from its configuration when it is installed, else bench/backends.js.
 // With certificates (--tls), nginx also serves A over HTTPS, on a port per
-// certificate (`tlsPorts`, by type): the direct baselines.
-async function startBackends(run, notes) {
+// certificate (`tlsPorts`, by type): the direct baselines. With `h2` (--h2),
+// it serves A over h2c and over h2 with TLS instead (`h2Ports`, by load kind).
+async function startBackends(run, notes, h2 = false) {
   if (fs.existsSync(NGINX)) {
     const ports = await Promise.all(BACKEND_NAMES.map(freePort));
     const backends = BACKEND_NAMES.map((name, i) => ({ name, port: ports[i] }));
     const tlsPorts = {};
-    for (const tls of run.certificates || []) {
-      tlsPorts[tls.type] = await freePort();
-      backends.push({ name: BACKEND_NAMES[0], port: tlsPorts[tls.type], tls });
+    const h2Ports = {};
+    if (h2) {
+      const http2 = nginxHttp2Syntax(NGINX);
+      for (const [kind, tls] of [['h2c', undefined], ['h2', run.certificates[0]]]) {
+        h2Ports[kind] = await freePort();
+        backends.push({ name: BACKEND_NAMES[0], port: h2Ports[kind], tls, http2 });
+      }
+    } else {
+      for (const tls of run.certificates || []) {
+        tlsPorts[tls.type] = await freePort();
+        backends.push({ name: BACKEND_NAMES[0], port: tlsPorts[tls.type], tls });
+      }
     }
     // Longer than every proxy's keep-alive, so a tcp proxy's idle connection stays open end to end.
     const keepAliveSeconds = KEEPALIVE_SECONDS * 4;
     const conf = (dir) => nginxBackends({ dir, openFiles: run.openFiles, keepAliveSeconds, backends });
     const { child } = await startNginx(run, 'backends', LOAD_CPU, conf, ports[0]);
-    return { kind: 'nginx', child, ports, tlsPorts };
+    return { kind: 'nginx', child, ports, tlsPorts, h2Ports };
   }
   notes.push(`Backends: ${NGINX} not found, so bench/backends.js (Node http) instead of nginx.`);
   const [command, args] = pinned(run, LOAD_CPU, process.execPath, [BACKENDS, String(BACKEND_NAMES.length)]);
   const { value, child } = await startReady(run, command, args, 'stdout', parsePorts, 'backends.js');
-  return { kind: 'node', child, ports: value.map(({ port }) => port), tlsPorts: null };
+  return { kind: 'node', child, ports: value.map(({ port }) => port), tlsPorts: null, h2Ports: null };
+}
+
+// `--h2`: bench/grpc-backends.js, three grpc-js servers in one process on the
+// load core; null, with a note, when @grpc/grpc-js is not installed.
+async function startGrpcBackends(run, notes) {
+  try {
+    require.resolve('@grpc/grpc-js');
+  } catch {
+    notes.push('gRPC targets skipped: `@grpc/grpc-js` is not installed (`npm install`: a devDependency).');
+    return null;
+  }
+  const [command, args] = pinned(run, LOAD_CPU, process.execPath, [GRPC_BACKENDS, String(BACKEND_NAMES.length)]);
+  const { value } = await startReady(run, command, args, 'stdout', parsePorts, 'grpc-backends.js');
+  return { ports: value.map(({ port }) => port) };
 }
 
 // Every target, in the order of the tables; one that cannot run here has
@@ -320,6 +369,69 @@ function tlsLoads(certificates) {
   return [PLAIN_LOAD, ...tls];
 }
 
+// `--h2`: at `PLAIN_LOAD`, the plain http targets (lila with its default
+// engine); at each HTTP/2 load, backend A serving it (direct) and lila,
+// nginx and HAProxy serving it in front of the three HTTP/1.1 backends; at
+// the gRPC load, gRPC server A (direct) and the three proxies in front of
+// the three gRPC servers, given to lila as `127.0.0.1:<port>,h2`. A target
+// runs once per load kind under one name.
+function h2TargetsFor(run, backends, grpcBackends) {
+  const servers = backends.ports.map((port) => `127.0.0.1:${port}`);
+  const haproxy = commandPath('haproxy');
+  const http2 = fs.existsSync(NGINX) ? nginxHttp2Syntax(NGINX) : null;
+  const [engine] = HTTP_ENGINES;
+  const plain = new Set(['direct', HTTP_ENGINES.length === 1 ? 'lila http' : `lila http ${engine}`, 'nginx http', 'haproxy http']);
+  const targets = targetsFor(run, backends).filter(({ name }) => plain.has(name));
+  const peers = (kind, layer, nginxStart, haproxyStart) => {
+    if (http2 === null) targets.push({ name: `nginx ${layer}`, layer, kind, skipped: `${NGINX} not found.` });
+    else targets.push({ name: `nginx ${layer}`, layer, kind, start: nginxStart });
+    if (haproxy === null) {
+      targets.push({ name: `haproxy ${layer}`, layer, kind, skipped: '`haproxy` is not installed (e.g. `apt-get install haproxy`).' });
+    } else {
+      targets.push({ name: `haproxy ${layer}`, layer, kind, start: haproxyStart });
+    }
+  };
+  const inFlight = H2_CONNECTIONS * H2_STREAMS;
+  const noH2load = commandPath('h2load') === null ? '`h2load` is not installed (Debian: `apt-get install nghttp2-client`).' : null;
+  for (const kind of ['h2c', 'h2']) {
+    const tls = kind === 'h2' ? run.certificates[0] : undefined;
+    if (noH2load !== null) {
+      for (const name of ['direct', 'lila h2', 'nginx h2', 'haproxy h2']) targets.push({ name, layer: null, kind, skipped: noH2load });
+      continue;
+    }
+    if (backends.h2Ports === null) {
+      targets.push({ name: 'direct', layer: null, kind, skipped: 'bench/backends.js serves no HTTP/2; nginx does.' });
+    } else {
+      const port = backends.h2Ports[kind];
+      targets.push({ name: 'direct', layer: null, kind, start: async () => ({ port, child: null }) });
+    }
+    const files = tls === undefined ? [] : ['--tls-cert', tls.certFile, '--tls-key', tls.keyFile];
+    targets.push({ name: 'lila h2', layer: 'h2', kind, start: () => startLila(run, 'http', [...files, ...servers]) });
+    // Every stream in flight holds an HTTP/1.1 upstream connection: nginx keeps as many idle.
+    const nginxOptions = { name: `nginx-${kind}`, http2, keepalive: inFlight };
+    peers(
+      kind,
+      'h2',
+      () => startNginxProxy(run, 'http', backends.ports, null, tls, nginxOptions),
+      () => startHaproxy(run, haproxy, 'http', backends.ports, tls, { name: `haproxy-${kind}`, http2: true })
+    );
+  }
+  if (grpcBackends === null) return targets;
+  const { ports } = grpcBackends;
+  targets.push({ name: 'direct', layer: null, kind: 'grpc', start: async () => ({ port: ports[0], child: null }) });
+  const grpcServers = ports.map((port) => `127.0.0.1:${port},h2`);
+  targets.push({ name: 'lila grpc', layer: 'grpc', kind: 'grpc', start: () => startLila(run, 'http', grpcServers) });
+  // nginx sends one call at a time on an upstream connection.
+  const nginxOptions = { name: 'nginx-grpc', http2, grpc: true, keepalive: GRPC_CONCURRENCY };
+  peers(
+    'grpc',
+    'grpc',
+    () => startNginxProxy(run, 'http', ports, null, undefined, nginxOptions),
+    () => startHaproxy(run, haproxy, 'http', ports, undefined, { name: 'haproxy-grpc', http2: true, http2Backends: true })
+  );
+  return targets;
+}
+
 // The targets `--only` names (all without it), those that cannot run here
 // left out with a note, targets sharing a reason in one.
 function chosenTargets(targets, only, notes) {
@@ -381,10 +493,12 @@ async function startReady(run, command, args, stream, parse, name) {
   return { value: await ready, child: spawned[0] };
 }
 
-async function startNginxProxy(run, module, backends, loadModule = null, tls = undefined) {
+// `more`: `http2`, `grpc` and `keepalive` for nginxProxy, and `name`, the directory's.
+async function startNginxProxy(run, module, backends, loadModule = null, tls = undefined, more = {}) {
   const port = await freePort();
-  const options = { openFiles: run.openFiles, keepAliveSeconds: KEEPALIVE_SECONDS, module, port, backends, loadModule, tls };
-  const name = tls === undefined ? `nginx-${module}` : `nginx-https-${tls.type.toLowerCase()}`;
+  const { name: named, ...http2 } = more;
+  const options = { openFiles: run.openFiles, keepAliveSeconds: KEEPALIVE_SECONDS, module, port, backends, loadModule, tls, ...http2 };
+  const name = named || (tls === undefined ? `nginx-${module}` : `nginx-https-${tls.type.toLowerCase()}`);
   return startNginx(run, name, PROXY_CPU, (dir) => nginxProxy({ dir, ...options }), port);
 }
 
@@ -398,15 +512,17 @@ async function startNginx(run, name, cpu, conf, port) {
   return startListening(run, pinned(run, cpu, NGINX, ['-p', dir, '-c', file, '-e', log, '-g', 'daemon off;']), port, name, log);
 }
 
-// HAProxy in the foreground (-db).
-async function startHaproxy(run, haproxy, mode, ports, tls = undefined) {
+// HAProxy in the foreground (-db). `more`: `http2` and `http2Backends` for haproxyConfig, and `name`, the directory's.
+async function startHaproxy(run, haproxy, mode, ports, tls = undefined, more = {}) {
   const port = await freePort();
-  const name = tls === undefined ? `haproxy-${mode}` : `haproxy-https-${tls.type.toLowerCase()}`;
+  const { name: named, ...http2 } = more;
+  const name = named || (tls === undefined ? `haproxy-${mode}` : `haproxy-https-${tls.type.toLowerCase()}`);
   const dir = path.join(run.dir, name);
   fs.mkdirSync(dir, { recursive: true });
   const backends = ports.map((backend, i) => ({ name: BACKEND_NAMES[i], port: backend }));
   const file = path.join(dir, 'haproxy.cfg');
-  fs.writeFileSync(file, haproxyConfig({ openFiles: run.openFiles, keepAliveSeconds: KEEPALIVE_SECONDS, mode, port, backends, tls }));
+  const options = { openFiles: run.openFiles, keepAliveSeconds: KEEPALIVE_SECONDS, mode, port, backends, tls, ...http2 };
+  fs.writeFileSync(file, haproxyConfig(options));
   return startListening(run, pinned(run, PROXY_CPU, haproxy, ['-db', '-f', file]), port, name, null);
 }
 
@@ -451,19 +567,32 @@ async function freePort() {
 }
 
 // Every round runs every load against every target (with --tls, those
-// serving the load's certificate), the targets in a different order each
-// round, so no target always follows the same one.
+// serving the load's certificate; with --h2, those serving its kind), the
+// targets in a different order each round, so no target always follows the
+// same one.
 async function measureRounds(run, targets, loads, { rounds, duration }, notes) {
   const samples = new Map();
   for (let round = 0; round < rounds; round++) {
     for (const load of loads) {
       for (let i = 0; i < targets.length; i++) {
         const target = targets[(i + round) % targets.length];
-        if (target.lost !== null || target.cert !== load.cert) continue;
+        if (target.lost !== null || target.cert !== load.cert || target.kind !== load.kind) continue;
         const pids = target.child === null ? [] : processTree(target.child.pid);
-        const { op = 'run', connections, close, resume } = load;
-        const servername = load.cert === undefined ? undefined : SERVER_NAME;
-        const sample = await ask(run.load, { op, port: target.port, connections, close, resume, servername, duration, pids });
+        const { op = 'run', connections, close, resume, streams, concurrency } = load;
+        const servername = load.cert === undefined && load.tls !== true ? undefined : SERVER_NAME;
+        const message = { op, port: target.port, connections, close, resume, servername, streams, concurrency, duration, pids };
+        let sample;
+        try {
+          sample = await ask(run.load, message);
+        } catch (err) {
+          if (!CONTAINED_OPS.has(op) || run.signal !== null || !run.load.child.connected) throw err;
+          target.lost = `${target.name} left out at ${load.name}: ${err.message.replace(/^load: /, '')}.`;
+          notes.push(target.lost);
+          // With --h2 a target object serves one load, and its name may stay in the tables for another.
+          samples.delete(sampleKey(target, load));
+          process.stderr.write(`round ${round + 1}/${rounds}  ${load.name.padEnd(13)}  ${target.name.padEnd(18)}  ${target.lost}\n`);
+          continue;
+        }
         // A proxy stopped from outside (a stray signal) would leave rows of errors: it leaves the tables instead.
         if (target.child !== null && exited(target.child)) {
           target.lost = `${target.name} left out: it exited (${target.child.signalCode || target.child.exitCode}) in round ${round + 1}, ${load.name}.`;
@@ -526,19 +655,38 @@ function setupLines({ run, backends, options, others }) {
   const served = backends.kind === 'nginx'
     ? 'nginx (one worker), each answering `Hello from <name>\\n` from its configuration'
     : 'bench/backends.js (Node http), answering `Hello from <name>\\n`';
-  const load = options.tls ? 'autocannon and bench/tls-load.js (a process of their own)' : 'autocannon (a process of its own)';
+  const load = {
+    plain: 'autocannon (a process of its own)',
+    tls: 'autocannon and bench/tls-load.js (a process of their own)',
+    h2: 'autocannon, h2load and bench/grpc-load.js (a process of their own and its h2load children)'
+  }[options.mode];
   const cores = run.pinned
     ? `Proxies on CPU ${PROXY_CPU}, ${load} and the backends on CPU ${LOAD_CPU}.`
     : 'Nothing pinned.';
   const executables = { nginx: fs.existsSync(NGINX) ? NGINX : null, haproxy: commandPath('haproxy') };
   return [
     describeMachine(executables),
-    ...(options.tls ? [openSslVersions(executables)] : []),
+    ...(options.mode === 'tls' ? [openSslVersions(executables)] : []),
+    ...(options.mode === 'h2' ? [h2Setup(executables)] : []),
     `Backends A, B and C: ${served}. ${cores} ` +
       `${options.rounds} round${options.rounds === 1 ? '' : 's'} of ${options.duration} s per target and load ` +
       `after ${WARMUP_SECONDS} s of warm-up; medians. Other processes used ${others.cpu.toFixed(0)} CPU-s during ` +
       `the ${others.wall.toFixed(0)} s of the run (${others.share.toFixed(0)}% of the machine).`
   ];
+}
+
+// `--h2`: the clients' versions, the HTTP/2 syntax nginx got, the gRPC backends.
+function h2Setup({ nginx }) {
+  const h2load = /h2load nghttp2\/(\S+)/.exec(spawnSync('h2load', ['--version'], { encoding: 'utf8' }).stdout || '');
+  let grpc = 'not installed';
+  try {
+    grpc = require('@grpc/grpc-js/package.json').version;
+  } catch {}
+  const syntax = nginx === null ? '' : ` nginx turns HTTP/2 on with ${nginxHttp2Syntax(nginx) === 'listen' ? '`listen ... http2`' : '`http2 on`'}.`;
+  return `HTTP/2: h2load ${h2load === null ? '(not installed)' : h2load[1]}, ${H2_CONNECTIONS} connections of ${H2_STREAMS} ` +
+    `concurrent streams, \`GET /\`; over TLS an ${H2_CERTIFICATE} certificate, ALPN \`h2\`, SNI \`${SERVER_NAME}\`.${syntax} ` +
+    `gRPC: @grpc/grpc-js ${grpc}, ${GRPC_CONCURRENCY} unary calls outstanding on one channel (h2c), ` +
+    'three grpc-js servers (bench/grpc-backends.js, one process) on the load core answering `Hello from <name>\\n`.';
 }
 
 // Which OpenSSL each TLS server runs on: the same library makes the comparison one of the servers.
@@ -559,7 +707,8 @@ function openSslVersions({ nginx, haproxy }) {
 }
 
 // What the new connections negotiated: one line when every target agrees, else one per target.
-function negotiatedNotes(samples) {
+// `subject`: whose connections they were.
+function negotiatedNotes(samples, subject) {
   const byTarget = new Map();
   for (const [key, list] of samples) {
     const name = key.split('\t')[0];
@@ -570,8 +719,8 @@ function negotiatedNotes(samples) {
     }
   }
   const all = new Set([...byTarget.values()].flatMap((set) => [...set]));
-  if (all.size === 1) return [`Every new connection negotiated ${[...all][0]} (protocol, cipher, key exchange).`];
-  return [...byTarget].map(([name, set]) => `${name}: new connections negotiated ${[...set].join('; ')}.`);
+  if (all.size === 1) return [`${subject} negotiated ${[...all][0]} (protocol, cipher, key exchange).`];
+  return [...byTarget].map(([name, set]) => `${name}: ${subject[0].toLowerCase()}${subject.slice(1)} negotiated ${[...set].join('; ')}.`);
 }
 
 // The machine's CPU time less this bench's own (its process tree, the

@@ -4,6 +4,8 @@ const net = require('node:net');
 const autocannon = require('autocannon');
 const { cpuSeconds } = require('./proc-stats');
 const { handshakes } = require('./tls-load');
+const { h2load } = require('./h2-load');
+const { unaryCalls } = require('./grpc-load');
 
 const WARMUP_SECONDS = 1;
 // Idle connections are opened this many at a time, well under a listen backlog of 511.
@@ -12,7 +14,7 @@ const OPEN_TIMEOUT_MS = 10000;
 // Time for the proxy to finish with the connections just opened before its memory is read.
 const SETTLE_MS = 1000;
 const REQUEST = Buffer.from('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
-const OPS = { run, handshakes, open, release };
+const OPS = { run, handshakes, h2load, unaryCalls, open, release };
 
 const kUsed = Symbol('kUsed');
 const kClosed = Symbol('kClosed');
@@ -94,7 +96,7 @@ async function release() {
   return { closed };
 }
 
-module.exports = { run, handshakes, open, release };
+module.exports = { run, handshakes, h2load, unaryCalls, open, release };
 
 // autocannon's histogram keeps whole milliseconds, most of these latencies are
 // below one: the clients report each 2xx response's time to `latencies` as well.

@@ -24,17 +24,25 @@ const NGINX_TEMP_PATHS = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'];
  */
 
 /**
+ * @typedef {'listen' | 'directive'} Http2Syntax how this nginx turns on
+ *   HTTP/2: `listen ... http2` (before 1.25.1) or `http2 on;` (1.25.1 and
+ *   later), see `nginxHttp2Syntax`
+ */
+
+/**
  * nginx with one worker answering `Hello from <name>\n` on each port, from
  * its configuration: the backends of bench/compare.js. A backend with `tls`
- * serves HTTPS (the `direct` baselines of `--tls`), set as `nginxProxy`'s.
+ * serves HTTPS (the `direct` baselines of `--tls`), set as `nginxProxy`'s;
+ * one with `http2` serves HTTP/2 (over TLS with `tls`, else h2c by prior
+ * knowledge only: the `direct` baselines of `--h2`).
  *
- * @param {Common & {backends: {name: string, port: number, tls?: Tls}[]}} options
+ * @param {Common & {backends: {name: string, port: number, tls?: Tls, http2?: Http2Syntax}[]}} options
  * @returns {string} nginx.conf
  */
 function nginxBackends({ dir, openFiles, keepAliveSeconds, backends }) {
-  const servers = backends.flatMap(({ name, port, tls }) => [
+  const servers = backends.flatMap(({ name, port, tls, http2 }) => [
     '  server {',
-    `    listen 127.0.0.1:${port}${tls === undefined ? '' : ' ssl'};`,
+    ...nginxListen(port, tls, http2),
     ...(tls === undefined ? [] : nginxTls(tls)),
     `    location / { return 200 "Hello from ${name}\\n"; }`,
     '  }'
@@ -47,17 +55,24 @@ function nginxBackends({ dir, openFiles, keepAliveSeconds, backends }) {
  * nginx with one worker in front of `backends`, round-robin: `http`, with
  * keep-alive upstream connections and the headers lila sends, or `stream`.
  * With `tls`, `http` serves HTTPS as lila does: TLS 1.2 and 1.3, session
- * tickets, the backends still over plain http.
+ * tickets, the backends still over plain http. With `http2`, `http` serves
+ * HTTP/2 to clients (ALPN `h2` over TLS, h2c by prior knowledge without),
+ * the backends still HTTP/1.1 with keep-alive; with `grpc` as well, `http`
+ * passes gRPC calls to gRPC backends (`grpc_pass`: h2c, one call per
+ * upstream connection at a time, idle ones kept), the same headers set.
  *
  * @param {Common & {module: 'http' | 'stream', port: number, backends: number[], loadModule?: string | null,
- *   tls?: Tls}} options `loadModule` is the path of a dynamic ngx_stream_module.so, see `nginxStreamModule`
+ *   tls?: Tls, http2?: Http2Syntax, grpc?: boolean, keepalive?: number}} options `loadModule` is the path
+ *   of a dynamic ngx_stream_module.so, see `nginxStreamModule`; `keepalive` the idle upstream connections
+ *   kept (64; as many as requests in flight for HTTP/2 clients, which need an upstream connection each)
  * @returns {string} nginx.conf
  */
-function nginxProxy({ dir, openFiles, keepAliveSeconds, module, port, backends, loadModule = null, tls }) {
+function nginxProxy({ dir, openFiles, keepAliveSeconds, module, port, backends, loadModule = null, tls, http2, grpc = false,
+  keepalive = 64 }) {
   const upstream = [
     '  upstream backends {',
     ...backends.map((backend) => `    server 127.0.0.1:${backend};`),
-    ...(module === 'http' ? ['    keepalive 64;', '    keepalive_requests 1000000;'] : []),
+    ...(module === 'http' ? [`    keepalive ${keepalive};`, '    keepalive_requests 1000000;'] : []),
     '  }'
   ];
   if (module === 'stream') {
@@ -69,18 +84,22 @@ function nginxProxy({ dir, openFiles, keepAliveSeconds, module, port, backends, 
     ...nginxHttpBasics(dir, keepAliveSeconds),
     ...upstream,
     '  server {',
-    `    listen 127.0.0.1:${port}${tls === undefined ? '' : ' ssl'};`,
+    ...nginxListen(port, tls, http2),
     ...(tls === undefined ? [] : nginxTls(tls)),
     '    location / {',
-    '      proxy_pass http://backends;',
-    '      proxy_http_version 1.1;',
-    '      proxy_set_header Connection "";',
+    ...(grpc ? ['      grpc_pass grpc://backends;'] : [
+      '      proxy_pass http://backends;',
+      '      proxy_http_version 1.1;',
+      '      proxy_set_header Connection "";'
+    ]),
     // What lila sends: the client's Host, X-Forwarded-* and Forwarded ($scheme is https over TLS).
-    '      proxy_set_header Host $http_host;',
-    '      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
-    '      proxy_set_header X-Forwarded-Proto $scheme;',
-    '      proxy_set_header X-Forwarded-Host $http_host;',
-    '      proxy_set_header Forwarded "for=$remote_addr;host=$http_host;proto=$scheme";',
+    ...[
+      'Host $http_host',
+      'X-Forwarded-For $proxy_add_x_forwarded_for',
+      'X-Forwarded-Proto $scheme',
+      'X-Forwarded-Host $http_host',
+      'Forwarded "for=$remote_addr;host=$http_host;proto=$scheme"'
+    ].map((header) => `      ${grpc ? 'grpc' : 'proxy'}_set_header ${header};`),
     '    }',
     '  }',
     '}'
@@ -121,17 +140,39 @@ function nginxStreamModule(nginx) {
 }
 
 /**
+ * Which syntax this nginx turns HTTP/2 on with: `http2 on;` from 1.25.1,
+ * `listen ... http2` before (Debian 12 has 1.22).
+ *
+ * @param {string} nginx the executable
+ * @returns {Http2Syntax}
+ */
+function nginxHttp2Syntax(nginx) {
+  const version = /nginx\/(\d+)\.(\d+)\.(\d+)/.exec(spawnSync(nginx, ['-v'], { encoding: 'utf8' }).stderr || '');
+  if (version === null) return 'directive';
+  const [major, minor, patch] = version.slice(1).map(Number);
+  const since = major * 1e6 + minor * 1e3 + patch >= 1025001;
+  return since ? 'directive' : 'listen';
+}
+
+/**
  * HAProxy with one thread in front of `backends`, round-robin, in `http`
  * mode (keep-alive both ways, X-Forwarded-For, -Proto and -Host) or `tcp`.
  * With `tls`, `http` serves HTTPS as lila does: TLS 1.2 and 1.3, session
- * tickets (HAProxy's default), the backends still over plain http.
+ * tickets (HAProxy's default), the backends still over plain http. With
+ * `http2`, `http` serves HTTP/2 to clients: ALPN `h2,http/1.1` over TLS,
+ * `proto h2` (h2c by prior knowledge only) without; the backends still
+ * HTTP/1.1 with keep-alive unless `http2Backends` (h2c, `proto h2`: gRPC
+ * backends, calls multiplexed on HAProxy's connections to them).
  *
- * @param {Common & {mode: 'http' | 'tcp', port: number, backends: {name: string, port: number}[], tls?: Tls}} options
+ * @param {Common & {mode: 'http' | 'tcp', port: number, backends: {name: string, port: number}[], tls?: Tls,
+ *   http2?: boolean, http2Backends?: boolean}} options
  * @returns {string} haproxy.cfg
  */
-function haproxyConfig({ openFiles, keepAliveSeconds, mode, port, backends, tls }) {
+function haproxyConfig({ openFiles, keepAliveSeconds, mode, port, backends, tls, http2 = false, http2Backends = false }) {
   // maxconn counts clients, and HAProxy reserves two descriptors for each.
   const maxconn = Math.floor((openFiles - SPARE_FILES) / 2);
+  const ssl = tls === undefined ? '' : ` ssl crt ${tls.combinedFile} ssl-min-ver TLSv1.2`;
+  const h2 = !http2 ? '' : tls === undefined ? ' proto h2' : ' alpn h2,http/1.1';
   return [
     'global',
     `  maxconn ${maxconn}`,
@@ -144,7 +185,7 @@ function haproxyConfig({ openFiles, keepAliveSeconds, mode, port, backends, tls 
     '  timeout server 60s',
     ...(mode === 'http' ? [`  timeout http-keep-alive ${keepAliveSeconds}s`] : []),
     'frontend clients',
-    `  bind 127.0.0.1:${port}${tls === undefined ? '' : ` ssl crt ${tls.combinedFile} ssl-min-ver TLSv1.2`}`,
+    `  bind 127.0.0.1:${port}${ssl}${h2}`,
     ...(mode === 'http' ? [
       '  option forwardfor',
       `  http-request set-header X-Forwarded-Proto ${tls === undefined ? 'http' : 'https'}`,
@@ -153,12 +194,12 @@ function haproxyConfig({ openFiles, keepAliveSeconds, mode, port, backends, tls 
     '  default_backend backends',
     'backend backends',
     '  balance roundrobin',
-    ...backends.map(({ name, port: backend }) => `  server ${name} 127.0.0.1:${backend}`),
+    ...backends.map(({ name, port: backend }) => `  server ${name} 127.0.0.1:${backend}${http2Backends ? ' proto h2' : ''}`),
     ''
   ].join('\n');
 }
 
-module.exports = { nginxBackends, nginxProxy, nginxStreamModule, haproxyConfig };
+module.exports = { nginxBackends, nginxProxy, nginxStreamModule, nginxHttp2Syntax, haproxyConfig };
 
 // One worker, run as the current user, everything it writes in `dir`.
 function nginxMain({ dir, openFiles, loadModule = null, body }) {
@@ -175,6 +216,13 @@ function nginxMain({ dir, openFiles, loadModule = null, body }) {
     ...body,
     ''
   ].join('\n');
+}
+
+function nginxListen(port, tls, http2) {
+  const ssl = tls === undefined ? '' : ' ssl';
+  if (http2 === undefined) return [`    listen 127.0.0.1:${port}${ssl};`];
+  if (http2 === 'listen') return [`    listen 127.0.0.1:${port}${ssl} http2;`];
+  return [`    listen 127.0.0.1:${port}${ssl};`, '    http2 on;'];
 }
 
 // lila's defaults: TLS 1.2 and up, session tickets (nginx's default, said anyway), no session cache.
