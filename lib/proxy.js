@@ -31,7 +31,9 @@ const HTTP_DEFAULTS = {
   headerTimeout: 10000,
   maxHeaderSize: 16 * 1024,
   hostHeader: 'client',
-  locationRewrite: true
+  locationRewrite: true,
+  http2: true,
+  maxConcurrentStreams: 100
 };
 // nginx's max_fails and fail_timeout, HAProxy's inter, rise and fall.
 const HEALTH_DEFAULTS = {
@@ -148,10 +150,13 @@ class Proxy {
     this.certificates = options.tls === undefined || options.tls === null
       ? null
       : new CertificateStore(options.tls.certificates, { minVersion: options.tls.minVersion, logger: this.logger });
-    // Offered by ALPN: the http layer speaks HTTP/1.1 here; the tcp layer whatever it carries.
+    // h2 is served by the fast engine, beside HTTP/1.1.
+    this.settings.http2 = this.settings.http2 && this.layer === 'http' && this.engine === 'fast';
+    // Offered by ALPN, h2 first (the server's order decides): the http layer speaks
+    // HTTP/1.1 and h2 here; the tcp layer whatever it carries.
     this.settings.tls = this.certificates === null ? null : this.certificates.serverOptions({
       handshakeTimeout: this.settings.headerTimeout,
-      ALPNProtocols: this.layer === 'http' ? ['http/1.1'] : undefined
+      ALPNProtocols: this.layer === 'http' ? (this.settings.http2 ? ['h2', 'http/1.1'] : ['http/1.1']) : undefined
     });
     this.settings.backendTls = backendTlsSettings(options.backendTls, this.logger);
     this.settings.sendProxy = options.sendProxy === undefined || options.sendProxy === null
@@ -166,6 +171,11 @@ class Proxy {
         hashKey: options.hashKey, logger: this.logger, allowEmpty: found.length > 0, ...queueSettings(options)
       });
     this.discovery = given ? null : new Discovery(this.balancer, found, discoverySettings(options, this.logger));
+    const h2Server = [...this.balancer.backends, ...found].find((server) => server.h2 === true);
+    if (h2Server !== undefined && (this.layer === 'tcp' || this.engine === 'node')) {
+      throw new LilaError(codes.INVALID_OPTION, `server "${h2Server.name}" speaks h2: that needs the http layer on the fast engine` +
+        (this.layer === 'tcp' ? '; the tcp layer passes any protocol as it is, without "h2"' : ''));
+    }
     if (this.layer === 'tcp' && options.hashKey !== undefined && parseHashKey(options.hashKey).source !== 'ip') {
       throw new LilaError(
         codes.INVALID_OPTION,
@@ -339,6 +349,8 @@ function httpSettings(options) {
     maxHeaderSize: validateCount(pick('maxHeaderSize'), 'maxHeaderSize', 1024),
     hostHeader: validateChoice(pick('hostHeader'), HOST_HEADERS, 'hostHeader'),
     locationRewrite: pick('locationRewrite') !== false,
+    http2: pick('http2') !== false,
+    maxConcurrentStreams: validateCount(pick('maxConcurrentStreams'), 'maxConcurrentStreams', 1),
     // Set by drain(): responses from then on close their connection.
     draining: false
   };

@@ -109,7 +109,7 @@ describe('lila (command line)', () => {
       {
         name: 'an unknown server parameter',
         args: ['round-robin', 'a:1,foo'],
-        line: 'lila: server "a:1,foo" has an unknown parameter "foo" (known: weight=N, backup, name=X, maxconn=N, tls, sni=NAME, resolve, send-proxy, send-proxy-v2)'
+        line: 'lila: server "a:1,foo" has an unknown parameter "foo" (known: weight=N, backup, name=X, maxconn=N, tls, sni=NAME, h2, resolve, send-proxy, send-proxy-v2)'
       },
       {
         name: 'a server with a scheme',

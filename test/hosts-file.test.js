@@ -31,7 +31,7 @@ describe('hosts file', () => {
   const errors = [
     ['a:1\nb\n', 'hosts:2: server "b" needs a port, as in "b:8080"'],
     ['a:1 weight=2000\n', 'hosts:1: server "a:1,weight=2000" has weight "2000"; a weight is an integer between 0 and 1000'],
-    ['a:1 fast\n', 'hosts:1: server "a:1,fast" has an unknown parameter "fast" (known: weight=N, backup, name=X, maxconn=N, tls, sni=NAME, resolve, send-proxy, send-proxy-v2)'],
+    ['a:1 fast\n', 'hosts:1: server "a:1,fast" has an unknown parameter "fast" (known: weight=N, backup, name=X, maxconn=N, tls, sni=NAME, h2, resolve, send-proxy, send-proxy-v2)'],
     ['a:1\n# x\na:1 weight=2\n', 'hosts:3: server "a:1" is already on line 1'],
     ['a:1 name=x\nb:1 name=x\n', 'hosts:2: server "x" is already on line 1'],
     ['# nothing\n\n', 'hosts: no servers in the file']

@@ -16,7 +16,10 @@ const MAY_IMPORT = {
   discovery: ['balancing', 'errors'],
   health: ['net', 'errors'],
   http: ['net', 'errors'],
-  'http/fast': ['http', 'net', 'errors'],
+  // The fast engine and its h2 side use each other: an exchange sends on h2 backends'
+  // streams, and an h2 client's stream is an exchange.
+  'http/fast': ['http', 'http/h2', 'net', 'errors'],
+  'http/h2': ['http', 'http/fast', 'net', 'errors'],
   'http/node': ['http', 'net', 'errors'],
   tcp: ['net', 'errors'],
   ops: ['balancing', 'balancing/strategies', 'ops/dashboard', 'net', 'errors'],

@@ -399,7 +399,7 @@ describe('reloading the hosts file', () => {
         name: 'an unknown parameter',
         file: ['127.0.0.1:1 weight=2 fast'],
         args: ['--hosts', 'my-hosts'],
-        line: 'lila: my-hosts:1: server "127.0.0.1:1,weight=2,fast" has an unknown parameter "fast" (known: weight=N, backup, name=X, maxconn=N, tls, sni=NAME, resolve, send-proxy, send-proxy-v2)'
+        line: 'lila: my-hosts:1: server "127.0.0.1:1,weight=2,fast" has an unknown parameter "fast" (known: weight=N, backup, name=X, maxconn=N, tls, sni=NAME, h2, resolve, send-proxy, send-proxy-v2)'
       },
       {
         name: 'a name used twice',

@@ -26,6 +26,8 @@ class Backend {
     // Connect over TLS, sending this server name (default: the host, when it is a name).
     this.tls = server.tls === true;
     this.sni = server.sni;
+    // Speaks HTTP/2: h2c with prior knowledge, or h2 by ALPN with `tls`.
+    this.h2 = server.h2 === true;
     // Send a PROXY protocol header first: 1 (v1) or 2 (v2); 0: as --send-proxy says.
     this.sendProxy = server.sendProxy === undefined ? 0 : server.sendProxy;
     // Requests (http) or connections (tcp) it takes at once; 0: no limit (maxconn=N, --max-conns).

@@ -493,6 +493,7 @@ function normalizeServer(server) {
   parsed.backup = server.backup === true;
   if (server.maxConns !== undefined) parsed.maxConns = checkMaxConns(server.maxConns, parsed.name);
   if (server.tls === true) parsed.tls = true;
+  if (server.h2 === true) parsed.h2 = true;
   if (server.sni !== undefined) parsed.sni = parseServer(`${parsed.name},sni=${server.sni}`).sni;
   if (server.sendProxy === 1 || server.sendProxy === 2) parsed.sendProxy = server.sendProxy;
   // The DNS name a discovered member's address came from (lib/discovery), for Host headers.

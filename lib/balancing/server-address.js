@@ -122,6 +122,9 @@ function parseAddress(spec, address) {
   return { host, port, name };
 }
 
+// One h2 session carries the requests of many clients: a PROXY header names one.
+const SEND_PROXY_ON_H2 = 'has both h2 and send-proxy; an h2 session carries many clients, a PROXY protocol header names one';
+
 function applyParameter(spec, server, param) {
   if (param === 'backup') {
     server.backup = true;
@@ -131,8 +134,14 @@ function applyParameter(spec, server, param) {
     server.tls = true;
     return;
   }
+  if (param === 'h2') {
+    server.h2 = true;
+    if (server.sendProxy !== undefined) throw invalid(spec, SEND_PROXY_ON_H2);
+    return;
+  }
   if (param === 'send-proxy' || param === 'send-proxy-v2') {
     server.sendProxy = param === 'send-proxy' ? 1 : 2;
+    if (server.h2 === true) throw invalid(spec, SEND_PROXY_ON_H2);
     return;
   }
   if (param.startsWith('sni=')) {
@@ -165,7 +174,7 @@ function applyParameter(spec, server, param) {
     server.weight = checkWeight(DIGITS.test(text) ? Number(text) : text, spec);
     return;
   }
-  throw invalid(spec, `has an unknown parameter "${param}" (known: weight=N, backup, name=X, maxconn=N, tls, sni=NAME, resolve, send-proxy, send-proxy-v2)`);
+  throw invalid(spec, `has an unknown parameter "${param}" (known: weight=N, backup, name=X, maxconn=N, tls, sni=NAME, h2, resolve, send-proxy, send-proxy-v2)`);
 }
 
 // The name after `srv:`, e.g. `_http._tcp.api.service.consul`.

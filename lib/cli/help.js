@@ -35,6 +35,8 @@ Servers:
     name=X      call the backend X (logs, admin API) instead of host:port
     tls         connect to the backend over TLS, verifying its certificate
     sni=NAME    the server name sent to a tls backend (default: its host)
+    h2          speak HTTP/2 to the backend (h2c; with tls, ALPN h2): one
+                multiplexed session, every request a stream (gRPC)
     maxconn=N   at most N requests (http) or connections (tcp) at once; the
                 rest wait in the queue (default --max-conns)
     send-proxy, send-proxy-v2

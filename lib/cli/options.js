@@ -106,7 +106,7 @@ const OPTIONS = [
   },
   {
     name: 'engine', arg: '<fast|node>', group: 'http', default: DEFAULTS.engine, key: 'engine',
-    help: "fast: lila's own HTTP/1.1 engine on net; node: Node's core http, the reference",
+    help: "fast: lila's own HTTP/1.1 engine on net, and h2 on core http2; node: Node's core http, HTTP/1.1 only, the reference",
     read: (text, flag) => validateChoice(text, HTTP_ENGINES, flag)
   },
   {
@@ -119,6 +119,16 @@ const OPTIONS = [
     help: "keep a backend's Location and Content-Location naming its own address; by default they name lila: " +
       "the client's scheme and Host, as nginx's proxy_redirect default does",
     read: () => false
+  },
+  {
+    name: 'no-http2', group: 'http', default: 'h2 on', key: 'http2',
+    help: 'serve HTTP/1.1 only: no h2 offered by ALPN on TLS listeners, nor taken with prior knowledge on plain ones',
+    read: () => false
+  },
+  {
+    name: 'max-concurrent-streams', arg: '<n>', group: 'http', default: String(DEFAULTS.maxConcurrentStreams), key: 'maxConcurrentStreams',
+    help: 'streams an h2 client may have open at once on one connection',
+    read: (text, flag) => validateCount(text, flag, 1)
   },
   {
     name: 'max-fails', arg: '<n>', group: 'health', default: String(DEFAULTS.maxFails), key: 'maxFails',

@@ -5,6 +5,7 @@ const https = require('node:https');
 const { backendAuthority } = require('../net/address');
 const { connectBackend, proxyHeaderFor, readyEvent, backendTlsOptions } = require('../net/backend-connect');
 const { describeError } = require('../errors');
+const { checkH2 } = require('./h2-check');
 
 const kChecks = Symbol('kChecks');
 
@@ -13,7 +14,8 @@ const kChecks = Symbol('kChecks');
  * backend is checked once per interval, the backends' checks spread over the
  * interval rather than all at once, and never two at a time for one backend.
  * tcp: a connect; http: `GET <path>` answered 2xx or 3xx; over TLS, with
- * its checks, to a `tls` backend.
+ * its checks, to a `tls` backend; over HTTP/2 to an `h2` backend (and
+ * gRPC's health method when the path names it: h2-check.js).
  */
 class HealthChecks {
   /**
@@ -104,7 +106,8 @@ class HealthChecks {
       // The next check starts one interval after this one started.
       this.schedule(backend, Math.max(0, this.settings.healthInterval - (Date.now() - started)));
     };
-    run.probe = this.layer === 'tcp' ? this.connect(backend, done) : this.get(backend, done);
+    run.probe = this.layer === 'tcp' ? this.connect(backend, done)
+      : backend.h2 ? checkH2(backend, this.settings, this.backendTls, done) : this.get(backend, done);
   }
 
   connect(backend, done) {

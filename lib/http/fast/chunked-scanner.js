@@ -39,6 +39,10 @@ class ChunkedScanner {
     this.trailerBytes = 0;
     // Chunk data bytes seen, for a body limit: set to 0 by its reader, never by the scanner.
     this.dataBytes = 0;
+    // Keep the trailer section's text (for an h2 client, who gets it as trailers).
+    this.keepTrailers = false;
+    /** The last body's trailer lines, with keepTrailers; taken (set to '') by its reader. */
+    this.trailerText = '';
   }
 
   /** Starts on a new body. */
@@ -128,7 +132,11 @@ class ChunkedScanner {
           this.reset();
           return i;
       }
-      if (state >= TRAILER_START && ++this.trailerBytes > this.maxTrailerBytes) return this.fail();
+      if (state >= TRAILER_START) {
+        if (++this.trailerBytes > this.maxTrailerBytes) return this.fail();
+        // Trailers are rare and short: kept a byte at a time.
+        if (this.keepTrailers && state !== TRAILER_START) this.trailerText += String.fromCharCode(c);
+      }
     }
     this.state = state;
     return -1;

@@ -6,6 +6,7 @@ const Refusal = require('./refusal');
 const { Tunnel } = require('../tunnel');
 const { peerAddressOf, schemeOf } = require('../../net/address');
 const { rawErrorResponse } = require('../error-response');
+const { prefaceState } = require('../h2/front');
 const { codes } = require('../../errors');
 
 const kConnection = Symbol('kConnection');
@@ -36,6 +37,8 @@ class ClientConnection extends RequestReader {
     this.upgradeHead = null;
     this.deadline = context.now() + context.settings.headerTimeout;
     this.deadlineKind = HEAD_DEADLINE;
+    // Its first bytes may be the h2 preface (prior knowledge), on a plain listener.
+    this.mayBeH2 = context.h2 !== null && socket.encrypted !== true;
     socket[kConnection] = this;
     socket.on('data', clientOnData);
     socket.on('end', clientOnEnd);
@@ -53,6 +56,7 @@ class ClientConnection extends RequestReader {
   received(chunk) {
     if (this.state === DONE) return;
     this.buffer = this.buffer === null ? chunk : Buffer.concat([this.buffer, chunk]);
+    if (this.mayBeH2 && !this.toH2()) return;
     if (this.state === HEAD && this.deadlineKind !== HEAD_DEADLINE) {
       this.deadline = this.context.now() + this.context.settings.headerTimeout;
       this.deadlineKind = HEAD_DEADLINE;
@@ -197,6 +201,31 @@ class ClientConnection extends RequestReader {
     if (this.queue.length > 0 || this.socket.destroyed) return;
     const socket = this.socket;
     const rest = this.buffer === null ? Buffer.alloc(0) : this.buffer;
+    this.release();
+    socket.resume();
+    new Tunnel(this.context, this.upgradeHead, socket, rest).open();
+  }
+
+  /**
+   * Checks the connection's first bytes for the h2 preface: the connection
+   * goes to the h2 side when they are it.
+   *
+   * @returns {boolean} true when HTTP/1.1 reading goes on
+   */
+  toH2() {
+    const state = prefaceState(this.buffer);
+    if (state === 2) return false;
+    this.mayBeH2 = false;
+    if (state === 0) return true;
+    const read = this.buffer;
+    this.release();
+    this.context.h2.serve(this.socket, read);
+    return false;
+  }
+
+  // The socket leaves this connection (for a tunnel or the h2 side): its listeners and deadline go.
+  release() {
+    const socket = this.socket;
     this.buffer = null;
     this.state = DONE;
     this.deadlineKind = NO_DEADLINE;
@@ -206,8 +235,6 @@ class ClientConnection extends RequestReader {
     socket.removeListener('close', clientOnClose);
     socket.removeListener('drain', clientOnDrain);
     this.context.connections.delete(this);
-    socket.resume();
-    new Tunnel(this.context, this.upgradeHead, socket, rest).open();
   }
 
   /**

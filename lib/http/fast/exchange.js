@@ -10,6 +10,8 @@ const { rawErrorResponse } = require('../error-response');
 const { IDEMPOTENT, CLIENT_LEFT, localShortage, upstreamError, logAnswer } = require('../outcomes');
 const { proxyHeaderFor } = require('../../net/backend-connect');
 const { timeoutError, describeError } = require('../../errors');
+const UpstreamStream = require('../h2/upstream-stream');
+const { upstreamStreamHeaders } = require('../h2/translate');
 
 /**
  * One request on the fast engine, from its head to the end of its response:
@@ -36,6 +38,7 @@ class FastExchange extends ResponseRelay {
     this.requestRead = !this.hasBody;
     this.pending = null;
     this.pendingBytes = 0;
+    this.lastPieceNext = false;
     this.upstream = null;
     this.upstreamHead = null;
     this.reused = false;
@@ -90,8 +93,7 @@ class FastExchange extends ResponseRelay {
     const upstream = this.upstream;
     if (upstream !== null) {
       this.upstream = null;
-      this.context.pools.unclaim(upstream);
-      upstream.destroy();
+      this.dropUpstream(upstream);
     }
     this.release();
     this.fail(bodyTooLarge(this.context.settings.maxBodySize), `client ${this.clientAddress}`);
@@ -103,6 +105,10 @@ class FastExchange extends ResponseRelay {
    * @param {boolean} fresh on a new connection, not a pooled one
    */
   send(fresh) {
+    if (this.backend.h2) {
+      this.sendStream(fresh);
+      return;
+    }
     const pools = this.context.pools;
     // A backend taking PROXY protocol headers gets a connection of the request's own.
     const proxyHeader = proxyHeaderFor(this.backend, this.context.settings.sendProxy, this.connection.socket);
@@ -121,27 +127,64 @@ class FastExchange extends ResponseRelay {
     }
   }
 
+  /**
+   * Sends the request on a stream of an `h2` backend's session: its events
+   * come as an upstream socket's do, plus the response as h2 gives it.
+   *
+   * @param {boolean} fresh on a new session, not one that carried streams already
+   */
+  sendStream(fresh) {
+    const request = this.request;
+    const backend = this.backend;
+    const headers = upstreamStreamHeaders(request.method, request.url, this.forwardedHeaders(), backend.tls ? 'https' : 'http');
+    const options = {
+      endStream: !this.hasBody,
+      // An HTTP/1.1 client's chunked body reaches an h2 backend without its framing.
+      dechunk: request.chunked && request.h2 !== true,
+      fresh,
+      maxTrailerBytes: this.context.settings.maxHeaderSize
+    };
+    const upstream = new UpstreamStream(this.context.h2Sessions, backend, headers, options, this);
+    this.upstream = upstream;
+    this.reused = upstream.reused;
+    this.received = false;
+    this.sentAt = this.context.balancer.now();
+    this.connected = false;
+    if (upstream.connected) this.upstreamConnected(upstream);
+  }
+
   upstreamConnected(socket) {
     if (socket !== this.upstream || this.done) return;
     this.connected = true;
     // A pooled socket keeps the timeout its first exchange set.
-    if (!this.reused) socket.setTimeout(this.context.settings.timeout);
-    if (this.upstreamHead === null) this.upstreamHead = this.buildHead();
-    if (this.pending === null) {
-      socket.write(this.upstreamHead, 'latin1');
-      return;
+    if (!this.reused || socket.h2 === true) socket.setTimeout(this.context.settings.timeout);
+    const pending = this.pending;
+    if (socket.h2 !== true && this.upstreamHead === null) this.upstreamHead = this.buildHead();
+    if (pending === null) {
+      if (socket.h2 !== true) socket.write(this.upstreamHead, 'latin1');
+    } else {
+      socket.cork();
+      if (socket.h2 !== true) socket.write(this.upstreamHead, 'latin1');
+      for (const chunk of pending) this.writeBody(socket, chunk);
+      socket.uncork();
+      const held = this.pendingBytes;
+      this.pending = null;
+      this.pendingBytes = 0;
+      if (held >= HOLD_LIMIT) this.connection.resume();
     }
-    socket.cork();
-    socket.write(this.upstreamHead, 'latin1');
-    for (const chunk of this.pending) socket.write(chunk);
-    socket.uncork();
-    const held = this.pendingBytes;
-    this.pending = null;
-    this.pendingBytes = 0;
-    if (held >= HOLD_LIMIT) this.connection.resume();
+    if (this.requestRead && this.hasBody && !this.lastPieceNext) this.endBody(socket);
   }
 
   buildHead() {
+    const request = this.request;
+    const headers = this.forwardedHeaders();
+    let head = `${request.method} ${request.url} HTTP/1.1\r\n`;
+    for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
+    return `${head}Connection: keep-alive\r\n\r\n`;
+  }
+
+  // The request's header list as the backend gets it.
+  forwardedHeaders() {
     const request = this.request;
     let headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress, this.connection.scheme);
     // HTTP/1.1 needs a Host; an HTTP/1.0 client may have sent none.
@@ -150,18 +193,19 @@ class FastExchange extends ResponseRelay {
     }
     // lila's own sticky cookie stays with lila.
     if (this.context.settings.stickyCookie !== null) headers = withoutCookie(headers, this.context.settings.stickyCookie);
-    let head = `${request.method} ${request.url} HTTP/1.1\r\n`;
-    for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
-    return `${head}Connection: keep-alive\r\n\r\n`;
+    return headers;
   }
 
-  /** A piece of the client's body (framing included when chunked). */
+  /** A piece of the client's body (framing included when chunked, from an HTTP/1.1 client). */
   requestBody(chunk) {
     // A response already over (an early answer): the rest of the body is dropped.
     if (this.done || this.responseDone) return;
     const upstream = this.upstream;
+    const last = this.lastPieceNext;
+    this.lastPieceNext = false;
     if (upstream !== null && this.connected) {
-      if (!upstream.write(chunk)) this.connection.pause();
+      if (!this.writeBody(upstream, chunk)) this.connection.pause();
+      if (last) this.endBody(upstream);
       return;
     }
     (this.pending ??= []).push(chunk);
@@ -169,9 +213,35 @@ class FastExchange extends ResponseRelay {
     if (this.pendingBytes >= HOLD_LIMIT) this.connection.pause();
   }
 
+  /**
+   * Writes a piece of body upstream: an h2 client's body of no announced
+   * length goes to an HTTP/1.1 backend chunked.
+   *
+   * @returns {boolean} false when the upstream's buffer is full
+   */
+  writeBody(upstream, chunk) {
+    if (this.request.h2 !== true || !this.request.chunked || upstream.h2 === true) return upstream.write(chunk);
+    upstream.write(`${chunk.length.toString(16)}\r\n`, 'latin1');
+    upstream.write(chunk);
+    return upstream.write('\r\n', 'latin1');
+  }
+
+  // The client's body is over: an h2 stream ends; a body lila chunks gets its last chunk.
+  endBody(upstream) {
+    if (upstream.h2 === true) upstream.end();
+    else if (this.request.h2 === true && this.request.chunked) upstream.write('0\r\n\r\n', 'latin1');
+  }
+
   /** The client's body has all been read. */
   requestEnded() {
     this.requestRead = true;
+    // An HTTP/1.1 client's reader says so just before handing over the body's last piece.
+    if (this.request.h2 !== true) {
+      this.lastPieceNext = true;
+      return;
+    }
+    const upstream = this.upstream;
+    if (this.hasBody && upstream !== null && this.connected && !this.done && !this.responseDone) this.endBody(upstream);
   }
 
   /** The upstream socket took what it was sent: read on from the client. */
@@ -187,9 +257,13 @@ class FastExchange extends ResponseRelay {
     const socket = this.upstream;
     if (socket !== null) {
       this.upstream = null;
-      this.context.pools.unclaim(socket);
-      if (this.reusable && this.requestRead && this.pending === null) this.context.pools.put(socket);
-      else socket.destroy();
+      if (socket.h2 === true) {
+        socket.destroy();
+      } else {
+        this.context.pools.unclaim(socket);
+        if (this.reusable && this.requestRead && this.pending === null) this.context.pools.put(socket);
+        else socket.destroy();
+      }
     }
     this.release();
     if (this.flowing) this.connection.responseFinished(this);
@@ -209,8 +283,7 @@ class FastExchange extends ResponseRelay {
     // Errors after the end or from an earlier attempt change nothing.
     if (socket !== this.upstream || this.done || socket === null) return;
     this.upstream = null;
-    this.context.pools.unclaim(socket);
-    socket.destroy();
+    this.dropUpstream(socket);
     const backend = this.backend;
     const { logger, health } = this.context;
     if (!this.connected) {
@@ -276,6 +349,12 @@ class FastExchange extends ResponseRelay {
     this.responseEnded();
   }
 
+  // Closes an upstream socket (or cancels a stream) whose exchange is cut short.
+  dropUpstream(upstream) {
+    if (upstream.h2 !== true) this.context.pools.unclaim(upstream);
+    upstream.destroy();
+  }
+
   release() {
     if (this.backend !== null) {
       this.context.balancer.release(this.backend);
@@ -292,8 +371,7 @@ class FastExchange extends ResponseRelay {
     const upstream = this.upstream;
     if (upstream !== null) {
       this.upstream = null;
-      this.context.pools.unclaim(upstream);
-      upstream.destroy();
+      this.dropUpstream(upstream);
     }
     const { balancer, traffic } = this.context;
     const status = this.finalStatus !== 0 ? this.finalStatus : this.headWritten ? this.status : CLIENT_LEFT;

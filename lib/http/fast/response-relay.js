@@ -5,6 +5,7 @@ const { forwardResponseHeaders, rewriteLocation, withoutField } = require('../he
 const { withStickyCookie } = require('../sticky-cookie');
 const { parseResponseHead } = require('./head-parser');
 const ChunkedScanner = require('./chunked-scanner');
+const { trailerLines } = require('../h2/translate');
 
 const CRLFCRLF = Buffer.from('\r\n\r\n');
 // Response bytes held for a pipelined request waiting its turn, and request
@@ -17,6 +18,8 @@ const NONE = 0;
 const LENGTH = 1;
 const CHUNKED = 2;
 const CLOSE = 3;
+// An h2 backend's stream: the body ends with the stream.
+const STREAM = 4;
 
 /**
  * The response side of a fast exchange: reads the backend's response head,
@@ -64,6 +67,8 @@ class ResponseRelay {
     this.bytesSent = 0;
     this.responseDone = false;
     this.closeAfter = false;
+    // An h2 backend's trailers, for the end of the response.
+    this.trailers = null;
   }
 
   upstreamData(socket, chunk) {
@@ -71,6 +76,24 @@ class ResponseRelay {
     this.received = true;
     if (this.responseHead === null) this.readHead(chunk);
     else this.relayBody(chunk, 0);
+  }
+
+  /** An h2 backend's stream answered (upstream-stream.js): its head. */
+  upstreamResponse(upstream, head) {
+    if (upstream !== this.upstream || this.done || this.responseHead !== null) return;
+    this.received = true;
+    this.respond(head);
+  }
+
+  /** A piece of an h2 backend's response body. */
+  upstreamBody(upstream, chunk) {
+    if (upstream !== this.upstream || this.done || this.responseHead === null) return;
+    this.relayBody(chunk, 0);
+  }
+
+  /** An h2 backend's trailers: they go out as the response ends. */
+  upstreamTrailers(upstream, trailers) {
+    if (upstream === this.upstream && !this.done) this.trailers = trailers;
   }
 
   readHead(chunk) {
@@ -125,20 +148,26 @@ class ResponseRelay {
     if (status >= 500 && health.settings.failOn5xx) health.failed(this.backend, `answered ${status}`);
     else health.succeeded(this.backend);
 
-    const bodiless = request.method === 'HEAD' || status === 204 || status === 304;
-    this.framing = bodiless ? NONE : head.chunked ? CHUNKED : head.closeDelimited ? CLOSE : LENGTH;
+    const bodiless = request.method === 'HEAD' || status === 204 || status === 304 || head.ended === true;
+    this.framing = bodiless ? NONE : head.streamed === true ? STREAM : head.chunked ? CHUNKED : head.closeDelimited ? CLOSE : LENGTH;
     this.remaining = head.contentLength;
     this.reusable = this.framing !== CLOSE &&
       (head.httpVersionMinor === 1 ? !head.connectionClose : head.connectionKeepAlive);
     const http10 = request.httpVersionMinor === 0;
+    const h2 = request.h2 === true;
     if (this.framing === CHUNKED) {
       this.scanner ??= new ChunkedScanner(settings.maxHeaderSize);
       // An HTTP/1.0 client cannot read chunked: it gets the data, and the close ends it.
-      if (http10) this.dechunk = (buffer, from, to) => this.emit(buffer.subarray(from, to), true);
+      // An h2 client gets the data in DATA frames, and the trailers as h2 trailers.
+      if (http10 || h2) this.dechunk = (buffer, from, to) => this.emit(buffer.subarray(from, to), true);
+      this.scanner.keepTrailers = h2;
     }
-    this.rechunk = this.framing === CLOSE && !http10;
+    // A body whose end its backend marks by closing (or ending its stream)
+    // goes to an HTTP/1.1 client chunked, keeping its connection.
+    const unframed = this.framing === CLOSE || (this.framing === STREAM && head.contentLength < 0);
+    this.rechunk = unframed && !http10 && !h2;
     const keepAlive = this.connection.mayKeepAlive(request) &&
-      !(http10 && (this.framing === CLOSE || this.framing === CHUNKED)) &&
+      !(http10 && (unframed || this.framing === CHUNKED)) &&
       !(request.expectContinue && !this.continued);
     let headers = forwardResponseHeaders(head.rawHeaders);
     if (settings.locationRewrite) headers = rewriteLocation(headers, this.backend, this.connection.scheme, request.host);
@@ -147,20 +176,38 @@ class ResponseRelay {
     }
     // Trailers cannot reach an HTTP/1.0 client: announcing them would be wrong.
     if (http10) headers = withoutField(headers, 'trailer');
-    let out = `HTTP/1.1 ${status} ${head.reason || STATUS_CODES[status] || 'Unknown'}\r\n${fieldLines(headers)}`;
-    if ((head.chunked && !http10) || this.rechunk) out += 'Transfer-Encoding: chunked\r\n';
-    out += this.connection.connectionHeader(keepAlive);
     this.status = status;
     this.headWritten = true;
+    this.writeHead(head, headers, keepAlive);
+    if (this.framing === NONE || (this.framing === LENGTH && this.remaining === 0)) {
+      if (this.prefix !== null) this.emitPrefix();
+      this.responseEnded();
+    }
+  }
+
+  /**
+   * Writes the response head for an HTTP/1.1 (or 1.0) client, held to go
+   * out with the first body bytes.
+   *
+   * @param {object} head the backend's response head
+   * @param {string[]} headers the fields to send, `[name, value, ...]`
+   * @param {boolean} keepAlive the client's connection stays open after it
+   */
+  writeHead(head, headers, keepAlive) {
+    const status = head.status;
+    const http10 = this.request.httpVersionMinor === 0;
+    let out = `HTTP/1.1 ${status} ${head.reason || STATUS_CODES[status] || 'Unknown'}\r\n${fieldLines(headers)}`;
+    if ((head.chunked && !http10) || this.rechunk) out += 'Transfer-Encoding: chunked\r\n';
+    // An h2 stream that ended with its headers has no body, and may not say so.
+    if (head.ended === true && head.contentLength < 0 && this.request.method !== 'HEAD' && status !== 204 && status !== 304) {
+      out += 'Content-Length: 0\r\n';
+    }
+    out += this.connection.connectionHeader(keepAlive);
     if (!keepAlive) {
       this.closeAfter = true;
       this.connection.stopReading();
     }
     this.prefix = out;
-    if (this.framing === NONE || (this.framing === LENGTH && this.remaining === 0)) {
-      this.emitPrefix();
-      this.responseEnded();
-    }
   }
 
   emitPrefix() {
@@ -196,7 +243,8 @@ class ResponseRelay {
         }
         return;
       }
-      case CLOSE: {
+      case CLOSE:
+      case STREAM: {
         const data = start === 0 ? chunk : chunk.subarray(start);
         if (this.rechunk) this.emit(`${data.length.toString(16)}\r\n`);
         this.emit(data, true);
@@ -262,9 +310,9 @@ class ResponseRelay {
 
   upstreamEnded(socket) {
     if (socket !== this.upstream || this.done) return;
-    if (this.framing === CLOSE && this.responseHead !== null) {
+    if ((this.framing === CLOSE || this.framing === STREAM) && this.responseHead !== null) {
       this.reusable = false;
-      if (this.rechunk) this.emit('0\r\n\r\n');
+      if (this.rechunk) this.emit(this.trailers === null ? '0\r\n\r\n' : `0\r\n${trailerLines(this.trailers)}\r\n`);
       this.responseEnded();
       return;
     }

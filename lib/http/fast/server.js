@@ -3,12 +3,16 @@
 const { createListener } = require('../../net/listener');
 const { ClientConnection } = require('./connection');
 const UpstreamSockets = require('./upstream-sockets');
+const UpstreamSessions = require('../h2/upstream-sessions');
+const { H2Front } = require('../h2/front');
 
 /**
  * Creates the http layer on lila's fast engine: a `net` server whose
  * connections parse HTTP/1.1 themselves (connection.js, request-reader.js)
  * and forward each request on pooled upstream sockets (exchange.js,
- * response-relay.js). It has the `closeIdleConnections()` of an `http.Server`,
+ * response-relay.js), or on h2 sessions to `h2` backends. Clients that
+ * speak h2 (ALPN, or the preface on a plain listener) are served by
+ * `../h2/front.js`, each stream through the same exchange. It has the `closeIdleConnections()` of an `http.Server`,
  * and `closeGracefully(ms, done)` for a drain (see the node engine's).
  *
  * @param {import('../../balancing/balancer')} balancer
@@ -21,11 +25,15 @@ const UpstreamSockets = require('./upstream-sockets');
 function createFastHttpServer(balancer, logger, settings, health, traffic) {
   const connections = new Set();
   const pools = new UpstreamSockets(balancer, settings.backendTls);
+  const h2Sessions = new UpstreamSessions(balancer, settings.backendTls, settings, logger);
   const context = {
     balancer,
     logger,
     settings,
     pools,
+    h2Sessions,
+    // Serves h2 clients; null with --no-http2.
+    h2: null,
     health,
     traffic,
     connections,
@@ -35,9 +43,11 @@ function createFastHttpServer(balancer, logger, settings, health, traffic) {
     keepAliveFields: `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(settings.keepAliveTimeout / 1000)}\r\n\r\n`
   };
   // Half-open: a client's FIN is handled by the connection, not by net.
+  if (settings.http2) context.h2 = new H2Front(context);
   const server = createListener(settings.tls, { allowHalfOpen: true, noDelay: true }, (socket) => {
     traffic.connections++;
-    new ClientConnection(context, socket);
+    if (context.h2 !== null && socket.alpnProtocol === 'h2') context.h2.serve(socket, null);
+    else new ClientConnection(context, socket);
   });
   // Deadlines (request head, keep-alive idle) are checked by one sweep, not a timer per request.
   let sweep = null;
@@ -59,13 +69,18 @@ function createFastHttpServer(balancer, logger, settings, health, traffic) {
     server.close(() => done());
     context.idleTimeout = ms;
     const deadline = Date.now() + ms;
-    for (const connection of connections) if (connection.idle) connection.idleUntil(deadline);
+    for (const connection of connections) {
+      // An h2 session gets GOAWAY at once: its open streams finish, no new one starts.
+      if (connection.goAway !== undefined) connection.goAway();
+      else if (connection.idle) connection.idleUntil(deadline);
+    }
     sweepEvery(ms);
   };
   // Once every connection has ended; a balancer may outlive its proxy.
   server.on('close', () => {
     clearInterval(sweep);
     pools.destroy();
+    h2Sessions.destroy();
   });
   return server;
 }

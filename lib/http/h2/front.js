@@ -1,0 +1,128 @@
+'use strict';
+
+const http2 = require('node:http2');
+const ClientSession = require('./client-session');
+const { StreamExchange, StreamClient } = require('./stream-exchange');
+const { requestHeadOfStream } = require('./translate');
+const { errorBody } = require('../error-response');
+
+// The client connection preface (RFC 9113 §3.4): h2 with prior knowledge.
+const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+const kSession = Symbol('kSession');
+const kExchange = Symbol('kExchange');
+
+/**
+ * The fast engine's HTTP/2 side: client connections that chose h2 (by ALPN
+ * on a TLS listener, or by the preface on a plain one) become sessions of
+ * core `http2` (its stream API), and every stream a `StreamExchange`: the
+ * fast engine's request path with h2 at the client's end. The `http2`
+ * server here never listens: the fast engine's listener hands it sockets.
+ */
+class H2Front {
+  /**
+   * @param {object} context the fast server's context
+   */
+  constructor(context) {
+    const settings = context.settings;
+    this.context = context;
+    this.server = http2.createServer({
+      settings: {
+        maxConcurrentStreams: settings.maxConcurrentStreams,
+        maxHeaderListSize: settings.maxHeaderSize,
+        enablePush: false
+      }
+    });
+    // The socket being handed over, for the 'session' event it causes at once.
+    this.incoming = null;
+    this.server.on('session', (session) => {
+      session[kSession] = new ClientSession(context, this.incoming, session);
+    });
+    this.server.on('stream', (stream, headers, flags, rawHeaders) => this.serveStream(stream, rawHeaders));
+  }
+
+  /**
+   * Serves an h2 connection.
+   *
+   * @param {import('node:net').Socket} socket
+   * @param {Buffer | null} read bytes already read off it (the preface), given back first
+   */
+  serve(socket, read) {
+    if (read !== null) {
+      socket.pause();
+      socket.unshift(read);
+    }
+    this.incoming = socket;
+    this.server.emit('connection', socket);
+    this.incoming = null;
+  }
+
+  serveStream(stream, rawHeaders) {
+    const session = stream.session[kSession];
+    stream.on('error', streamOnError);
+    session.streamOpened();
+    // Reset in the same read as its HEADERS (a rapid reset): already closed, nothing to do.
+    if (stream.closed || stream.destroyed) {
+      session.streamClosed(this.context.now(), true);
+      return;
+    }
+    const head = requestHeadOfStream(rawHeaders, stream.endAfterHeaders);
+    // CONNECT (and RFC 8441's extended CONNECT) asks for a tunnel lila does not make.
+    if (head.method === 'CONNECT') {
+      stream.on('close', () => session.streamClosed(0, false));
+      stream.respond({ ':status': 501, 'content-type': 'text/plain; charset=utf-8' });
+      stream.end(errorBody(501, 'CONNECT is not supported: lila is a reverse proxy'));
+      return;
+    }
+    const exchange = new StreamExchange(new StreamClient(session, stream), head, stream);
+    stream[kExchange] = exchange;
+    stream.on('data', streamOnData);
+    stream.on('end', streamOnEnd);
+    stream.on('drain', streamOnDrain);
+    stream.on('wantTrailers', streamOnWantTrailers);
+    stream.on('close', streamOnClose);
+    exchange.start();
+  }
+}
+
+/**
+ * Whether a connection's first bytes are (so far) the h2 preface.
+ *
+ * @param {Buffer} buffer
+ * @returns {0 | 1 | 2} 0: not h2; 1: the preface, whole; 2: its beginning, more to come
+ */
+function prefaceState(buffer) {
+  const n = Math.min(buffer.length, PREFACE.length);
+  if (buffer.compare(PREFACE, 0, n, 0, n) !== 0) return 0;
+  return n === PREFACE.length ? 1 : 2;
+}
+
+module.exports = { H2Front, prefaceState };
+
+function streamOnData(chunk) {
+  this[kExchange].streamData(chunk);
+}
+
+function streamOnEnd() {
+  this[kExchange].requestEnded();
+}
+
+function streamOnDrain() {
+  this[kExchange].clientDrained();
+}
+
+function streamOnWantTrailers() {
+  this[kExchange].sendTrailers();
+}
+
+function streamOnError(err) {
+  const exchange = this[kExchange];
+  if (exchange !== undefined) exchange.context.logger.debug(`client ${exchange.clientAddress}: h2 stream: ${err.message}`);
+}
+
+// Over (answered, reset, or the connection gone): the exchange frees what it holds.
+function streamOnClose() {
+  const exchange = this[kExchange];
+  const resetEarly = !exchange.responseDone && !exchange.resetByLila;
+  exchange.finish();
+  exchange.connection.session.streamClosed(exchange.openedAt, resetEarly);
+}

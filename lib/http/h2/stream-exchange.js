@@ -1,0 +1,180 @@
+'use strict';
+
+const { constants } = require('node:http2');
+const { FastExchange } = require('../fast/exchange');
+const { forwardResponseHeaders } = require('../headers');
+const { errorBody } = require('../error-response');
+const { leaveQueue } = require('../backend-slot');
+const { logAnswer } = require('../outcomes');
+const { clientResponseHeaders, trailersOfText, CONNECTION_SPECIFIC } = require('./translate');
+const { isGrpc, grpcFailureHeaders } = require('./grpc');
+
+/**
+ * One stream of an HTTP/2 client: the request path of an HTTP/1.1 request
+ * on the fast engine (pick, queue, connect, retries, timeouts, health,
+ * counts: FastExchange), with the client side spoken in h2 frames: the
+ * response head becomes `respond()`, the body DATA frames (a chunked body
+ * unframed), the trailers h2 trailers, and lila's own failures a status on
+ * this stream alone (gRPC's status for a gRPC call), or a reset once the
+ * response has begun.
+ */
+class StreamExchange extends FastExchange {
+  /**
+   * @param {StreamClient} client what the exchange calls its connection
+   * @param {import('../fast/head-parser').RequestHead} head from translate.js's requestHeadOfStream
+   * @param {import('node:http2').ServerHttp2Stream} stream
+   */
+  constructor(client, head, stream) {
+    super(client, head);
+    this.stream = stream;
+    // Streams do not wait for each other: every one writes at once.
+    this.flowing = true;
+    this.grpc = isGrpc(head);
+    this.openedAt = this.context.now();
+    this.bodyBytes = 0;
+    // The body is not forwarded (answered early, or over --max-body-size): what comes is dropped.
+    this.bodyDropped = false;
+    // lila reset the stream itself (a response cut short), not the client.
+    this.resetByLila = false;
+  }
+
+  /** A DATA frame's payload from the client. */
+  streamData(chunk) {
+    if (this.bodyDropped) return;
+    const maxBodySize = this.context.settings.maxBodySize;
+    if (maxBodySize > 0 && this.request.chunked && (this.bodyBytes += chunk.length) > maxBodySize) {
+      this.bodyDropped = true;
+      this.bodyOverLimit();
+      return;
+    }
+    this.requestBody(chunk);
+  }
+
+  writeHead(head, headers) {
+    const stream = this.stream;
+    if (stream.destroyed) return;
+    const out = clientResponseHeaders(head.status, headers);
+    // Trailers come from an h2 backend's stream, or follow a chunked body that announces them.
+    // A backend's stream that ended with its headers (gRPC's trailers-only answer) ends this one the same way.
+    if (head.ended === true) {
+      stream.respond(out, { endStream: true });
+      return;
+    }
+    const waitForTrailers = head.streamed === true || (head.chunked && out.trailer !== undefined);
+    stream.respond(out, { waitForTrailers });
+  }
+
+  emit(data, body) {
+    if (body === true) this.bytesSent += data.length;
+    const stream = this.stream;
+    if (stream.destroyed || stream.writableEnded) return;
+    if (!stream.write(data) && this.upstream !== null) this.upstream.pause();
+  }
+
+  // 103 Early Hints go to the client; 100 Continue is h2's own business.
+  inform(head) {
+    if (head.status !== 103 || this.stream.destroyed || this.stream.headersSent) return;
+    this.stream.additionalHeaders(clientResponseHeaders(103, forwardResponseHeaders(head.rawHeaders)));
+  }
+
+  /** The response is all relayed: the stream ends (its trailers follow, when asked for). */
+  endStream() {
+    const stream = this.stream;
+    if (!stream.destroyed && !stream.writableEnded) stream.end();
+  }
+
+  /** The stream asks for its trailers ('wantTrailers'): the backend's, or none. */
+  sendTrailers() {
+    const stream = this.stream;
+    if (stream.destroyed) return;
+    let trailers = {};
+    if (this.trailers !== null) {
+      for (const name of Object.keys(this.trailers)) {
+        if (name.charCodeAt(0) !== 0x3a && !CONNECTION_SPECIFIC.has(name)) trailers[name] = this.trailers[name];
+      }
+    } else if (this.scanner !== null && this.scanner.trailerText !== '') {
+      trailers = trailersOfText(this.scanner.trailerText);
+      this.scanner.trailerText = '';
+    }
+    stream.sendTrailers(trailers);
+  }
+
+  /**
+   * Answers with lila's own error on this stream alone, or resets it when
+   * its response has begun; a gRPC call gets a gRPC status instead.
+   *
+   * @param {import('../../errors').LilaError} error
+   * @param {string} detail for the log, naming the backend
+   */
+  fail(error, detail) {
+    const request = this.request;
+    const logger = this.context.logger;
+    const stream = this.stream;
+    leaveQueue(this);
+    if (this.headWritten) {
+      logger.warn(`${request.method} ${request.url} cut short: ${detail} (${error.code})`);
+      this.resetByLila = true;
+      if (!stream.destroyed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+      return;
+    }
+    logAnswer(logger, error, request, detail);
+    this.status = error.status;
+    this.headWritten = true;
+    if (!stream.destroyed) {
+      if (this.grpc) {
+        stream.respond(grpcFailureHeaders(error.status, error.message), { endStream: true });
+      } else {
+        const headers = { ':status': error.status, 'content-type': 'text/plain; charset=utf-8' };
+        if (error.retryAfter !== undefined) headers['retry-after'] = String(error.retryAfter);
+        stream.respond(headers);
+        stream.end(errorBody(error.status, error.message));
+      }
+    }
+    this.responseEnded();
+  }
+}
+
+/**
+ * What a stream's exchange calls its connection: the session's client,
+ * scheme and socket, reading the stream's body (pause, resume), and the
+ * stream's end when the response is over.
+ */
+class StreamClient {
+  /**
+   * @param {import('./client-session')} session
+   * @param {import('node:http2').ServerHttp2Stream} stream
+   */
+  constructor(session, stream) {
+    this.session = session;
+    this.context = session.context;
+    this.clientAddress = session.clientAddress;
+    this.scheme = session.scheme;
+    this.socket = session.socket;
+    this.stream = stream;
+  }
+
+  pause() {
+    this.stream.pause();
+  }
+
+  resume() {
+    this.stream.resume();
+  }
+
+  // A body refused before it is read (413): what comes of it is dropped.
+  abandonBody(exchange) {
+    exchange.bodyDropped = true;
+  }
+
+  mayKeepAlive() {
+    return true;
+  }
+
+  stopReading() {}
+
+  responseFinished(exchange) {
+    exchange.endStream();
+  }
+}
+
+module.exports = { StreamExchange, StreamClient };

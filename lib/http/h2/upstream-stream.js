@@ -1,0 +1,158 @@
+'use strict';
+
+const { constants } = require('node:http2');
+const ChunkedScanner = require('../fast/chunked-scanner');
+const { responseHeadOfStream } = require('./translate');
+
+/**
+ * @typedef {object} StreamOwner What uses an upstream stream (a fast exchange): the events of
+ *   an upstream socket (upstream-sockets.js), plus the response as h2 gives it.
+ * @property {(upstream: UpstreamStream) => void} upstreamConnected the session is up
+ * @property {(upstream: UpstreamStream, head: object) => void} upstreamResponse
+ * @property {(upstream: UpstreamStream, chunk: Buffer) => void} upstreamBody
+ * @property {(upstream: UpstreamStream, trailers: object) => void} upstreamTrailers
+ * @property {(upstream: UpstreamStream) => void} upstreamEnded
+ * @property {(upstream: UpstreamStream, err: Error) => void} upstreamFailed
+ * @property {(upstream: UpstreamStream) => void} upstreamTimedOut
+ * @property {() => void} upstreamDrained
+ */
+
+/**
+ * One request on an `h2` backend's session: the stream, with the few
+ * methods of a socket an exchange uses (write, end, pause, resume, destroy,
+ * setTimeout), so that the exchange sends and relays the same way whatever
+ * its backend speaks. A client's chunked HTTP/1.1 body is unframed here: h2
+ * carries the data alone.
+ */
+class UpstreamStream {
+  /**
+   * @param {import('./upstream-sessions')} sessions
+   * @param {import('../../balancing/backend')} backend
+   * @param {Record<string, string | string[]>} headers
+   * @param {{endStream: boolean, dechunk: boolean, fresh: boolean, maxTrailerBytes: number}} options
+   * @param {StreamOwner} owner
+   */
+  constructor(sessions, backend, headers, options, owner) {
+    this.h2 = true;
+    this.owner = owner;
+    this.ended = false;
+    this.scanner = options.dechunk ? new ChunkedScanner(options.maxTrailerBytes) : null;
+    this.sink = this.scanner === null ? null : (buffer, from, to) => this.stream.write(buffer.subarray(from, to));
+    const session = sessions.sessionFor(backend, options.fresh);
+    const stream = session.request(headers, { endStream: options.endStream });
+    this.stream = stream;
+    this.reused = sessions.track(session, stream);
+    stream.upstream = this;
+    stream.on('response', streamOnResponse);
+    stream.on('data', streamOnData);
+    stream.on('trailers', streamOnTrailers);
+    stream.on('end', streamOnEnd);
+    stream.on('error', streamOnError);
+    stream.on('close', streamOnClose);
+    stream.on('drain', streamOnDrain);
+    this.connected = !stream.pending;
+    if (!this.connected) stream.once('ready', streamOnReady);
+  }
+
+  get destroyed() {
+    return this.stream.destroyed;
+  }
+
+  /** Body bytes for the backend; false when the stream's buffer is full. */
+  write(chunk) {
+    if (this.scanner === null) return this.stream.write(chunk);
+    this.scanner.scan(chunk, 0, chunk.length, this.sink);
+    return !this.stream.writableNeedDrain;
+  }
+
+  /** The client's body is over. */
+  end() {
+    if (!this.stream.writableEnded) this.stream.end();
+  }
+
+  cork() {
+    this.stream.cork();
+  }
+
+  uncork() {
+    this.stream.uncork();
+  }
+
+  pause() {
+    this.stream.pause();
+  }
+
+  resume() {
+    this.stream.resume();
+  }
+
+  isPaused() {
+    return this.stream.isPaused();
+  }
+
+  setTimeout(ms) {
+    this.stream.setTimeout(ms, streamOnTimeout);
+  }
+
+  /** The exchange is done with the stream: it is cancelled unless it has ended. */
+  destroy() {
+    this.owner = null;
+    const stream = this.stream;
+    if (!stream.destroyed && !this.ended) stream.close(constants.NGHTTP2_CANCEL);
+  }
+}
+
+module.exports = UpstreamStream;
+
+function streamOnReady() {
+  const upstream = this.upstream;
+  upstream.connected = true;
+  if (upstream.owner !== null) upstream.owner.upstreamConnected(upstream);
+}
+
+function streamOnResponse(headers, flags) {
+  const upstream = this.upstream;
+  if (upstream.owner !== null) upstream.owner.upstreamResponse(upstream, responseHeadOfStream(headers, (flags & constants.NGHTTP2_FLAG_END_STREAM) !== 0));
+}
+
+function streamOnData(chunk) {
+  const upstream = this.upstream;
+  if (upstream.owner !== null) upstream.owner.upstreamBody(upstream, chunk);
+}
+
+function streamOnTrailers(trailers) {
+  const upstream = this.upstream;
+  if (upstream.owner !== null) upstream.owner.upstreamTrailers(upstream, trailers);
+}
+
+function streamOnEnd() {
+  const upstream = this.upstream;
+  upstream.ended = true;
+  if (upstream.owner !== null) upstream.owner.upstreamEnded(upstream);
+}
+
+function streamOnError(err) {
+  const upstream = this.upstream;
+  if (upstream.owner !== null) upstream.owner.upstreamFailed(upstream, err);
+}
+
+// Closed without its end: the backend reset it, or its session died.
+function streamOnClose() {
+  const upstream = this.upstream;
+  if (upstream.owner === null || upstream.ended) return;
+  const code = this.rstCode;
+  const err = code === constants.NGHTTP2_REFUSED_STREAM
+    ? Object.assign(new Error('the backend refused the stream'), { code: 'ECONNREFUSED' })
+    : Object.assign(new Error(`the backend reset the stream (h2 error ${code})`), { code: 'ECONNRESET' });
+  upstream.owner.upstreamFailed(upstream, err);
+}
+
+function streamOnDrain() {
+  const upstream = this.upstream;
+  if (upstream.owner !== null) upstream.owner.upstreamDrained();
+}
+
+function streamOnTimeout() {
+  const upstream = this.upstream;
+  if (upstream.owner !== null) upstream.owner.upstreamTimedOut(upstream);
+}
