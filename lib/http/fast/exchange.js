@@ -13,6 +13,8 @@ const { timeoutError, describeError } = require('../../errors');
 const UpstreamStream = require('../h2/upstream-stream');
 const { upstreamStreamHeaders } = require('../h2/translate');
 
+const TE_TRAILERS = /(^|,)\s*trailers\s*(;|,|$)/i;
+
 /**
  * One request on the fast engine, from its head to the end of its response:
  * picks a backend, sends the head and body on a pooled upstream socket, and
@@ -137,6 +139,9 @@ class FastExchange extends ResponseRelay {
     const request = this.request;
     const backend = this.backend;
     const headers = upstreamStreamHeaders(request.method, request.url, this.forwardedHeaders(), backend.tls ? 'https' : 'http');
+    // TE is hop-by-hop, but `te: trailers` is what gRPC servers want of every call.
+    const te = request.headers.te;
+    if (typeof te === 'string' && TE_TRAILERS.test(te)) headers.te = 'trailers';
     const options = {
       endStream: !this.hasBody,
       // An HTTP/1.1 client's chunked body reaches an h2 backend without its framing.

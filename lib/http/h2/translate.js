@@ -46,7 +46,8 @@ function requestHeadOfStream(rawHeaders, bodiless) {
       host = value;
       continue;
     }
-    if (CONNECTION_SPECIFIC.has(name)) continue;
+    // `te: trailers` stays for h2 backends (gRPC); HTTP/1.1 ones never get TE.
+    if (CONNECTION_SPECIFIC.has(name) && name !== 'te') continue;
     if (name === 'content-length') head.contentLength = Number(value);
     raw.push(name, value);
   }
@@ -83,8 +84,6 @@ function upstreamStreamHeaders(method, path, headers, scheme) {
       continue;
     }
     if (CONNECTION_SPECIFIC.has(name)) {
-      // gRPC servers require `te: trailers`; it is the one te an h2 stream may carry.
-      if (name === 'te' && value.trim().toLowerCase() === 'trailers') out.te = 'trailers';
       continue;
     }
     addField(out, name, value);
