@@ -102,8 +102,14 @@ function streamOnData(chunk) {
   this[kExchange].streamData(chunk);
 }
 
+// Node ends a stream's readable side when the client resets it, too, and
+// says 'aborted' only after: the body is taken as whole on the next turn, if not aborted.
 function streamOnEnd() {
-  this[kExchange].requestEnded();
+  setImmediate(endIfWhole, this);
+}
+
+function endIfWhole(stream) {
+  if (!stream.aborted) stream[kExchange].requestEnded();
 }
 
 function streamOnDrain() {

@@ -1,6 +1,5 @@
 'use strict';
 
-const { constants } = require('node:http2');
 const { FastExchange } = require('../fast/exchange');
 const { forwardResponseHeaders } = require('../headers');
 const { errorBody } = require('../error-response');
@@ -114,7 +113,8 @@ class StreamExchange extends FastExchange {
     if (this.headWritten) {
       logger.warn(`${request.method} ${request.url} cut short: ${detail} (${error.code})`);
       this.resetByLila = true;
-      if (!stream.destroyed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+      // destroy(), not close(): close() would first end the stream as if the response were whole.
+      if (!stream.destroyed) stream.destroy(error);
       return;
     }
     logAnswer(logger, error, request, detail);

@@ -53,7 +53,10 @@ class UpstreamSessions {
   sessionFor(backend, fresh) {
     const list = this.sessions.get(backend);
     if (list !== undefined && !fresh) {
-      for (const session of list) if (!session[kGone] && session[kActive] < room(session)) return session;
+      for (const session of list) {
+        // Closed or destroyed sessions wait for their 'close' to be forgotten: none takes a stream.
+        if (!session[kGone] && !session.closed && !session.destroyed && session[kActive] < room(session)) return session;
+      }
     }
     return this.open(backend);
   }

@@ -98,7 +98,7 @@ class UpstreamStream {
   destroy() {
     this.owner = null;
     const stream = this.stream;
-    if (!stream.destroyed && !this.ended) stream.close(constants.NGHTTP2_CANCEL);
+    if (!stream.destroyed && !stream.closed) stream.close(constants.NGHTTP2_CANCEL);
   }
 }
 
@@ -125,10 +125,10 @@ function streamOnTrailers(trailers) {
   if (upstream.owner !== null) upstream.owner.upstreamTrailers(upstream, trailers);
 }
 
+// Node ends a stream's readable side on RST_STREAM too: the response is whole only
+// if the stream then closes without an error code ('close', below).
 function streamOnEnd() {
-  const upstream = this.upstream;
-  upstream.ended = true;
-  if (upstream.owner !== null) upstream.owner.upstreamEnded(upstream);
+  this.upstream.ended = true;
 }
 
 function streamOnError(err) {
@@ -136,11 +136,16 @@ function streamOnError(err) {
   if (upstream.owner !== null) upstream.owner.upstreamFailed(upstream, err);
 }
 
-// Closed without its end: the backend reset it, or its session died.
+// Ended whole (END_STREAM, no error code): the response is over. Else the
+// backend reset the stream, or its session died.
 function streamOnClose() {
   const upstream = this.upstream;
-  if (upstream.owner === null || upstream.ended) return;
+  if (upstream.owner === null) return;
   const code = this.rstCode;
+  if (upstream.ended && (code === undefined || code === constants.NGHTTP2_NO_ERROR)) {
+    upstream.owner.upstreamEnded(upstream);
+    return;
+  }
   const err = code === constants.NGHTTP2_REFUSED_STREAM
     ? Object.assign(new Error('the backend refused the stream'), { code: 'ECONNREFUSED' })
     : Object.assign(new Error(`the backend reset the stream (h2 error ${code})`), { code: 'ECONNRESET' });
