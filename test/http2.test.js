@@ -457,6 +457,31 @@ describe('HTTP/2 to backends', function () {
     assert.equal(backend.sessionCount, 1);
   });
 
+  it('opens a new session to an h2 backend whose session went away', async () => {
+    const sessionGone = deferred();
+    const backend = await startH2Backend('A', (stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end(`A${backend.sessionCount}`);
+      // The first session says GOAWAY once this stream is answered, then closes.
+      if (backend.sessionCount === 1) {
+        stream.session.once('close', () => sessionGone.resolve());
+        stream.session.close();
+      }
+    });
+    const lila = await startBalancer([`${backend.address},h2`]);
+    const session = await connectH2(`http://127.0.0.1:${lila.port}`);
+
+    const first = await fetchH2(session);
+    await within(sessionGone.promise, 5000, 'the backend\'s first session closes');
+    const second = await fetchH2(session);
+    const third = await request(lila.port, { agent: false });
+
+    assert.deepEqual([first.status, first.body.toString()], [200, 'A1']);
+    assert.deepEqual([second.status, second.body.toString()], [200, 'A2']);
+    assert.deepEqual([third.status, third.body], [200, 'A2']);
+    assert.equal(backend.sessionCount, 2);
+  });
+
   it('speaks h2 over TLS to a backend with tls,h2', async () => {
     const pki = new Pki();
     onCleanup(() => pki.remove());
