@@ -324,7 +324,7 @@ class ResponseRelay {
   }
 }
 
-module.exports = { ResponseRelay, HOLD_LIMIT };
+module.exports = { ResponseRelay, HOLD_LIMIT, LENGTH };
 
 // Serializes `[name, value, ...]` as header lines.
 function fieldLines(headers) {

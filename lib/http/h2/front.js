@@ -9,7 +9,6 @@ const { errorBody } = require('../error-response');
 // The client connection preface (RFC 9113 §3.4): h2 with prior knowledge.
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const kSession = Symbol('kSession');
-const kExchange = Symbol('kExchange');
 
 /**
  * The fast engine's HTTP/2 side: client connections that chose h2 (by ALPN
@@ -47,6 +46,9 @@ class H2Front {
    * @param {Buffer | null} read bytes already read off it (the preface), given back first
    */
   serve(socket, read) {
+    // The fast engine's listener keeps sockets half-open for HTTP/1.1 clients; an h2
+    // client's FIN means it is gone, and nothing else would close the socket then.
+    socket.allowHalfOpen = false;
     if (read !== null) {
       socket.pause();
       socket.unshift(read);
@@ -74,11 +76,11 @@ class H2Front {
       return;
     }
     const exchange = new StreamExchange(new StreamClient(session, stream), head, stream);
-    stream[kExchange] = exchange;
-    stream.on('data', streamOnData);
-    stream.on('end', streamOnEnd);
-    stream.on('drain', streamOnDrain);
-    stream.on('wantTrailers', streamOnWantTrailers);
+    // A bodiless request is left unread: Node then closes the stream as soon as it is answered.
+    if (!stream.endAfterHeaders) {
+      stream.on('data', streamOnData);
+      stream.on('end', streamOnEnd);
+    }
     stream.on('close', streamOnClose);
     exchange.start();
   }
@@ -99,35 +101,28 @@ function prefaceState(buffer) {
 module.exports = { H2Front, prefaceState };
 
 function streamOnData(chunk) {
-  this[kExchange].streamData(chunk);
+  this.exchange.streamData(chunk);
 }
 
-// Node ends a stream's readable side when the client resets it, too, and
-// says 'aborted' only after: the body is taken as whole on the next turn, if not aborted.
+// A client that resets a stream mid-upload may send END_STREAM just before
+// RST_STREAM (Node's does): a body whose end comes with a reset in the same
+// read is not ended upstream, so the body is taken as whole on the next turn.
 function streamOnEnd() {
   setImmediate(endIfWhole, this);
 }
 
 function endIfWhole(stream) {
-  if (!stream.aborted) stream[kExchange].requestEnded();
-}
-
-function streamOnDrain() {
-  this[kExchange].clientDrained();
-}
-
-function streamOnWantTrailers() {
-  this[kExchange].sendTrailers();
+  if (!stream.aborted) stream.exchange.requestEnded();
 }
 
 function streamOnError(err) {
-  const exchange = this[kExchange];
+  const exchange = this.exchange;
   if (exchange !== undefined) exchange.context.logger.debug(`client ${exchange.clientAddress}: h2 stream: ${err.message}`);
 }
 
 // Over (answered, reset, or the connection gone): the exchange frees what it holds.
 function streamOnClose() {
-  const exchange = this[kExchange];
+  const exchange = this.exchange;
   const resetEarly = !exchange.responseDone && !exchange.resetByLila;
   exchange.finish();
   exchange.connection.session.streamClosed(exchange.openedAt, resetEarly);

@@ -1,6 +1,7 @@
 'use strict';
 
 const { FastExchange } = require('../fast/exchange');
+const { LENGTH } = require('../fast/response-relay');
 const { forwardResponseHeaders } = require('../headers');
 const { errorBody } = require('../error-response');
 const { leaveQueue } = require('../backend-slot');
@@ -26,6 +27,7 @@ class StreamExchange extends FastExchange {
   constructor(client, head, stream) {
     super(client, head);
     this.stream = stream;
+    stream.exchange = this;
     // Streams do not wait for each other: every one writes at once.
     this.flowing = true;
     this.grpc = isGrpc(head);
@@ -35,6 +37,8 @@ class StreamExchange extends FastExchange {
     this.bodyDropped = false;
     // lila reset the stream itself (a response cut short), not the client.
     this.resetByLila = false;
+    // A 'drain' listener is on the stream.
+    this.awaitingDrain = false;
   }
 
   /** A DATA frame's payload from the client. */
@@ -60,6 +64,7 @@ class StreamExchange extends FastExchange {
       return;
     }
     const waitForTrailers = head.streamed === true || (head.chunked && out.trailer !== undefined);
+    if (waitForTrailers) stream.once('wantTrailers', streamOnWantTrailers);
     stream.respond(out, { waitForTrailers });
   }
 
@@ -67,7 +72,19 @@ class StreamExchange extends FastExchange {
     if (body === true) this.bytesSent += data.length;
     const stream = this.stream;
     if (stream.destroyed || stream.writableEnded) return;
-    if (!stream.write(data) && this.upstream !== null) this.upstream.pause();
+    // The last bytes of a body of known length end the stream in the same
+    // call: a write still pending as the stream closes costs Node an Error.
+    if (this.framing === LENGTH && data.length === this.remaining) {
+      stream.end(data);
+      return;
+    }
+    if (!stream.write(data) && this.upstream !== null) {
+      this.upstream.pause();
+      if (!this.awaitingDrain) {
+        this.awaitingDrain = true;
+        stream.once('drain', streamOnDrain);
+      }
+    }
   }
 
   // 103 Early Hints go to the client; 100 Continue is h2's own business.
@@ -178,3 +195,12 @@ class StreamClient {
 }
 
 module.exports = { StreamExchange, StreamClient };
+
+function streamOnDrain() {
+  this.exchange.awaitingDrain = false;
+  this.exchange.clientDrained();
+}
+
+function streamOnWantTrailers() {
+  this.exchange.sendTrailers();
+}
