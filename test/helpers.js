@@ -380,7 +380,25 @@ function responseReader(socket) {
   };
 }
 
+/**
+ * A seeded generator (mulberry32): the same seed, the same sequence.
+ *
+ * @param {number} seed
+ * @returns {(n: number) => number} an integer from 0 to n - 1
+ */
+function prng(seed) {
+  let state = seed >>> 0;
+  return (n) => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 2 ** 32) * n);
+  };
+}
+
 module.exports = {
+  prng,
   onCleanup,
   responseReader,
   cleanup,

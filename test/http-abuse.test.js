@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const net = require('node:net');
 const { HTTP_ENGINES } = require('../lib/proxy');
-const { cleanup, onCleanup, startHttpBackend, startProxy, request, until, activeCounts } = require('./helpers');
+const { cleanup, onCleanup, startHttpBackend, startProxy, request, until, activeCounts, prng } = require('./helpers');
 
 const CONNECTIONS = 300;
 // One sequence each: how many requests reach the backend depends on timing
@@ -86,16 +86,4 @@ function abuse(port, random) {
       else if (end === 1) socket.destroy();
     });
   });
-}
-
-// A small seeded generator: random(n) is an integer in [0, n).
-function prng(seed) {
-  let state = seed >>> 0;
-  return (n) => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 2 ** 32) * n);
-  };
 }

@@ -40,6 +40,16 @@ class ClientSession {
     this.deadline = context.now() + context.settings.headerTimeout;
     this.deadlineKind = FIRST_STREAM_DEADLINE;
     session.on('error', (err) => context.logger.debug(`client ${this.clientAddress}: h2: ${err.message}`));
+    // No frame either way for twice what a stream may wait without one (the queue, a
+    // connect, the backend's silence): every stream on it would have been answered or
+    // timed out by then, so the client is gone or reads nothing (its window stays shut,
+    // and Node then stops reading the socket, never seeing its FIN): it is closed.
+    const { settings, balancer } = context;
+    const quiet = 2 * (balancer.queue.timeout + settings.connectTimeout + settings.timeout);
+    session.setTimeout(quiet, () => {
+      context.logger.debug(`client ${this.clientAddress}: h2: no frame for ${quiet} ms; closed`);
+      session.destroy();
+    });
     session.on('close', () => context.connections.delete(this));
     context.connections.add(this);
     if (context.settings.draining) this.goAway();

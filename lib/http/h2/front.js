@@ -59,7 +59,13 @@ class H2Front {
   }
 
   serveStream(stream, rawHeaders) {
-    const session = stream.session[kSession];
+    // The 'stream' event comes a tick after its HEADERS: the session may be gone by then.
+    const owner = stream.session;
+    if (owner === undefined || owner[kSession] === undefined) {
+      stream.on('error', noop);
+      return;
+    }
+    const session = owner[kSession];
     stream.on('error', streamOnError);
     session.streamOpened();
     // Reset in the same read as its HEADERS (a rapid reset): already closed, nothing to do.
@@ -99,6 +105,8 @@ function prefaceState(buffer) {
 }
 
 module.exports = { H2Front, prefaceState };
+
+function noop() {}
 
 function streamOnData(chunk) {
   this.exchange.streamData(chunk);

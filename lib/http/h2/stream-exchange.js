@@ -55,7 +55,7 @@ class StreamExchange extends FastExchange {
 
   writeHead(head, headers) {
     const stream = this.stream;
-    if (stream.destroyed) return;
+    if (gone(stream)) return;
     const out = clientResponseHeaders(head.status, headers);
     // Trailers come from an h2 backend's stream, or follow a chunked body that announces them.
     // A backend's stream that ended with its headers (gRPC's trailers-only answer) ends this one the same way.
@@ -71,7 +71,7 @@ class StreamExchange extends FastExchange {
   emit(data, body) {
     if (body === true) this.bytesSent += data.length;
     const stream = this.stream;
-    if (stream.destroyed || stream.writableEnded) return;
+    if (gone(stream) || stream.writableEnded) return;
     // The last bytes of a body of known length end the stream in the same
     // call: a write still pending as the stream closes costs Node an Error.
     if (this.framing === LENGTH && data.length === this.remaining) {
@@ -89,20 +89,20 @@ class StreamExchange extends FastExchange {
 
   // 103 Early Hints go to the client; 100 Continue is h2's own business.
   inform(head) {
-    if (head.status !== 103 || this.stream.destroyed || this.stream.headersSent) return;
+    if (head.status !== 103 || gone(this.stream) || this.stream.headersSent) return;
     this.stream.additionalHeaders(clientResponseHeaders(103, forwardResponseHeaders(head.rawHeaders)));
   }
 
   /** The response is all relayed: the stream ends (its trailers follow, when asked for). */
   endStream() {
     const stream = this.stream;
-    if (!stream.destroyed && !stream.writableEnded) stream.end();
+    if (!gone(stream) && !stream.writableEnded) stream.end();
   }
 
   /** The stream asks for its trailers ('wantTrailers'): the backend's, or none. */
   sendTrailers() {
     const stream = this.stream;
-    if (stream.destroyed) return;
+    if (gone(stream)) return;
     let trailers = {};
     if (this.trailers !== null) {
       for (const name of Object.keys(this.trailers)) {
@@ -137,7 +137,7 @@ class StreamExchange extends FastExchange {
     logAnswer(logger, error, request, detail);
     this.status = error.status;
     this.headWritten = true;
-    if (!stream.destroyed) {
+    if (!gone(stream)) {
       if (this.grpc) {
         stream.respond(grpcFailureHeaders(error.status, error.message), { endStream: true });
       } else {
@@ -195,6 +195,12 @@ class StreamClient {
 }
 
 module.exports = { StreamExchange, StreamClient };
+
+// A stream that is closed (reset, or its session gone) takes no more frames;
+// Node throws when asked to send one.
+function gone(stream) {
+  return stream.destroyed || stream.closed;
+}
 
 function streamOnDrain() {
   this.exchange.awaitingDrain = false;

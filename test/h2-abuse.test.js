@@ -1,0 +1,103 @@
+'use strict';
+
+const assert = require('node:assert/strict');
+const http2 = require('node:http2');
+const { cleanup, startHttpBackend, startProxy, until, activeCounts, prng } = require('./helpers');
+const { startH2Backend, fetchH2, connectH2 } = require('./h2');
+
+const SESSIONS = 60;
+// One sequence each: what reaches the backends depends on timing, and must
+// not change what the clients do.
+const CLIENT_SEED = 20261125;
+const BACKEND_SEED = 20261126;
+const { NGHTTP2_CANCEL } = http2.constants;
+
+describe('HTTP/2 under abuse', () => {
+  afterEach(cleanup);
+
+  it(`survives ${SESSIONS} h2 clients that reset streams, leave mid-flight and send bodies, against HTTP/1.1 and h2 backends that misbehave, and leaks nothing`, async () => {
+    const clientRandom = prng(CLIENT_SEED);
+    const backendRandom = prng(BACKEND_SEED);
+    const h1 = await startHttpBackend('A', (req, res) => {
+      req.resume();
+      if (req.url === '/after') return res.end('A');
+      switch (backendRandom(5)) {
+        case 0: return res.end('A');
+        case 1: return req.socket.destroy();
+        case 2:
+          res.writeHead(200, { 'Content-Length': 10 });
+          res.write('abc');
+          return setImmediate(() => req.socket.destroy());
+        case 3:
+          res.addTrailers({ 'x-t': '1' });
+          return res.end('chunked');
+        default: return setTimeout(() => res.end('later'), backendRandom(30));
+      }
+    });
+    const h2 = await startH2Backend('B', (stream, headers) => {
+      stream.resume();
+      if (headers[':path'] === '/after') {
+        stream.respond({ ':status': 200 });
+        return stream.end('B');
+      }
+      switch (backendRandom(5)) {
+        case 0:
+          stream.respond({ ':status': 200 });
+          return stream.end('B');
+        case 1: return stream.close(NGHTTP2_CANCEL);
+        case 2:
+          stream.respond({ ':status': 200 });
+          stream.write('abc');
+          return setImmediate(() => stream.destroy(new Error('gone')));
+        case 3: return stream.session.destroy();
+        default: return setTimeout(() => {
+          if (stream.destroyed) return;
+          stream.respond({ ':status': 200 }, { waitForTrailers: true });
+          stream.on('wantTrailers', () => stream.sendTrailers({ 'x-t': '2' }));
+          stream.end('later');
+        }, backendRandom(30));
+      }
+    });
+    // Passive health off: the misbehaving backends stay the backends.
+    const proxy = await startProxy({
+      mode: 'round-robin', servers: [h1.address, `${h2.address},h2`], maxFails: 0, timeout: 500, headerTimeout: 300, keepAliveTimeout: 200,
+      connectTimeout: 200, queueTimeout: 200
+    });
+
+    for (let i = 0; i < SESSIONS; i++) await abuse(proxy.port, clientRandom);
+
+    await until(() => activeCounts(proxy).every((n) => n === 0) && proxy.connections.size === 0, 'every stream and connection is released');
+    const session = await connectH2(`http://127.0.0.1:${proxy.port}`);
+    const after = await Promise.all([fetchH2(session, { ':path': '/after' }), fetchH2(session, { ':path': '/after' })]);
+    assert.deepEqual(after.map((response) => [response.status, response.body.toString()]).sort(), [[200, 'A'], [200, 'B']]);
+  });
+});
+
+// One client session: a few streams, each with its own way to end; then the
+// session closes, goes away or is cut.
+async function abuse(port, random) {
+  const session = http2.connect(`http://127.0.0.1:${port}`);
+  session.on('error', () => {});
+  const streams = [];
+  for (let n = 1 + random(8); n > 0; n--) {
+    const kind = random(5);
+    const body = kind === 1 || kind === 2;
+    const stream = session.request({ ':method': body ? 'POST' : 'GET', ':path': `/${kind}` }, { endStream: !body });
+    stream.on('error', () => {});
+    stream.resume();
+    if (kind === 1) stream.end(Buffer.alloc(random(70000), 'x'));
+    if (kind === 2) stream.write(Buffer.alloc(random(70000), 'y'));
+    const resetAfter = random(20);
+    if (kind === 2 || kind === 3) setTimeout(() => stream.close(NGHTTP2_CANCEL), resetAfter);
+    streams.push(new Promise((resolve) => stream.on('close', resolve)));
+  }
+  const end = random(3);
+  const wait = random(25);
+  await new Promise((resolve) => setTimeout(resolve, wait));
+  // The session may be gone already: lila sent GOAWAY (rapid reset) or closed it.
+  if (end === 0 || session.destroyed) session.destroy();
+  else if (end === 1) session.close();
+  else session.goaway();
+  if (end !== 0) await Promise.race([Promise.all(streams), new Promise((resolve) => setTimeout(resolve, 600))]);
+  session.destroy();
+}
