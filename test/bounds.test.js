@@ -3,6 +3,7 @@
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const net = require('node:net');
+const { once } = require('node:events');
 const { HTTP_ENGINES } = require('../lib/proxy');
 const {
   cleanup,
@@ -13,6 +14,7 @@ const {
   keepAliveAgent,
   responseReader
 } = require('./helpers');
+const { connectH2 } = require('./h2');
 
 const KB = 1024;
 const MB = 1024 * KB;
@@ -109,6 +111,35 @@ describe('resource bounds', () => {
         `RSS grew ${mib(growth)} MB with ${mib(stream.written)} MB written by the backend`);
     });
   }
+
+  it('keeps RSS within 16 MB while an h2 client stops reading a 200 MB response (its stream\'s window shut)', async () => {
+    const stream = { written: 0, stalledSince: null };
+    const backend = await startHttpBackend('A', (req, res) => {
+      req.resume();
+      if (req.url === '/big') streamBigBody(res, stream);
+      else res.end('A');
+    });
+    const lila = await startLila(['round-robin', backend.address, '-a', '127.0.0.1', '-p', '0', '--layer', 'http']);
+    await warmUp(lila.port, 200);
+    const before = await lowestRss(lila.child.pid);
+
+    const session = await connectH2(`http://127.0.0.1:${lila.port}`);
+    const big = session.request({ ':path': '/big' });
+    big.on('error', () => {});
+    // Nothing is read: the client's flow-control window stays shut once its buffer is full.
+    const [head] = await once(big, 'response');
+    big.pause();
+    assert.equal(head[':status'], 200);
+    const deadline = Date.now() + 10000;
+    while (stream.stalledSince === null || Date.now() - stream.stalledSince < STALLED_MS) {
+      assert.ok(stream.written < BIG_BODY, 'the backend wrote the whole body: nothing held it back');
+      assert.ok(Date.now() < deadline, `the backend's writes never stalled (${mib(stream.written)} MB written)`);
+      await sleep(20);
+    }
+    const growth = rss(lila.child.pid) - before;
+
+    assert.ok(growth < SLOW_READER_GROWTH, `RSS grew ${mib(growth)} MB with ${mib(stream.written)} MB written by the backend`);
+  });
 
   for (const engine of HTTP_ENGINES) {
     it(`answers 408 to a slowloris at --header-timeout while ${NORMAL_REQUESTS} other requests succeed ` +
