@@ -2,10 +2,12 @@
 
 const assert = require('node:assert/strict');
 const http2 = require('node:http2');
-const { cleanup, startHttpBackend, startProxy, until, activeCounts, prng } = require('./helpers');
+const net = require('node:net');
+const { cleanup, startHttpBackend, startProxy, until, activeCounts, prng, request } = require('./helpers');
 const { startH2Backend, fetchH2, connectH2 } = require('./h2');
 
 const SESSIONS = 60;
+const HTTP1_CLIENTS = 150;
 // One sequence each: what reaches the backends depends on timing, and must
 // not change what the clients do.
 const CLIENT_SEED = 20261125;
@@ -71,7 +73,66 @@ describe('HTTP/2 under abuse', () => {
     const after = await Promise.all([fetchH2(session, { ':path': '/after' }), fetchH2(session, { ':path': '/after' })]);
     assert.deepEqual(after.map((response) => [response.status, response.body.toString()]).sort(), [[200, 'A'], [200, 'B']]);
   });
+
+  it(`survives ${HTTP1_CLIENTS} HTTP/1.1 clients sending, cutting and resetting requests to an h2 backend that misbehaves, and leaks nothing`, async () => {
+    const clientRandom = prng(CLIENT_SEED + 2);
+    const backendRandom = prng(BACKEND_SEED + 2);
+    const h2 = await startH2Backend('B', (stream, headers) => {
+      stream.resume();
+      if (headers[':path'] === '/after') {
+        stream.respond({ ':status': 200 });
+        return stream.end('B');
+      }
+      switch (backendRandom(4)) {
+        case 0:
+          stream.respond({ ':status': 200 });
+          return stream.end('B');
+        case 1: return stream.close(NGHTTP2_CANCEL);
+        case 2:
+          stream.respond({ ':status': 200, 'content-length': '10' });
+          stream.write('abc');
+          return setImmediate(() => stream.destroy(new Error('gone')));
+        default: return stream.session.destroy();
+      }
+    });
+    const proxy = await startProxy({
+      mode: 'round-robin', servers: [`${h2.address},h2`], maxFails: 0, timeout: 500, headerTimeout: 300, keepAliveTimeout: 200
+    });
+
+    for (let i = 0; i < HTTP1_CLIENTS; i++) await http1Abuse(proxy.port, clientRandom);
+
+    await until(() => activeCounts(proxy)[0] === 0 && proxy.connections.size === 0, 'every request and connection is released');
+    const after = await request(proxy.port, { agent: false, path: '/after' });
+    assert.deepEqual([after.status, after.body], [200, 'B']);
+  });
 });
+
+// One HTTP/1.1 client connection: a request with no body, a Content-Length
+// body or a chunked one, sent whole or cut, then ended, reset or left open.
+function http1Abuse(port, random) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    socket.resume();
+    const leave = setTimeout(() => socket.destroy(), 50);
+    socket.on('close', () => {
+      clearTimeout(leave);
+      resolve();
+    });
+    const kind = random(3);
+    const text = kind === 0 ? 'GET /x HTTP/1.1\r\nHost: x\r\n\r\n'
+      : kind === 1 ? 'POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello'
+        : 'POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n';
+    const bytes = Buffer.from(text, 'latin1');
+    const cut = random(3) === 0 ? random(bytes.length) : bytes.length;
+    const end = random(3);
+    socket.write(bytes.subarray(0, cut));
+    setImmediate(() => {
+      if (end === 0) socket.end();
+      else if (end === 1) socket.destroy();
+    });
+  });
+}
 
 // One client session: a few streams, each with its own way to end; then the
 // session closes, goes away or is cut.
