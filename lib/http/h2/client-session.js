@@ -80,7 +80,9 @@ class ClientSession {
       this.context.logger.warn(`client ${this.clientAddress}: ${this.prematureResets} of ${this.opened} h2 streams reset before their response; ` +
         'GOAWAY (rapid reset)');
       this.deadlineKind = NO_DEADLINE;
-      this.session.destroy(constants.NGHTTP2_ENHANCE_YOUR_CALM);
+      // Not from inside the session's frame processing (a 'stream' event): Node 22 aborts the
+      // process when a session destroyed there still has DATA frames of that read to process.
+      setImmediate(destroyCalmly, this.session);
       return;
     }
     if (this.active === 0 && !this.session.closed) this.idleUntil(now + this.context.idleTimeout);
@@ -109,3 +111,7 @@ class ClientSession {
 }
 
 module.exports = ClientSession;
+
+function destroyCalmly(session) {
+  if (!session.destroyed) session.destroy(constants.NGHTTP2_ENHANCE_YOUR_CALM);
+}

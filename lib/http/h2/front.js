@@ -112,15 +112,12 @@ function streamOnData(chunk) {
   this.exchange.streamData(chunk);
 }
 
-// A client that resets a stream mid-upload may send END_STREAM just before
-// RST_STREAM (Node's does): a body whose end comes with a reset in the same
-// read is not ended upstream, so the body is taken as whole on the next turn.
+// END_STREAM: the body is whole. Node also ends the readable side of a stream
+// the client resets (RST_STREAM), after marking it aborted: that body is not.
+// (A client that sends END_STREAM and then resets, as Node's close() does, had
+// sent its whole body; the reset aborts the upstream request all the same.)
 function streamOnEnd() {
-  setImmediate(endIfWhole, this);
-}
-
-function endIfWhole(stream) {
-  if (!stream.aborted) stream.exchange.requestEnded();
+  if (!this.aborted) this.exchange.requestEnded();
 }
 
 function streamOnError(err) {

@@ -94,15 +94,24 @@ class UpstreamStream {
     this.stream.setTimeout(ms, streamOnTimeout);
   }
 
-  /** The exchange is done with the stream: it is cancelled unless it has ended. */
+  /**
+   * The exchange is done with the stream: it is cancelled unless it has
+   * ended. The cancel waits a turn: this may run inside the session's frame
+   * processing (its 'response' event), where closing a stream that has DATA
+   * frames left in the same read aborts Node 22.
+   */
   destroy() {
     this.owner = null;
     const stream = this.stream;
-    if (!stream.destroyed && !stream.closed) stream.close(constants.NGHTTP2_CANCEL);
+    if (!stream.destroyed && !stream.closed) setImmediate(cancel, stream);
   }
 }
 
 module.exports = UpstreamStream;
+
+function cancel(stream) {
+  if (!stream.destroyed && !stream.closed) stream.close(constants.NGHTTP2_CANCEL);
+}
 
 function streamOnReady() {
   const upstream = this.upstream;
