@@ -12,7 +12,7 @@ const HTTP1_CLIENTS = 150;
 // not change what the clients do.
 const CLIENT_SEED = 20261125;
 const BACKEND_SEED = 20261126;
-const { NGHTTP2_CANCEL } = http2.constants;
+const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
 
 describe('HTTP/2 under abuse', () => {
   afterEach(cleanup);
@@ -106,6 +106,33 @@ describe('HTTP/2 under abuse', () => {
     const after = await request(proxy.port, { agent: false, path: '/after' });
     assert.deepEqual([after.status, after.body], [200, 'B']);
   });
+
+  it('refuses a stream whose headers pass --max-header-size or have too many fields, and serves the next', async () => {
+    let reached = 0;
+    const backend = await startHttpBackend('A', (req, res) => {
+      reached++;
+      req.resume();
+      res.end('A');
+    });
+    const proxy = await startProxy({ mode: 'round-robin', servers: [backend.address], maxHeaderSize: 16 * 1024 });
+    const session = await connectH2(`http://127.0.0.1:${proxy.port}`);
+
+    const large = {};
+    for (let i = 0; i < 40; i++) large[`x-large-${i}`] = 'v'.repeat(1000);
+    const many = {};
+    for (let i = 0; i < 200; i++) many[`x-many-${i}`] = 'v';
+    const outcomes = [];
+    for (const headers of [large, many]) outcomes.push(await refusal(session, { ':path': '/', ...headers }));
+    const after = await fetchH2(session, { ':path': '/' });
+
+    // Node answers 431 to a header list over the limit it announced, or resets the stream
+    // (ENHANCE_YOUR_CALM) once the client knows that limit; too many fields: a reset.
+    assert.ok(outcomes[0] === 431 || outcomes[0] === `rst ${NGHTTP2_ENHANCE_YOUR_CALM}`, `too large: ${outcomes[0]}`);
+    assert.equal(outcomes[1], `rst ${NGHTTP2_ENHANCE_YOUR_CALM}`);
+    assert.equal(reached, 1, 'only the last request reached the backend');
+    assert.deepEqual([after.status, after.body.toString()], [200, 'A']);
+  });
+
 });
 
 // One HTTP/1.1 client connection: a request with no body, a Content-Length
@@ -166,4 +193,16 @@ async function abuse(port, random) {
 
 function destroySession(session) {
   if (session !== undefined) session.destroy();
+}
+
+// A stream's status, or `rst <code>` when it was reset without one.
+function refusal(session, headers) {
+  return new Promise((resolve) => {
+    const stream = session.request(headers);
+    let status = null;
+    stream.on('response', (head) => { status = head[':status']; });
+    stream.on('error', () => {});
+    stream.resume();
+    stream.on('close', () => resolve(status !== null ? status : `rst ${stream.rstCode}`));
+  });
 }
