@@ -333,25 +333,34 @@ class FastExchange extends ResponseRelay {
   fail(error, detail) {
     const request = this.request;
     const logger = this.context.logger;
-    const status = error.status;
     leaveQueue(this);
     if (this.headWritten) {
       logger.warn(`${request.method} ${request.url} cut short: ${detail} (${error.code})`);
-      this.connection.socket.destroy();
+      this.cutShort(error);
       return;
     }
     logAnswer(logger, error, request, detail);
-    // The rest of a body lila did not read would be taken for the next request.
-    const keepAlive = this.connection.mayKeepAlive(request) && this.requestRead;
-    const out = rawErrorResponse(status, error.message, error.retryAfter, this.connection.connectionHeader(keepAlive));
-    this.status = status;
+    this.status = error.status;
     this.headWritten = true;
+    this.answer(error);
+    this.responseEnded();
+  }
+
+  /** The response has begun and cannot be finished: the client connection closes, so that it sees the truncation. */
+  cutShort() {
+    this.connection.socket.destroy();
+  }
+
+  /** Sends lila's own error response, whole. */
+  answer(error) {
+    // The rest of a body lila did not read would be taken for the next request.
+    const keepAlive = this.connection.mayKeepAlive(this.request) && this.requestRead;
+    const out = rawErrorResponse(error.status, error.message, error.retryAfter, this.connection.connectionHeader(keepAlive));
     if (!keepAlive) {
       this.closeAfter = true;
       this.connection.stopReading();
     }
     this.emit(out);
-    this.responseEnded();
   }
 
   // Closes an upstream socket (or cancels a stream) whose exchange is cut short.

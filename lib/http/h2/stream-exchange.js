@@ -4,8 +4,6 @@ const { FastExchange } = require('../fast/exchange');
 const { LENGTH } = require('../fast/response-relay');
 const { forwardResponseHeaders } = require('../headers');
 const { errorBody } = require('../error-response');
-const { leaveQueue } = require('../backend-slot');
-const { logAnswer } = require('../outcomes');
 const { clientResponseHeaders, trailersOfText, CONNECTION_SPECIFIC } = require('./translate');
 const { isGrpc, grpcFailureHeaders } = require('./grpc');
 
@@ -115,39 +113,25 @@ class StreamExchange extends FastExchange {
     stream.sendTrailers(trailers);
   }
 
-  /**
-   * Answers with lila's own error on this stream alone, or resets it when
-   * its response has begun; a gRPC call gets a gRPC status instead.
-   *
-   * @param {import('../../errors').LilaError} error
-   * @param {string} detail for the log, naming the backend
-   */
-  fail(error, detail) {
-    const request = this.request;
-    const logger = this.context.logger;
+  /** The response has begun: this stream alone is reset (RST_STREAM INTERNAL_ERROR). */
+  cutShort(error) {
+    this.resetByLila = true;
+    // destroy(), not close(): close() would first end the stream as if the response were whole.
+    if (!gone(this.stream)) this.stream.destroy(error);
+  }
+
+  /** lila's own error on this stream alone; a gRPC call gets a gRPC status instead. */
+  answer(error) {
     const stream = this.stream;
-    leaveQueue(this);
-    if (this.headWritten) {
-      logger.warn(`${request.method} ${request.url} cut short: ${detail} (${error.code})`);
-      this.resetByLila = true;
-      // destroy(), not close(): close() would first end the stream as if the response were whole.
-      if (!stream.destroyed) stream.destroy(error);
+    if (gone(stream)) return;
+    if (this.grpc) {
+      stream.respond(grpcFailureHeaders(error.status, error.message), { endStream: true });
       return;
     }
-    logAnswer(logger, error, request, detail);
-    this.status = error.status;
-    this.headWritten = true;
-    if (!gone(stream)) {
-      if (this.grpc) {
-        stream.respond(grpcFailureHeaders(error.status, error.message), { endStream: true });
-      } else {
-        const headers = { ':status': error.status, 'content-type': 'text/plain; charset=utf-8' };
-        if (error.retryAfter !== undefined) headers['retry-after'] = String(error.retryAfter);
-        stream.respond(headers);
-        stream.end(errorBody(error.status, error.message));
-      }
-    }
-    this.responseEnded();
+    const headers = { ':status': error.status, 'content-type': 'text/plain; charset=utf-8' };
+    if (error.retryAfter !== undefined) headers['retry-after'] = String(error.retryAfter);
+    stream.respond(headers);
+    stream.end(errorBody(error.status, error.message));
   }
 }
 
