@@ -1,5 +1,6 @@
 'use strict';
 
+const net = require('node:net');
 const path = require('node:path');
 const readline = require('node:readline');
 const { once } = require('node:events');
@@ -89,4 +90,36 @@ function parseLilaPort(line) {
   return started === null ? undefined : Number(started[1]);
 }
 
-module.exports = { LILA, BACKENDS, startChild, stopChild, parsePorts, parseLilaPort };
+/**
+ * Whether something accepts connections on 127.0.0.1:`port`.
+ *
+ * @param {number} port
+ * @returns {Promise<boolean>}
+ */
+function accepts(port) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/**
+ * A port nothing listens on, for a child (nginx, HAProxy) that cannot report one it picked.
+ *
+ * @returns {Promise<number>}
+ */
+async function freePort() {
+  const server = net.createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address();
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+module.exports = { LILA, BACKENDS, startChild, stopChild, parsePorts, parseLilaPort, accepts, freePort };

@@ -2,13 +2,11 @@
 
 const fs = require('node:fs');
 const os = require('node:os');
-const net = require('node:net');
 const path = require('node:path');
-const { once } = require('node:events');
 const { parseArgs } = require('node:util');
 const { spawn, spawnSync } = require('node:child_process');
 const { HTTP_ENGINES } = require('../lib/proxy');
-const { LILA, BACKENDS, startChild, stopChild, parsePorts, parseLilaPort } = require('./children');
+const { LILA, BACKENDS, startChild, stopChild, parsePorts, parseLilaPort, accepts, freePort } = require('./children');
 const { processTree, cpuSeconds, machineCpuSeconds, memory } = require('./proc-stats');
 const { nginxBackends, nginxProxy, nginxStreamModule, nginxHttp2Syntax, haproxyConfig } = require('./peer-configs');
 const { formatReport, describeMachine, writeSection, sampleKey } = require('./compare-report');
@@ -544,27 +542,6 @@ async function startListening(run, [command, args], port, name, log) {
   }
 }
 
-function accepts(port) {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-// A port nothing listens on, for nginx and HAProxy, which cannot report one they picked.
-async function freePort() {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address();
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 // Every round runs every load against every target (with --tls, those
 // serving the load's certificate; with --h2, those serving its kind), the

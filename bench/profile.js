@@ -2,12 +2,10 @@
 
 const fs = require('node:fs');
 const os = require('node:os');
-const net = require('node:net');
 const path = require('node:path');
-const { once } = require('node:events');
 const { parseArgs } = require('node:util');
 const { spawn, spawnSync } = require('node:child_process');
-const { LILA, BACKENDS, startChild, stopChild, parsePorts, parseLilaPort } = require('./children');
+const { LILA, BACKENDS, startChild, stopChild, parsePorts, parseLilaPort, accepts, freePort } = require('./children');
 const { processTree } = require('./proc-stats');
 const { nginxBackends } = require('./peer-configs');
 const { makeCertificates, SERVER_NAME } = require('./certificates');
@@ -254,23 +252,3 @@ function table(headers, rows) {
   return [line(headers), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
 }
 
-function accepts(port) {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-async function freePort() {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address();
-  server.close();
-  await once(server, 'close');
-  return port;
-}

@@ -2,28 +2,9 @@
 
 const assert = require('node:assert/strict');
 const { cleanup, startHttpBackend, startProxy, request, startLila, nextLine, refusingPort } = require('./helpers');
-const { DNSMASQ, startDnsmasq } = require('./dns');
+const { DNSMASQ, startDnsmasq, membersBecome } = require('./dns');
 
 // Resolves once the proxy's members are exactly `names` (in any order).
-function membersBecome(proxy, names, ms = 8000) {
-  const wanted = [...names].sort().join(' ');
-  const now = () => proxy.backends.map((backend) => backend.name).sort().join(' ');
-  if (now() === wanted) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      proxy.balancer.removeListener('changed', check);
-      reject(new Error(`members are "${now()}", not "${wanted}", after ${ms} ms`));
-    }, ms);
-    const check = () => {
-      if (now() !== wanted) return;
-      clearTimeout(timer);
-      proxy.balancer.removeListener('changed', check);
-      resolve();
-    };
-    proxy.balancer.on('changed', check);
-  });
-}
-
 function tally(bodies) {
   const counts = {};
   for (const body of bodies) counts[body] = (counts[body] || 0) + 1;

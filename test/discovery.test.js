@@ -12,7 +12,7 @@ const { HTTP_ENGINES } = require('../lib/proxy');
 const {
   cleanup, onCleanup, startProxy, request, keepAliveAgent, startLila, runLila, nextLine, startTcpBackend, collect
 } = require('./helpers');
-const { DNSMASQ, startDnsmasq, startDnsServer } = require('./dns');
+const { DNSMASQ, startDnsmasq, startDnsServer, membersBecome } = require('./dns');
 const net = require('node:net');
 
 const LOOKUP = { resolveInterval: 1000 };
@@ -56,25 +56,6 @@ function capturedLogger() {
 }
 
 // Resolves once the proxy's members are exactly `names` (in any order).
-function membersBecome(proxy, names, ms = 8000) {
-  const wanted = [...names].sort().join(' ');
-  const now = () => proxy.backends.map((backend) => backend.name).sort().join(' ');
-  if (now() === wanted) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      proxy.balancer.removeListener('changed', check);
-      reject(new Error(`members are "${now()}", not "${wanted}", after ${ms} ms`));
-    }, ms);
-    const check = () => {
-      if (now() !== wanted) return;
-      clearTimeout(timer);
-      proxy.balancer.removeListener('changed', check);
-      resolve();
-    };
-    proxy.balancer.on('changed', check);
-  });
-}
-
 /**
  * Http backends on 127.0.0.1, 127.0.0.2, ... all on one port, as the
  * addresses of one DNS name are. Each answers with its name, after

@@ -137,7 +137,30 @@ async function startDnsServer() {
   return server;
 }
 
-module.exports = { DNSMASQ, startDnsmasq, startDnsServer };
+/**
+ * Resolves once the proxy's members are exactly `names` (as the balancer's
+ * 'changed' events say); rejects after `ms`.
+ */
+function membersBecome(proxy, names, ms = 8000) {
+  const wanted = [...names].sort().join(' ');
+  const now = () => proxy.backends.map((backend) => backend.name).sort().join(' ');
+  if (now() === wanted) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      proxy.balancer.removeListener('changed', check);
+      reject(new Error(`members are "${now()}", not "${wanted}", after ${ms} ms`));
+    }, ms);
+    const check = () => {
+      if (now() !== wanted) return;
+      clearTimeout(timer);
+      proxy.balancer.removeListener('changed', check);
+      resolve();
+    };
+    proxy.balancer.on('changed', check);
+  });
+}
+
+module.exports = { DNSMASQ, startDnsmasq, startDnsServer, membersBecome };
 
 // The reply to one query, or null for none.
 function answer(server, message, tcp) {
