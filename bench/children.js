@@ -23,12 +23,13 @@ const STARTED = /listening on 127\.0\.0\.1:(\d+) ->/;
  * @param {'stdout' | 'stderr'} options.stream where the ready line appears
  * @param {(line: string) => any} options.parse the value, or undefined for a line that is not it
  * @param {string} [options.name] for the error message; the basename of `args[0]` if missing
+ * @param {object} [options.env] its environment; this process's by default
  * @returns {Promise<any>} what `parse` returned
  */
-function startChild(children, command, args, { stream, parse, name = path.basename(args[0]) }) {
+function startChild(children, command, args, { stream, parse, name = path.basename(args[0]), env = process.env }) {
   const stdio = ['ignore', 'ignore', 'inherit'];
   stdio[stream === 'stdout' ? 1 : 2] = 'pipe';
-  const child = spawn(command, args, { stdio });
+  const child = spawn(command, args, { stdio, env });
   children.push(child);
   return new Promise((resolve, reject) => {
     let ready = false;

@@ -258,19 +258,19 @@ class Proxy {
    *
    * @param {number} [port] defaults to 4444; 0 picks a free port
    * @param {string} [host] defaults to all interfaces
+   * @param {{reusePort?: boolean}} [options] `reusePort`: a socket of this process's own,
+   *   bound with SO_REUSEPORT (a worker, see cluster/distribution.js)
    * @returns {Promise<{address: string, port: number, family: string}>}
    * @throws {LilaError} `LILA_ERR_LISTEN` naming the address and the reason
    */
-  listen(port = DEFAULTS.port, host = undefined) {
+  listen(port = DEFAULTS.port, host = undefined, { reusePort = false } = {}) {
     validatePort(port, 'port');
     return new Promise((resolve, reject) => {
-      const onError = (err) => {
-        const where = formatHostPort(host === undefined ? '::' : host, port);
-        const reason = LISTEN_ERRORS[err.code] || err.message;
-        reject(new LilaError(codes.LISTEN, `cannot listen on ${where}: ${reason}`));
-      };
+      const onError = (err) => reject(listenError(err, host, port));
       this.server.once('error', onError);
-      this.server.listen(port, host, () => {
+      // A worker with its own SO_REUSEPORT socket listens outside the cluster (exclusive).
+      const options = reusePort ? { port, host, reusePort, exclusive: true } : { port, host };
+      this.server.listen(options, () => {
         this.server.removeListener('error', onError);
         this.health.start();
         if (this.discovery !== null) this.discovery.start();
@@ -333,6 +333,7 @@ class Proxy {
 }
 
 module.exports = Proxy;
+module.exports.listenError = listenError;
 module.exports.LAYERS = LAYERS;
 module.exports.HTTP_ENGINES = HTTP_ENGINES;
 module.exports.HOST_HEADERS = HOST_HEADERS;
@@ -406,4 +407,15 @@ function healthSettings(options) {
     healthFall: validateCount(pick('healthFall'), 'healthFall', 1),
     healthPath: validatePath(pick('healthPath'), 'healthPath')
   };
+}
+
+/**
+ * @param {Error} err why listen() failed
+ * @param {string | undefined} host
+ * @param {number} port
+ * @returns {LilaError} `LILA_ERR_LISTEN`: `cannot listen on <host:port>: <reason>`
+ */
+function listenError(err, host, port) {
+  const where = formatHostPort(host === undefined ? '::' : host, port);
+  return new LilaError(codes.LISTEN, `cannot listen on ${where}: ${LISTEN_ERRORS[err.code] || err.message}`);
 }

@@ -1,6 +1,7 @@
 'use strict';
 
 const cluster = require('node:cluster');
+const net = require('node:net');
 const Proxy = require('./proxy');
 const Logger = require('./ops/logger');
 const HostsReloader = require('./config/hosts-reloader');
@@ -11,6 +12,7 @@ const { createAdminServer } = require('./ops/admin-server');
 const Primary = require('./cluster/primary');
 const { createClusterAdminServer } = require('./cluster/admin-server');
 const { tellPrimary } = require('./cluster/worker');
+const { workerReusesPort } = require('./cluster/distribution');
 const { formatHostPort } = require('./net/address');
 const { openFilesLimit } = require('./net/local-errors');
 const { LilaError, codes } = require('./errors');
@@ -94,6 +96,7 @@ class Service {
       this.workersListening = new Promise((resolve, reject) => {
         this.primary = new Primary({
           count: this.workers,
+          port: this.port,
           logger: this.logger,
           drainTimeout: this.drainTimeout,
           onListening: resolve,
@@ -134,7 +137,7 @@ class Service {
     if (this.role === PRIMARY) return this.startPrimary();
     let address;
     try {
-      address = await this.proxy.listen(this.port, this.host);
+      address = await this.proxy.listen(this.port, this.host, { reusePort: workerReusesPort() });
       if (this.redirectHttp !== null) await this.listenRedirect(address.port);
     } catch (err) {
       if (this.role === WORKER) await tellPrimary({ lila: 'fatal', message: err.message });
@@ -216,6 +219,8 @@ class Service {
   }
 
   async startPrimary() {
+    // Workers binding with SO_REUSEPORT would share the port with anyone else bound so: it must be free.
+    if (this.primary.distribution === 'reuseport') await portFree(this.port, this.host);
     this.primary.start();
     const address = await this.workersListening;
     if (this.admin !== null) {
@@ -306,3 +311,12 @@ class Service {
 
 module.exports = Service;
 module.exports.DEFAULT_DRAIN_MS = DEFAULT_DRAIN_MS;
+
+// Resolves once a plain listen on the port succeeded (and closed); rejects as Proxy.listen does.
+function portFree(port, host) {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', (err) => reject(Proxy.listenError(err, host, port)));
+    server.listen({ port, host, exclusive: true }, () => server.close(() => resolve()));
+  });
+}

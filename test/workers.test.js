@@ -6,6 +6,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { execFile } = require('node:child_process');
 const { promisify } = require('node:util');
+const { chooseDistribution, hasReusePort } = require('../lib/cluster/distribution');
 const {
   cleanup,
   onCleanup,
@@ -15,6 +16,7 @@ const {
   until,
   runLila,
   takenPort,
+  refusingPort,
   startLila,
   nextLine
 } = require('./helpers');
@@ -27,6 +29,15 @@ async function workerPids(lila) {
   } catch {
     return [];
   }
+}
+
+// Sockets listening on 127.0.0.1:port, from the kernel's own table (state 0A is LISTEN).
+function listeningSockets(port) {
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  return fs.readFileSync('/proc/net/tcp', 'utf8').split('\n').filter((line) => {
+    const fields = line.trim().split(/\s+/);
+    return fields[1] === local && fields[3] === '0A';
+  }).length;
 }
 
 // Waits until an async predicate holds, for at most 5 s.
@@ -174,6 +185,42 @@ describe('workers', function () {
     assert.equal(added.status, 201);
     assert.deepEqual(new Set(await bodies(lila.port, 10)), new Set(['B']));
   });
+  it('lets each worker accept its own connections: SO_REUSEPORT sockets where Node has them, else one shared socket', async () => {
+    const a = await startHttpBackend('A');
+    const port = await refusingPort();
+    const lila = await startWorkers(['round-robin', a.address, '-a', '127.0.0.1', '-p', String(port)], 2);
+
+    assert.deepEqual(await bodies(lila.port, 20), Array(20).fill('A'));
+    const reusePort = hasReusePort(process.versions.node, process.platform);
+    if (process.platform === 'linux') assert.equal(listeningSockets(port), reusePort ? 2 : 1);
+  });
+
+  it('refuses a port another lila serves, though its workers bind with SO_REUSEPORT', async () => {
+    const a = await startHttpBackend('A');
+    const port = await refusingPort();
+    await startWorkers(['round-robin', a.address, '-a', '127.0.0.1', '-p', String(port)], 2);
+
+    const result = await runLila(['round-robin', a.address, '-a', '127.0.0.1', '-p', String(port), '--workers', '2']);
+
+    assert.deepEqual(
+      { stderr: result.stderr, code: result.code },
+      { stderr: `lila: cannot listen on 127.0.0.1:${port}: address already in use\n`, code: 1 }
+    );
+    assert.deepEqual(await bodies(port, 4), Array(4).fill('A'));
+  });
+
+  it('chooses SO_REUSEPORT for a fixed port on Node 22.12 and later, the shared socket otherwise, and Node\'s policy when set', () => {
+    const linux = { env: {}, platform: 'linux' };
+    assert.equal(chooseDistribution(8080, { ...linux, version: '22.12.0' }), 'reuseport');
+    assert.equal(chooseDistribution(8080, { ...linux, version: '24.0.0' }), 'reuseport');
+    assert.equal(chooseDistribution(8080, { ...linux, version: '22.11.0' }), 'shared');
+    assert.equal(chooseDistribution(8080, { ...linux, version: '20.20.2' }), 'shared');
+    // listen(0) in each worker would give each a port of its own.
+    assert.equal(chooseDistribution(0, { ...linux, version: '24.0.0' }), 'shared');
+    assert.equal(chooseDistribution(8080, { env: {}, platform: 'darwin', version: '24.0.0' }), 'shared');
+    assert.equal(chooseDistribution(8080, { env: { NODE_CLUSTER_SCHED_POLICY: 'rr' }, platform: 'linux', version: '24.0.0' }), 'node');
+  });
+
   it('exits 1 with one line when the port is in use', async () => {
     const port = await takenPort();
 

@@ -1,6 +1,7 @@
 'use strict';
 
 const cluster = require('node:cluster');
+const { chooseDistribution, distribute } = require('./distribution');
 
 // A crash loop: this many worker deaths within the window make the primary give up.
 const CRASHES = 5;
@@ -20,6 +21,7 @@ class Primary {
   /**
    * @param {object} options
    * @param {number} options.count workers to run
+   * @param {number} options.port the port they serve: how they share it depends on it (distribution.js)
    * @param {import('../ops/logger')} options.logger
    * @param {number} options.drainTimeout ms the workers drain for on SIGTERM
    * @param {(address: {address: string, port: number}) => void} options.onListening
@@ -31,6 +33,9 @@ class Primary {
    */
   constructor(options) {
     this.count = options.count;
+    /** How the workers share the port: see distribution.js. */
+    this.distribution = chooseDistribution(options.port);
+    this.env = null;
     this.logger = options.logger;
     this.drainTimeout = options.drainTimeout;
     this.onListening = options.onListening;
@@ -47,6 +52,7 @@ class Primary {
 
   /** Forks every worker. */
   start() {
+    this.env = distribute(this.distribution);
     for (let i = 0; i < this.count; i++) this.fork();
   }
 
@@ -56,7 +62,7 @@ class Primary {
   }
 
   fork() {
-    const worker = cluster.fork();
+    const worker = cluster.fork(this.env);
     const entry = { worker, listening: false, adminPort: 0 };
     this.workers.set(worker.id, entry);
     worker.on('message', (message) => this.heard(entry, message));
