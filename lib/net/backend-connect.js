@@ -34,17 +34,18 @@ function backendTlsOptions(backend, settings) {
  *
  * @param {import('../balancing/backend')} backend
  * @param {BackendTlsSettings} settings
- * @param {{allowHalfOpen?: boolean, noDelay?: boolean, proxyHeader?: Buffer}} [options]
+ * @param {{allowHalfOpen?: boolean, noDelay?: boolean, proxyHeader?: Buffer, onread?: object}} [options]
+ *   `onread` (net's) for a plain backend only: a TLS socket reads through its stream
  * @returns {net.Socket | tls.TLSSocket}
  */
 function connectBackend(backend, settings, options = {}) {
-  const { proxyHeader, ...socketOptions } = options;
+  const { proxyHeader, onread, ...socketOptions } = options;
   const where = { host: backend.host, port: backend.port, ...socketOptions };
   if (proxyHeader === undefined) {
-    return backend.tls ? tls.connect({ ...where, ...backendTlsOptions(backend, settings) }) : net.connect(where);
+    return backend.tls ? tls.connect({ ...where, ...backendTlsOptions(backend, settings) }) : net.connect({ ...where, onread });
   }
   // Written while connecting: it leaves first, once the connection is up.
-  const socket = net.connect(where);
+  const socket = net.connect(backend.tls ? where : { ...where, onread });
   socket.write(proxyHeader);
   return backend.tls ? tls.connect({ ...socketOptions, ...backendTlsOptions(backend, settings), socket }) : socket;
 }

@@ -6,6 +6,7 @@ const { withStickyCookie } = require('../sticky-cookie');
 const { parseResponseHead } = require('./head-parser');
 const ChunkedScanner = require('./chunked-scanner');
 const { trailerLines } = require('../h2/translate');
+const { lendReadBuffer } = require('./upstream-sockets');
 
 const CRLFCRLF = Buffer.from('\r\n\r\n');
 // Response bytes held for a pipelined request waiting its turn, and request
@@ -103,6 +104,7 @@ class ResponseRelay {
       if (end === -1) {
         if (buffer.length > MAX_RESPONSE_HEAD) return this.invalidResponse('a response head too large');
         this.partialHead = buffer;
+        this.keeps(buffer);
         return;
       }
       const head = parseResponseHead(buffer.latin1Slice(0, end));
@@ -268,12 +270,23 @@ class ResponseRelay {
     if (body === true) this.bytesSent += data.length;
     if (this.prefix !== null) data = this.withPrefix(data);
     if (this.flowing) {
-      if (!this.connection.socket.write(data, 'latin1') && this.upstream !== null) this.upstream.pause();
+      const socket = this.connection.socket;
+      if (!socket.write(data, 'latin1') && this.upstream !== null) this.upstream.pause();
+      if (socket.writableLength !== 0) this.keeps(data);
       return;
     }
     (this.held ??= []).push(data);
+    this.keeps(data);
     this.heldBytes += data.length;
     if (this.heldBytes >= HOLD_LIMIT && this.upstream !== null) this.upstream.pause();
+  }
+
+  /**
+   * `data`, read from the upstream socket, stays referenced after this call
+   * (a write still queued, bytes held): the socket reads into another buffer next.
+   */
+  keeps(data) {
+    if (this.upstream !== null) lendReadBuffer(this.upstream, data);
   }
 
   // The held response head and `data` as one piece: one write, one syscall.

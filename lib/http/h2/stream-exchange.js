@@ -72,6 +72,8 @@ class StreamExchange extends FastExchange {
     if (gone(stream) || stream.writableEnded) return;
     // The last bytes of a body of known length end the stream in the same
     // call: a write still pending as the stream closes costs Node an Error.
+    // h2 sends DATA frames later, from the session: what they carry stays referenced.
+    this.keeps(data);
     if (this.framing === LENGTH && data.length === this.remaining) {
       stream.end(data);
       return;
