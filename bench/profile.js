@@ -23,7 +23,7 @@ const LOADS = {
   resumed: { connections: 16, describe: '16 clients, a new connection per request, resumed with a ticket' }
 };
 const DEFAULT_SECONDS = 10;
-const TOP = 20;
+const TOP = Number(process.env.LILA_PROFILE_TOP || 20);
 const READY_TIMEOUT_MS = 5000;
 const PERF_HZ = 999;
 // --cpu-prof: where a function's self time goes, by the script it is in.

@@ -7,6 +7,8 @@ const { closedCleanly } = require('../net/closed-cleanly');
 const { codes, timeoutError, describeError } = require('../errors');
 
 const kSession = Symbol('kSession');
+// The socket of the pair bytes go to.
+const kPeer = Symbol('kPeer');
 // Bytes a client waiting in the queue may send before reading stops until it has a backend.
 const EARLY_LIMIT = 64 * 1024;
 
@@ -193,8 +195,48 @@ function upstreamOnConnect() {
     for (const chunk of session.early) this.write(chunk);
     session.early = null;
   }
-  session.client.pipe(this);
-  this.pipe(session.client);
+  relay(session.client, this);
+}
+
+/**
+ * Moves bytes both ways between a client and its upstream, as two pipe()s
+ * would, with three listeners a side instead of pipe's seven and no closure
+ * per connection: a side stops being read while the other's
+ * writes are queued past its high-water mark, until it drains; an end
+ * becomes a half-close of the other side.
+ *
+ * @param {import('node:net').Socket} client paused (pauseOnConnect)
+ * @param {import('node:net').Socket} upstream connected
+ */
+function relay(client, upstream) {
+  client[kPeer] = upstream;
+  upstream[kPeer] = client;
+  relayFrom(client);
+  relayFrom(upstream);
+  client.resume();
+}
+
+function relayFrom(socket) {
+  socket.on('data', relayData);
+  socket.on('drain', relayDrain);
+  socket.on('end', relayEnd);
+}
+
+function relayData(chunk) {
+  const peer = this[kPeer];
+  // A peer destroyed takes no more bytes; its 'close' closes this side.
+  if (!peer.destroyed && !peer.write(chunk)) this.pause();
+}
+
+// Paused only while the peer's writes are queued: it reads again.
+function relayDrain() {
+  const peer = this[kPeer];
+  if (!peer.destroyed) peer.resume();
+}
+
+function relayEnd() {
+  const peer = this[kPeer];
+  if (!peer.destroyed) peer.end();
 }
 
 // Closing counts as a refusal: upstreamOnClose tries the next backend.
