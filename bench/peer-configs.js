@@ -156,7 +156,8 @@ function nginxHttp2Syntax(nginx) {
 
 /**
  * HAProxy with one thread in front of `backends`, round-robin, in `http`
- * mode (keep-alive both ways, X-Forwarded-For, -Proto and -Host) or `tcp`.
+ * mode (keep-alive both ways, `http-reuse always`, X-Forwarded-For, -Proto
+ * and -Host) or `tcp`.
  * With `tls`, `http` serves HTTPS as lila does: TLS 1.2 and 1.3, session
  * tickets (HAProxy's default), the backends still over plain http. With
  * `http2`, `http` serves HTTP/2 to clients: ALPN `h2,http/1.1` over TLS,
@@ -194,6 +195,10 @@ function haproxyConfig({ openFiles, keepAliveSeconds, mode, port, backends, tls,
     '  default_backend backends',
     'backend backends',
     '  balance roundrobin',
+    // Every request on an idle upstream connection when there is one, as lila and nginx do: HAProxy's
+    // default (safe) gives a client connection's first request a connection of its own, a connect
+    // per request under `Connection: close` (16 800 against 26 500 requests per CPU-second here).
+    ...(mode === 'http' ? ['  http-reuse always'] : []),
     ...backends.map(({ name, port: backend }) => `  server ${name} 127.0.0.1:${backend}${http2Backends ? ' proto h2' : ''}`),
     ''
   ].join('\n');
