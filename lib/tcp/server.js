@@ -219,7 +219,9 @@ function relay(client, upstream) {
 function relayFrom(socket) {
   socket.on('data', relayData);
   socket.on('drain', relayDrain);
-  socket.on('end', relayEnd);
+  // A client that half-closed while it waited in the queue has had its 'end' already.
+  if (socket.readableEnded) socket[kPeer].end();
+  else socket.on('end', relayEnd);
 }
 
 function relayData(chunk) {
