@@ -10,9 +10,12 @@ const HOP_BY_HOP = new Set([
   'transfer-encoding',
   'upgrade'
 ]);
-// Lengths of the names forwardRequestHeaders acts on (hop-by-hop, Host,
-// X-Forwarded-*, Forwarded): a name of another length needs no lowercasing.
-const ACTED_ON = new Set([...HOP_BY_HOP, 'host', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded'].map((name) => name.length));
+// The names forwardRequestHeaders acts on (hop-by-hop, Host, X-Forwarded-*,
+// Forwarded), by length: a header is matched against them without lowercasing it.
+const ACTED_ON_BY_LENGTH = [];
+for (const name of [...HOP_BY_HOP, 'host', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded']) {
+  (ACTED_ON_BY_LENGTH[name.length] ??= []).push(name);
+}
 // The last Forwarded element built, for the next request of the same client and host.
 let lastElement = { clientAddress: null, host: null, scheme: null, element: '' };
 // RFC 9110 §5.6.2 tchar: a Forwarded value made only of these needs no quotes.
@@ -41,11 +44,11 @@ function forwardRequestHeaders(rawHeaders, clientAddress, scheme = 'http') {
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i];
     const value = rawHeaders[i + 1];
-    if (listed === null && !ACTED_ON.has(name.length)) {
+    const lower = listed === null ? actedOn(name) : name.toLowerCase();
+    if (lower === null) {
       out.push(name, value);
       continue;
     }
-    const lower = name.toLowerCase();
     if (isHopByHop(lower, listed)) {
       if (lower === 'transfer-encoding') chunked = true;
       continue;
@@ -132,7 +135,8 @@ function forwardResponseHeaders(rawHeaders) {
   const out = [];
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i];
-    if ((listed === null && !ACTED_ON.has(name.length)) || !isHopByHop(name.toLowerCase(), listed)) out.push(name, rawHeaders[i + 1]);
+    const hopByHop = listed === null ? HOP_BY_HOP.has(actedOn(name)) : isHopByHop(name.toLowerCase(), listed);
+    if (!hopByHop) out.push(name, rawHeaders[i + 1]);
   }
   return out;
 }
@@ -185,6 +189,7 @@ function withoutField(headers, name) {
 }
 
 module.exports = {
+  isNamed,
   forwardRequestHeaders,
   forwardResponseHeaders,
   withoutField,
@@ -197,11 +202,11 @@ module.exports = {
 function connectionOptions(rawHeaders) {
   let listed = null;
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (rawHeaders[i].length !== 10 || rawHeaders[i].toLowerCase() !== 'connection') continue;
-    const value = rawHeaders[i + 1].toLowerCase();
+    if (!isNamed(rawHeaders[i], 'connection')) continue;
+    const value = rawHeaders[i + 1];
     // The usual single option names no header.
-    if (value === 'keep-alive' || value === 'close') continue;
-    for (const token of value.split(',')) {
+    if (isNamed(value, 'keep-alive') || isNamed(value, 'close')) continue;
+    for (const token of value.toLowerCase().split(',')) {
       const option = token.trim();
       if (option !== '' && !HOP_BY_HOP.has(option)) (listed ??= new Set()).add(option);
     }
@@ -215,6 +220,16 @@ function forwardedValue(value) {
 
 function isHopByHop(lowerName, listed) {
   return HOP_BY_HOP.has(lowerName) || (listed !== null && listed.has(lowerName));
+}
+
+// Which name of ACTED_ON_BY_LENGTH `name` is, in any case, or null; without allocating.
+function actedOn(name) {
+  const candidates = ACTED_ON_BY_LENGTH[name.length];
+  if (candidates === undefined) return null;
+  for (let i = 0; i < candidates.length; i++) {
+    if (isNamed(name, candidates[i])) return candidates[i];
+  }
+  return null;
 }
 
 // Whether a header name is `lower` (letters and '-' only) in any case, without

@@ -1,6 +1,7 @@
 'use strict';
 
 const { headProblem } = require('../request-checks');
+const { isNamed } = require('../headers');
 const { codes } = require('../../errors');
 
 // RFC 9110 §5.6.2 tchar: methods and field names.
@@ -90,8 +91,9 @@ function parseRequestHead(text) {
     const value = raw[raw.length - 1];
     switch (field) {
       case 1:
-        if (head.contentLength !== -1 || !/^\d{1,15}$/.test(value)) return refused(head, 'an invalid Content-Length');
-        head.contentLength = Number(value);
+        if (head.contentLength !== -1) return refused(head, 'an invalid Content-Length');
+        head.contentLength = decimal(value);
+        if (head.contentLength === -1) return refused(head, 'an invalid Content-Length');
         break;
       case 2:
         transferEncoding = transferEncoding === undefined ? value : `${transferEncoding}, ${value}`;
@@ -173,8 +175,9 @@ function parseResponseHead(text) {
     if (field === -1) return null;
     const value = raw[raw.length - 1];
     if (field === 1) {
-      if (!/^\d{1,15}$/.test(value) || (response.contentLength !== -1 && Number(value) !== response.contentLength)) return null;
-      response.contentLength = Number(value);
+      const length = decimal(value);
+      if (length === -1 || (response.contentLength !== -1 && length !== response.contentLength)) return null;
+      response.contentLength = length;
     } else if (field === 2) {
       transferEncoding = transferEncoding === undefined ? value : `${transferEncoding}, ${value}`;
     } else if (field === 4) {
@@ -232,12 +235,12 @@ function parseField(text, start, end, raw) {
   const name = text.slice(start, nameEnd);
   raw.push(name, text.slice(valueStart, valueEnd));
   switch (nameEnd - start) {
-    case 14: return name.toLowerCase() === 'content-length' ? 1 : 0;
-    case 17: return name.toLowerCase() === 'transfer-encoding' ? 2 : 0;
-    case 4: return name.toLowerCase() === 'host' ? 3 : 0;
-    case 10: return name.toLowerCase() === 'connection' ? 4 : 0;
-    case 6: return name.toLowerCase() === 'expect' ? 5 : 0;
-    case 7: return name.toLowerCase() === 'upgrade' ? 6 : 0;
+    case 14: return isNamed(name, 'content-length') ? 1 : 0;
+    case 17: return isNamed(name, 'transfer-encoding') ? 2 : 0;
+    case 4: return isNamed(name, 'host') ? 3 : 0;
+    case 10: return isNamed(name, 'connection') ? 4 : 0;
+    case 6: return isNamed(name, 'expect') ? 5 : 0;
+    case 7: return isNamed(name, 'upgrade') ? 6 : 0;
     default: return 0;
   }
 }
@@ -255,22 +258,33 @@ function hasBareCROrLF(text) {
 
 // Connection: close / keep-alive / upgrade, in any case, among other options.
 function connectionTokens(message, value) {
-  const lower = value.toLowerCase();
-  // The usual single option, without splitting.
-  if (lower === 'keep-alive') {
+  // The usual single option, without lowercasing or splitting.
+  if (isNamed(value, 'keep-alive')) {
     message.connectionKeepAlive = true;
     return;
   }
-  if (lower === 'close') {
+  if (isNamed(value, 'close')) {
     message.connectionClose = true;
     return;
   }
-  for (const token of lower.split(',')) {
+  for (const token of value.toLowerCase().split(',')) {
     const option = token.trim();
     if (option === 'close') message.connectionClose = true;
     else if (option === 'keep-alive') message.connectionKeepAlive = true;
     else if (option === 'upgrade') message.connectionUpgrade = true;
   }
+}
+
+// The value of 1 to 15 decimal digits (RFC 9110 §8.6 Content-Length), or -1.
+function decimal(text) {
+  if (text.length === 0 || text.length > 15) return -1;
+  let value = 0;
+  for (let i = 0; i < text.length; i++) {
+    const digit = text.charCodeAt(i) - 0x30;
+    if (digit < 0 || digit > 9) return -1;
+    value = value * 10 + digit;
+  }
+  return value;
 }
 
 function refused(head, reason) {
