@@ -212,7 +212,6 @@ function lendReadBuffer(socket, data) {
 
 module.exports = UpstreamSockets;
 module.exports.lendReadBuffer = lendReadBuffer;
-module.exports.READ_BUFFER_SIZE = READ_BUFFER_SIZE;
 
 function socketOnConnect() {
   const owner = this[kOwner];
