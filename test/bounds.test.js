@@ -98,13 +98,7 @@ describe('resource bounds', () => {
       client.write('GET /big HTTP/1.1\r\nHost: big.example\r\n\r\n');
       const head = await readHeadThenPause(client);
       assert.match(head, /^HTTP\/1\.1 200 /);
-      // No event says that nothing moves: poll the backend's side until its write has waited long enough.
-      const deadline = Date.now() + 10000;
-      while (stream.stalledSince === null || Date.now() - stream.stalledSince < STALLED_MS) {
-        assert.ok(stream.written < BIG_BODY, 'the backend wrote the whole body: nothing held it back');
-        assert.ok(Date.now() < deadline, `the backend's writes never stalled (${mib(stream.written)} MB written)`);
-        await sleep(20);
-      }
+      await untilStalled(stream);
       const growth = rss(lila.child.pid) - before;
 
       assert.ok(growth < SLOW_READER_GROWTH,
@@ -130,12 +124,7 @@ describe('resource bounds', () => {
     const [head] = await once(big, 'response');
     big.pause();
     assert.equal(head[':status'], 200);
-    const deadline = Date.now() + 10000;
-    while (stream.stalledSince === null || Date.now() - stream.stalledSince < STALLED_MS) {
-      assert.ok(stream.written < BIG_BODY, 'the backend wrote the whole body: nothing held it back');
-      assert.ok(Date.now() < deadline, `the backend's writes never stalled (${mib(stream.written)} MB written)`);
-      await sleep(20);
-    }
+    await untilStalled(stream);
     const growth = rss(lila.child.pid) - before;
 
     assert.ok(growth < SLOW_READER_GROWTH, `RSS grew ${mib(growth)} MB with ${mib(stream.written)} MB written by the backend`);
@@ -283,6 +272,17 @@ function drip(port, text) {
       }
     });
   });
+}
+
+// No event says that nothing moves: polls the backend's side (streamBigBody)
+// until its write has waited STALLED_MS, failing if it wrote the whole body.
+async function untilStalled(stream) {
+  const deadline = Date.now() + 10000;
+  while (stream.stalledSince === null || Date.now() - stream.stalledSince < STALLED_MS) {
+    assert.ok(stream.written < BIG_BODY, 'the backend wrote the whole body: nothing held it back');
+    assert.ok(Date.now() < deadline, `the backend's writes never stalled (${mib(stream.written)} MB written)`);
+    await sleep(20);
+  }
 }
 
 function sleep(ms) {
