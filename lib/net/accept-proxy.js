@@ -35,9 +35,14 @@ function acceptProxyProtocol(server, options) {
       for (const listener of listeners) listener.call(server, socket);
       return;
     }
+    // Whether a FIN half-closes the connection is the TLS socket's to decide, and it takes
+    // that from the stream it wraps: no half-open connection during the handshake (see
+    // halfOpenOnceSecure()); once it is done, the stream and the socket follow the TLS socket.
+    socket.allowHalfOpen = true;
     const stream = Duplex.from({ readable: socket, writable: socket });
+    stream.allowHalfOpen = false;
     stream.on('error', () => socket.destroy());
-    const peer = { source, local: localOf(socket) };
+    const peer = { source, local: localOf(socket), stream };
     wrapping.run(peer, () => {
       for (const listener of listeners) listener.call(server, stream);
     });
@@ -45,7 +50,9 @@ function acceptProxyProtocol(server, options) {
   if (options.tls) {
     server.prependListener('secureConnection', (tlsSocket) => {
       const peer = wrapping.getStore();
-      if (peer !== undefined) setPeer(tlsSocket, peer.source, peer.local);
+      if (peer === undefined) return;
+      setPeer(tlsSocket, peer.source, peer.local);
+      peer.stream.allowHalfOpen = true;
     });
   }
   // A listener that pauses on connect (the tcp layer) gets its connection paused, as without a header.

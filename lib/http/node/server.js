@@ -2,6 +2,7 @@
 
 const http = require('node:http');
 const https = require('node:https');
+const { halfOpenOnceSecure } = require('../../net/listener');
 const { Exchange, abandonRequests, isIdle } = require('./exchange');
 const { requestProblem } = require('../request-checks');
 const { peerAddressOf } = require('../../net/address');
@@ -44,10 +45,9 @@ function createHttpServer(balancer, logger, settings, health, traffic) {
     // How often Node looks for connections past headersTimeout.
     connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(settings.headerTimeout / 4)))
   };
-  // core http serves half-open connections itself; over TLS it must be asked.
-  const server = settings.tls === null
-    ? http.createServer(options)
-    : https.createServer({ ...settings.tls, ...options, allowHalfOpen: true });
+  // core http serves half-open connections itself; over TLS it must be asked, once the handshake is done.
+  const server = settings.tls === null ? http.createServer(options) : https.createServer({ ...settings.tls, ...options });
+  if (settings.tls !== null) halfOpenOnceSecure(server);
   server.keepAliveTimeout = settings.keepAliveTimeout;
   // A client's FIN after its request means it is done sending: Node then
   // answers what is in flight and ends the connection after the last response.
