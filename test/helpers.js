@@ -9,6 +9,7 @@ const path = require('node:path');
 const { createProxy, Logger } = require('../lib');
 
 const LILA = path.join(__dirname, '..', 'lila');
+const HEAP_PROBE = path.join(__dirname, 'fixtures', 'heap-probe.js');
 // Text or JSON, with or without " from <hosts file>".
 const STARTUP_LINE = /^(?:lila: |\{.*"msg":")(\S+) \((\S+)\) listening on (\S+) -> (\d+) servers?[^\n]*\n/m;
 const cleanups = [];
@@ -420,6 +421,7 @@ module.exports = {
   runLila,
   startLila,
   nextLine,
+  liveObjects,
   keepAliveAgent
 };
 
@@ -428,14 +430,18 @@ module.exports = {
  * and waits until it has exited.
  *
  * @param {string[]} args
- * @param {{cwd?: string, program?: string}} [options] cwd: where relative paths in args start;
- *   program: a node program to run instead of lila
+ * @param {{cwd?: string, program?: string, heapProbe?: boolean}} [options] cwd: where relative
+ *   paths in args start; program: a node program to run instead of lila; heapProbe: with
+ *   test/fixtures/heap-probe.js, for `liveObjects()`
  * @returns {{child: import('node:child_process').ChildProcess, stdout: string, stderr: string,
  *   closed: Promise<{code: number | null, signal: string | null}>}}
  */
 function spawnLila(args, options = {}) {
   const program = options.program === undefined ? LILA : options.program;
-  const child = spawn(process.execPath, [program, ...args], { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const nodeArgs = options.heapProbe === true ? ['--expose-gc', '--require', HEAP_PROBE] : [];
+  const stdio = ['ignore', 'pipe', 'pipe'];
+  if (options.heapProbe === true) stdio.push('ipc');
+  const child = spawn(process.execPath, [...nodeArgs, program, ...args], { cwd: options.cwd, stdio });
   const lila = { child, stdout: '', stderr: '', closed: null };
   child.stdout.setEncoding('utf8');
   child.stderr.setEncoding('utf8');
@@ -456,7 +462,7 @@ function spawnLila(args, options = {}) {
  * Runs lila to its end.
  *
  * @param {string[]} args
- * @param {{cwd?: string, program?: string}} [options] as for spawnLila
+ * @param {{cwd?: string, program?: string, heapProbe?: boolean}} [options] as for spawnLila
  * @returns {Promise<{code: number | null, signal: string | null, stdout: string, stderr: string}>}
  */
 async function runLila(args, options) {
@@ -470,7 +476,7 @@ async function runLila(args, options) {
  * with what it printed, if it exits first.
  *
  * @param {string[]} args
- * @param {{cwd?: string, program?: string}} [options] as for spawnLila
+ * @param {{cwd?: string, program?: string, heapProbe?: boolean}} [options] as for spawnLila
  * @returns {Promise<ReturnType<typeof spawnLila> & {line: string, mode: string, layer: string,
  *   host: string, port: number, count: number}>}
  */
@@ -535,6 +541,25 @@ function nextLine(lila, pattern, ms = 3000) {
     };
     lila.child.stderr.on('data', onData);
     lila.child.once('close', onClose);
+  });
+}
+
+/**
+ * What a lila started with `heapProbe` still holds after a garbage collection.
+ *
+ * @param {ReturnType<typeof spawnLila>} lila
+ * @returns {Promise<{heapUsed: number, sockets: number, sessions: number, streams: number}>}
+ *   sockets: net.Socket (TLS ones included); sessions and streams: HTTP/2's, both sides
+ */
+function liveObjects(lila) {
+  return new Promise((resolve, reject) => {
+    const onClose = () => reject(new Error(`lila exited before it answered; stderr:\n${lila.stderr}`));
+    lila.child.once('close', onClose);
+    lila.child.once('message', (message) => {
+      lila.child.removeListener('close', onClose);
+      resolve(message);
+    });
+    lila.child.send('heap');
   });
 }
 

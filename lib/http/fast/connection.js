@@ -38,7 +38,9 @@ class ClientConnection extends RequestReader {
     this.deadline = context.now() + context.settings.headerTimeout;
     this.deadlineKind = HEAD_DEADLINE;
     // Its first bytes may be the h2 preface (prior knowledge), on a plain listener.
-    this.mayBeH2 = context.h2 !== null && socket.encrypted !== true;
+    this.mayBeH2 = context.h2 !== null && (socket.encrypted !== true || socket.alpnProtocol === 'h2');
+    // TLS chose h2 (ALPN): the connection is h2's once its preface is in (see toH2()).
+    this.chosenH2 = this.mayBeH2 && socket.alpnProtocol === 'h2';
     socket[kConnection] = this;
     socket.on('data', clientOnData);
     socket.on('end', clientOnEnd);
@@ -208,7 +210,12 @@ class ClientConnection extends RequestReader {
 
   /**
    * Checks the connection's first bytes for the h2 preface: the connection
-   * goes to the h2 side when they are it.
+   * goes to the h2 side when they are it. One whose TLS handshake chose h2
+   * (ALPN) is handed over only then too: a client that leaves right after
+   * the handshake is seen leaving here, where the socket is read, while an h2
+   * session stops reading whenever a write of its own is pending, and a
+   * write to a TLS connection reset at that moment never completes (Node's
+   * TLS socket keeps the failed write as in progress; see client-session.js).
    *
    * @returns {boolean} true when HTTP/1.1 reading goes on
    */
@@ -216,11 +223,24 @@ class ClientConnection extends RequestReader {
     const state = prefaceState(this.buffer);
     if (state === 2) return false;
     this.mayBeH2 = false;
+    if (state === 0 && this.chosenH2) {
+      this.context.logger.debug(`client ${this.clientAddress}: h2: no connection preface`);
+      this.leaveUnanswered();
+      return false;
+    }
     if (state === 0) return true;
     const read = this.buffer;
     this.release();
-    this.context.h2.serve(this.socket, read);
+    this.context.h2.serve(this.socket, read, this.clientAddress);
     return false;
+  }
+
+  // An h2 connection whose preface did not come: nothing an HTTP/1.1 answer would fit.
+  leaveUnanswered() {
+    this.state = DONE;
+    this.buffer = null;
+    this.deadlineKind = NO_DEADLINE;
+    this.socket.destroy();
   }
 
   // The socket leaves this connection (for a tunnel or the h2 side): its listeners and deadline go.
@@ -259,6 +279,11 @@ class ClientConnection extends RequestReader {
       this.deadline = this.context.now() + this.context.settings.headerTimeout;
       return;
     }
+    if (this.chosenH2) {
+      this.context.logger.debug(`client ${this.clientAddress}: h2: no connection preface in time`);
+      this.leaveUnanswered();
+      return;
+    }
     this.context.logger.debug(`client ${this.clientAddress}: 408, the request headers did not arrive in time (${codes.REQUEST_TIMEOUT})`);
     this.answerAndClose(rawErrorResponse(408, 'the request headers did not arrive in time'));
   }
@@ -277,7 +302,7 @@ class ClientConnection extends RequestReader {
       return;
     }
     if (this.queue.length === 0) {
-      if (this.state === HEAD && this.buffer !== null) {
+      if (this.state === HEAD && this.buffer !== null && !this.chosenH2) {
         this.context.logger.debug(`client ${this.clientAddress}: 400, the connection ended mid-head (${codes.BAD_REQUEST})`);
         this.answerAndClose(rawErrorResponse(400, 'malformed request'));
       } else {

@@ -46,8 +46,8 @@ function createFastHttpServer(balancer, logger, settings, health, traffic) {
   if (settings.http2) context.h2 = new H2Front(context);
   const server = createListener(settings.tls, { allowHalfOpen: true, noDelay: true }, (socket) => {
     traffic.connections++;
-    if (context.h2 !== null && socket.alpnProtocol === 'h2') context.h2.serve(socket, null);
-    else new ClientConnection(context, socket);
+    // An h2 client too: the connection hands it to the h2 side once it has sent its preface.
+    new ClientConnection(context, socket);
   });
   // Deadlines (request head, keep-alive idle) are checked by one sweep, not a timer per request.
   let sweep = null;

@@ -1,58 +1,94 @@
 'use strict';
 
 const { constants } = require('node:http2');
-const { peerAddressOf, schemeOf } = require('../../net/address');
+const { schemeOf } = require('../../net/address');
+const { clearIdleTimer } = require('./idle-timer');
 
 // Which deadline `deadline` is, as the fast engine's connections name theirs (one sweep checks both).
 const NO_DEADLINE = 0;
 const FIRST_STREAM_DEADLINE = 1;
 const IDLE_DEADLINE = 2;
+const CLOSING_DEADLINE = 3;
+// How long a session lila closes may take to end by itself (its GOAWAY sent, the client
+// closing) before its connection is closed under it.
+const CLOSE_GRACE_MS = 1000;
 // Rapid reset (CVE-2023-44487, RFC 9113 §10.5): once a session has opened this many
 // streams, more than half of them reset by the client before their response ended
 // is an attack, not a browser cancelling a few; as Envoy's premature-reset rule.
 const RESET_WATCH_FROM = 100;
 // A reset this soon after the stream opened is premature.
 const PREMATURE_MS = 1000;
+const kClientSession = Symbol('kClientSession');
 
 /**
  * One HTTP/2 client connection (its `ServerHttp2Session`), seen as the fast
  * engine sees its connections: in the server's set, with the deadline the
  * server's sweep checks (the first stream within --header-timeout, then the
- * keep-alive timeout while no stream is open), `idle`, and the drain's
- * GOAWAY. It counts the streams the client resets early, and sends GOAWAY
+ * keep-alive timeout while no stream is open, then the grace of a session
+ * closing), `idle`, and the drain's GOAWAY. A connection silent for
+ * --header-timeout gets a PING, and is closed if it stays silent as long
+ * again. It counts the streams the client resets, and sends GOAWAY
  * (ENHANCE_YOUR_CALM) to a client that resets faster than it lets them run.
+ *
+ * Whenever lila ends a session, it closes the socket under it too if the
+ * session has not ended within a second: a TLS connection whose write failed
+ * at the wrong moment never completes another (Node's TLS socket keeps the
+ * failed write as in progress), and Node's session waits for it forever.
  */
 class ClientSession {
   /**
    * @param {object} context the fast server's context
    * @param {import('node:net').Socket} socket the client's connection (TLS or plain)
+   * @param {string} clientAddress the client's address, taken when it connected
    * @param {import('node:http2').ServerHttp2Session} session
    */
-  constructor(context, socket, session) {
+  constructor(context, socket, clientAddress, session) {
     this.context = context;
     this.socket = socket;
     this.session = session;
-    this.clientAddress = peerAddressOf(socket);
+    session[kClientSession] = this;
+    this.clientAddress = clientAddress;
     this.scheme = schemeOf(socket);
     this.active = 0;
     this.opened = 0;
     this.prematureResets = 0;
+    // The rapid-reset guard has acted (once a connection).
+    this.calmed = false;
     this.deadline = context.now() + context.settings.headerTimeout;
     this.deadlineKind = FIRST_STREAM_DEADLINE;
-    session.on('error', (err) => context.logger.debug(`client ${this.clientAddress}: h2: ${err.message}`));
-    // No frame either way for twice what a stream may wait without one (the queue, a
-    // connect, the backend's silence): every stream on it would have been answered or
-    // timed out by then, so the client is gone or reads nothing (its window stays shut,
-    // and Node then stops reading the socket, never seeing its FIN): it is closed.
-    const { settings, balancer } = context;
-    const quiet = 2 * (balancer.queue.timeout + settings.connectTimeout + settings.timeout);
-    session.setTimeout(quiet, () => {
-      context.logger.debug(`client ${this.clientAddress}: h2: no frame for ${quiet} ms; closed`);
-      session.destroy();
-    });
-    session.on('close', () => context.connections.delete(this));
+    // A PING sent for silence, not yet answered.
+    this.pinged = false;
+    session.on('error', sessionOnError);
+    // No frame either way for so long: the client may be gone without a FIN lila can see
+    // (Node stops reading a socket while a write to it is pending), or read nothing.
+    session.on('timeout', sessionOnSilence);
+    session.setTimeout(context.settings.headerTimeout);
+    session.on('close', sessionOnClose);
     context.connections.add(this);
     if (context.settings.draining) this.goAway();
+  }
+
+  /**
+   * The ClientSession of a core session, if it has one.
+   *
+   * @param {import('node:http2').ServerHttp2Session | undefined} session
+   * @returns {ClientSession | undefined}
+   */
+  static of(session) {
+    return session === undefined ? undefined : session[kClientSession];
+  }
+
+  /**
+   * Whether a stream that closed before its response ended was reset by
+   * the client (RST_STREAM), not closed with its connection.
+   *
+   * @param {import('node:http2').ServerHttp2Stream} stream closed
+   * @returns {boolean}
+   */
+  resetByClient(stream) {
+    // A connection that closes (or a GOAWAY with an error) closes its streams with the session
+    // gone; a RST_STREAM closes one stream and leaves the session.
+    return stream.rstCode !== undefined && !this.session.destroyed;
   }
 
   /** True when no stream is open. */
@@ -76,16 +112,20 @@ class ClientSession {
   streamClosed(openedAt, resetEarly) {
     this.active--;
     const now = this.context.now();
-    if (resetEarly && now - openedAt < PREMATURE_MS && ++this.prematureResets * 2 > this.opened && this.opened >= RESET_WATCH_FROM) {
+    if (resetEarly && !this.calmed && now - openedAt < PREMATURE_MS && ++this.prematureResets * 2 > this.opened &&
+      this.opened >= RESET_WATCH_FROM) {
+      this.calmed = true;
       this.context.logger.warn(`client ${this.clientAddress}: ${this.prematureResets} of ${this.opened} h2 streams reset before their response; ` +
         'GOAWAY (rapid reset)');
-      this.deadlineKind = NO_DEADLINE;
+      this.closingFrom(now);
       // Not from inside the session's frame processing (a 'stream' event): Node 22 aborts the
       // process when a session destroyed there still has DATA frames of that read to process.
       setImmediate(destroyCalmly, this.session);
       return;
     }
-    if (this.active === 0 && !this.session.closed) this.idleUntil(now + this.context.idleTimeout);
+    if (this.active !== 0) return;
+    if (this.session.closed) this.closingFrom(now);
+    else this.idleUntil(now + this.context.idleTimeout);
   }
 
   /**
@@ -98,19 +138,84 @@ class ClientSession {
     this.deadlineKind = IDLE_DEADLINE;
   }
 
-  /** The sweep found the deadline passed: no stream came in time. */
+  /** The sweep found the deadline passed: no stream came in time, or the session did not end. */
   expired() {
+    if (this.deadlineKind === CLOSING_DEADLINE) {
+      this.deadlineKind = NO_DEADLINE;
+      this.context.logger.debug(`client ${this.clientAddress}: h2: the session did not end within ${CLOSE_GRACE_MS} ms; connection closed`);
+      this.socket.destroy();
+      return;
+    }
     this.deadlineKind = NO_DEADLINE;
     this.goAway();
   }
 
-  /** GOAWAY: no new stream; those open finish, then the connection closes. */
+  /**
+   * GOAWAY: no new stream; those open finish, then the connection closes.
+   * A session with streams open is asked for a PING first: one that cannot
+   * answer within a second (see the class) is closed then, not at the end of
+   * a drain.
+   */
   goAway() {
-    if (!this.session.closed && !this.session.destroyed) this.session.close();
+    const session = this.session;
+    if (session.closed || session.destroyed) return;
+    if (this.active === 0) {
+      session.close();
+      this.closingFrom(this.context.now());
+      return;
+    }
+    // Before close(): Node sends no PING on a closed session.
+    if (!this.pinged) this.ping(CLOSE_GRACE_MS);
+    session.close();
+  }
+
+  // lila ends the session now: it has CLOSE_GRACE_MS to end by itself.
+  closingFrom(now) {
+    this.deadline = now + CLOSE_GRACE_MS;
+    this.deadlineKind = CLOSING_DEADLINE;
+  }
+
+  /** No frame for as long as Node's timer was set: a PING, or, when one is unanswered already, the end. */
+  silent() {
+    if (this.session.destroyed) return;
+    if (this.pinged) {
+      this.context.logger.debug(`client ${this.clientAddress}: h2: a PING unanswered; connection closed`);
+      this.socket.destroy();
+      return;
+    }
+    this.ping(this.context.settings.headerTimeout);
+  }
+
+  // Sends a PING; Node's timer, armed again, fires if no frame comes within `ms`.
+  ping(ms) {
+    const session = this.session;
+    this.pinged = true;
+    session.ping((err) => {
+      if (err || session.destroyed) return;
+      this.pinged = false;
+      session.setTimeout(this.context.settings.headerTimeout);
+    });
+    session.setTimeout(ms);
   }
 }
 
 module.exports = ClientSession;
+
+function sessionOnError(err) {
+  const clientSession = this[kClientSession];
+  clientSession.context.logger.debug(`client ${clientSession.clientAddress}: h2: ${err.message}`);
+}
+
+function sessionOnSilence() {
+  this[kClientSession].silent();
+}
+
+// Everything the session holds is let go: its timer above all.
+function sessionOnClose() {
+  clearIdleTimer(this);
+  const clientSession = this[kClientSession];
+  clientSession.context.connections.delete(clientSession);
+}
 
 function destroyCalmly(session) {
   if (!session.destroyed) session.destroy(constants.NGHTTP2_ENHANCE_YOUR_CALM);

@@ -8,7 +8,6 @@ const { errorBody } = require('../error-response');
 
 // The client connection preface (RFC 9113 §3.4): h2 with prior knowledge.
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
-const kSession = Symbol('kSession');
 
 /**
  * The fast engine's HTTP/2 side: client connections that chose h2 (by ALPN
@@ -31,65 +30,69 @@ class H2Front {
         enablePush: false
       }
     });
-    // The socket being handed over, for the 'session' event it causes at once.
+    // The socket being handed over and its client, for the 'session' event it causes at once.
     this.incoming = null;
+    this.incomingClient = '';
     this.server.on('session', (session) => {
-      session[kSession] = new ClientSession(context, this.incoming, session);
+      new ClientSession(context, this.incoming, this.incomingClient, session);
+      // The session's own event, not the server's: a stream reset in the same read as its
+      // HEADERS (a rapid reset) is destroyed by then, and no longer knows its session.
+      session.on('stream', sessionOnStream);
     });
-    this.server.on('stream', (stream, headers, flags, rawHeaders) => this.serveStream(stream, rawHeaders));
   }
 
   /**
    * Serves an h2 connection.
    *
    * @param {import('node:net').Socket} socket
-   * @param {Buffer | null} read bytes already read off it (the preface), given back first
+   * @param {Buffer} read bytes already read off it (its preface), given back first
+   * @param {string} clientAddress the client's address, as the connection took it
    */
-  serve(socket, read) {
+  serve(socket, read, clientAddress) {
     // The fast engine's listener keeps sockets half-open for HTTP/1.1 clients; an h2
     // client's FIN means it is gone, and nothing else would close the socket then.
     socket.allowHalfOpen = false;
-    if (read !== null) {
-      socket.pause();
-      socket.unshift(read);
-    }
+    socket.pause();
+    socket.unshift(read);
     this.incoming = socket;
+    this.incomingClient = clientAddress;
     this.server.emit('connection', socket);
     this.incoming = null;
   }
+}
 
-  serveStream(stream, rawHeaders) {
-    // The 'stream' event comes a tick after its HEADERS: the session may be gone by then.
-    const owner = stream.session;
-    if (owner === undefined || owner[kSession] === undefined) {
-      stream.on('error', noop);
-      return;
-    }
-    const session = owner[kSession];
-    stream.on('error', streamOnError);
-    session.streamOpened();
-    // Reset in the same read as its HEADERS (a rapid reset): already closed, nothing to do.
-    if (stream.closed || stream.destroyed) {
-      session.streamClosed(this.context.now(), true);
-      return;
-    }
-    const head = requestHeadOfStream(rawHeaders, stream.endAfterHeaders);
-    // CONNECT (and RFC 8441's extended CONNECT) asks for a tunnel lila does not make.
-    if (head.method === 'CONNECT') {
-      stream.on('close', () => session.streamClosed(0, false));
-      stream.respond({ ':status': 501, 'content-type': 'text/plain; charset=utf-8' });
-      stream.end(errorBody(501, 'CONNECT is not supported: lila is a reverse proxy'));
-      return;
-    }
-    const exchange = new StreamExchange(new StreamClient(session, stream), head, stream);
-    // A bodiless request is left unread: Node then closes the stream as soon as it is answered.
-    if (!stream.endAfterHeaders) {
-      stream.on('data', streamOnData);
-      stream.on('end', streamOnEnd);
-    }
-    stream.on('close', streamOnClose);
-    exchange.start();
+/**
+ * Serves a stream of a client session: it becomes a `StreamExchange`.
+ *
+ * @param {import('./client-session')} session
+ * @param {import('node:http2').ServerHttp2Stream} stream
+ * @param {string[]} rawHeaders
+ */
+function serveStream(session, stream, rawHeaders) {
+  stream.on('error', streamOnError);
+  session.streamOpened();
+  // Reset in the same read as its HEADERS (a rapid reset), or closed with its connection:
+  // already closed, nothing to do but count it.
+  if (stream.closed || stream.destroyed) {
+    session.streamClosed(session.context.now(), session.resetByClient(stream));
+    return;
   }
+  const head = requestHeadOfStream(rawHeaders, stream.endAfterHeaders);
+  // CONNECT (and RFC 8441's extended CONNECT) asks for a tunnel lila does not make.
+  if (head.method === 'CONNECT') {
+    stream.on('close', () => session.streamClosed(0, false));
+    stream.respond({ ':status': 501, 'content-type': 'text/plain; charset=utf-8' });
+    stream.end(errorBody(501, 'CONNECT is not supported: lila is a reverse proxy'));
+    return;
+  }
+  const exchange = new StreamExchange(new StreamClient(session, stream), head, stream);
+  // A bodiless request is left unread: Node then closes the stream as soon as it is answered.
+  if (!stream.endAfterHeaders) {
+    stream.on('data', streamOnData);
+    stream.on('end', streamOnEnd);
+  }
+  stream.on('close', streamOnClose);
+  exchange.start();
 }
 
 /**
@@ -105,6 +108,15 @@ function prefaceState(buffer) {
 }
 
 module.exports = { H2Front, prefaceState };
+
+// The 'stream' event comes a tick after its HEADERS: its session may be over by then.
+function sessionOnStream(stream, headers, flags, rawHeaders) {
+  if (this.destroyed) {
+    stream.on('error', noop);
+    return;
+  }
+  serveStream(ClientSession.of(this), stream, rawHeaders);
+}
 
 function noop() {}
 
@@ -128,7 +140,7 @@ function streamOnError(err) {
 // Over (answered, reset, or the connection gone): the exchange frees what it holds.
 function streamOnClose() {
   const exchange = this.exchange;
-  const resetEarly = !exchange.responseDone && !exchange.resetByLila;
+  const session = exchange.connection.session;
   exchange.finish();
-  exchange.connection.session.streamClosed(exchange.openedAt, resetEarly);
+  session.streamClosed(exchange.openedAt, !exchange.responseDone && !exchange.resetByLila && session.resetByClient(this));
 }
