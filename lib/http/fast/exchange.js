@@ -76,7 +76,7 @@ class FastExchange extends ResponseRelay {
   use(backend) {
     this.backend = backend;
     this.servedBy = backend;
-    this.send(false);
+    this.send(null);
   }
 
   /** Its wait in the queue is over: a backend acquired for it, or null when none is left. */
@@ -104,11 +104,13 @@ class FastExchange extends ResponseRelay {
   /**
    * Sends the request to `this.backend`.
    *
-   * @param {boolean} fresh on a new connection, not a pooled one
+   * @param {object | null} failed an upstream the request failed on: this time on a new
+   *   connection, not a pooled one (for an h2 backend, a session opened after that one's)
    */
-  send(fresh) {
+  send(failed) {
+    const fresh = failed !== null;
     if (this.backend.h2) {
-      this.sendStream(fresh);
+      this.sendStream(fresh && failed.h2 === true ? failed.serial : -1);
       return;
     }
     const pools = this.context.pools;
@@ -133,9 +135,9 @@ class FastExchange extends ResponseRelay {
    * Sends the request on a stream of an `h2` backend's session: its events
    * come as an upstream socket's do, plus the response as h2 gives it.
    *
-   * @param {boolean} fresh on a new session, not one that carried streams already
+   * @param {number} after on a session opened after the one of this serial; -1: any
    */
-  sendStream(fresh) {
+  sendStream(after) {
     const request = this.request;
     const backend = this.backend;
     const headers = upstreamStreamHeaders(request.method, request.url, this.forwardedHeaders(), backend.tls ? 'https' : 'http');
@@ -146,7 +148,7 @@ class FastExchange extends ResponseRelay {
       endStream: !this.hasBody,
       // An HTTP/1.1 client's chunked body reaches an h2 backend without its framing.
       dechunk: request.chunked && request.h2 !== true,
-      fresh,
+      after,
       maxTrailerBytes: this.context.settings.maxHeaderSize
     };
     const upstream = new UpstreamStream(this.context.h2Sessions, backend, headers, options, this);
@@ -303,24 +305,27 @@ class FastExchange extends ResponseRelay {
       this.forward();
       return;
     }
-    if (this.mayRetry()) {
-      // The backend closed an idle pooled socket as lila reused it.
-      logger.debug(`backend ${backend.name}: ${describeError(err)} on a reused connection; retrying on a new one`);
+    if (this.mayRetry(err)) {
+      // The backend closed an idle pooled socket as lila reused it, or never processed the
+      // stream (h2: REFUSED_STREAM, or a GOAWAY's last stream id below it).
+      const why = err.unprocessed === true ? 'not processed by the backend' : 'on a reused connection';
+      logger.debug(`backend ${backend.name}: ${describeError(err)} ${why}; retrying on a new one`);
       this.retried = true;
-      this.send(true);
+      this.send(socket);
       return;
     }
-    if (this.responseHead === null) health.failedWith(backend, err);
+    // A GOAWAY is the backend's decision (shutting down, or too many resets), not it failing.
+    if (this.responseHead === null && err.goaway !== true) health.failedWith(backend, err);
     this.release();
     const what = `backend ${backend.name}: ${describeError(err)}`;
     this.fail(upstreamError(this.timedOut), what);
   }
 
-  // Only an idempotent request without a body that got no byte back on a
-  // reused socket is sent again, once.
-  mayRetry() {
-    return !this.retried && !this.timedOut && !this.received && !this.hasBody &&
-      this.reused && IDEMPOTENT.has(this.request.method);
+  // Only a request without a body that got no byte back is sent again, once: any that
+  // the backend says it never processed, an idempotent one that failed on a reused socket.
+  mayRetry(err) {
+    if (this.retried || this.timedOut || this.received || this.hasBody) return false;
+    return err.unprocessed === true || (this.reused && IDEMPOTENT.has(this.request.method));
   }
 
   /**

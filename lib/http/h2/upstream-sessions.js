@@ -4,9 +4,15 @@ const http2 = require('node:http2');
 const { connectBackend } = require('../../net/backend-connect');
 const { formatHostPort } = require('../../net/address');
 const { timeoutError } = require('../../errors');
+const { clearIdleTimer } = require('./idle-timer');
 
 // Streams a session takes before its peer's SETTINGS say how many it allows.
 const FIRST_STREAMS = 100;
+// Streams lila may reset (RST_STREAM, for clients that cancelled) on one session before new
+// streams go to a fresh one: servers take many resets on a session for an attack (nghttp2,
+// and so Node, send GOAWAY past a burst of 1000; Envoy and Go have rules of their own), and
+// then fail every other stream on it. This one is drained (its streams finish), not killed.
+const RESET_BUDGET = 200;
 // A session with no stream for this long closes (gRPC servers keep theirs for hours;
 // lila reopens one in a round trip).
 const IDLE_TIMEOUT = 60000;
@@ -16,6 +22,7 @@ const kActive = Symbol('kActive');
 const kGone = Symbol('kGone');
 // It has carried a stream: a failure on it may be of a session the backend closed.
 const kUsed = Symbol('kUsed');
+const kResets = Symbol('kResets');
 
 /**
  * The HTTP/2 sessions to `h2` backends, for one proxy: one multiplexed
@@ -38,6 +45,8 @@ class UpstreamSessions {
     this.logger = logger;
     /** @type {Map<import('../../balancing/backend'), http2.ClientHttp2Session[]>} */
     this.sessions = new Map();
+    // Numbers the sessions in the order they open.
+    this.serial = 0;
     this.closed = false;
     this.onDrained = (backend) => this.drop(backend);
     balancer.on('drained', this.onDrained);
@@ -47,15 +56,18 @@ class UpstreamSessions {
    * A session to the backend with room for one more stream; new when none has.
    *
    * @param {import('../../balancing/backend')} backend
-   * @param {boolean} fresh not one that has carried streams already (a retry)
+   * @param {number} after only a session opened after the one with this serial (a retry of a
+   *   stream that failed on it, so that the retries of all its streams share one new session);
+   *   -1 for any
    * @returns {http2.ClientHttp2Session} connected or connecting
    */
-  sessionFor(backend, fresh) {
+  sessionFor(backend, after) {
     const list = this.sessions.get(backend);
-    if (list !== undefined && !fresh) {
+    if (list !== undefined) {
       for (const session of list) {
         // Closed or destroyed sessions wait for their 'close' to be forgotten: none takes a stream.
-        if (!session[kGone] && !session.closed && !session.destroyed && session[kActive] < room(session)) return session;
+        if (session.serial > after && !session[kGone] && !session.closed && !session.destroyed &&
+          session[kActive] < room(session)) return session;
       }
     }
     return this.open(backend);
@@ -74,9 +86,22 @@ class UpstreamSessions {
     session[kActive]++;
     stream.once('close', () => {
       session[kActive]--;
-      if (session[kActive] === 0 && (session[kBackend].removed || this.closed)) session.close();
+      if (session[kActive] === 0 && (session[kGone] || session[kBackend].removed || this.closed)) session.close();
     });
     return used;
+  }
+
+  /**
+   * lila resets a stream of `session` (its client cancelled): past the
+   * budget, the session takes no new stream and closes once its streams are done.
+   *
+   * @param {http2.ClientHttp2Session} session
+   */
+  resetOn(session) {
+    if (++session[kResets] !== RESET_BUDGET) return;
+    this.logger.debug(`backend ${session[kBackend].name}: h2 session: ${RESET_BUDGET} streams reset; new streams go to a new session`);
+    this.forget(session);
+    if (session[kActive] === 0) session.close();
   }
 
   open(backend) {
@@ -89,6 +114,10 @@ class UpstreamSessions {
     session[kActive] = 0;
     session[kGone] = false;
     session[kUsed] = false;
+    session[kResets] = 0;
+    session.serial = ++this.serial;
+    // Set by GOAWAY: the streams above it were never processed by the backend.
+    session.lastStreamId = Infinity;
     let list = this.sessions.get(backend);
     if (list === undefined) this.sessions.set(backend, (list = []));
     list.push(session);
@@ -98,9 +127,13 @@ class UpstreamSessions {
     connectTimer.unref();
     session.once('connect', () => clearTimeout(connectTimer));
     session.on('error', (err) => this.logger.debug(`backend ${backend.name}: h2 session: ${err.message}`));
-    session.on('goaway', () => this.forget(session));
+    session.on('goaway', (code, lastStreamId) => {
+      session.lastStreamId = lastStreamId;
+      this.forget(session);
+    });
     session.on('close', () => {
       clearTimeout(connectTimer);
+      clearIdleTimer(session);
       this.forget(session);
     });
     session.setTimeout(IDLE_TIMEOUT, () => {

@@ -3,6 +3,7 @@
 const { constants } = require('node:http2');
 const ChunkedScanner = require('../fast/chunked-scanner');
 const { responseHeadOfStream } = require('./translate');
+const { clearIdleTimer } = require('./idle-timer');
 
 /**
  * @typedef {object} StreamOwner What uses an upstream stream (a fast exchange): the events of
@@ -29,7 +30,8 @@ class UpstreamStream {
    * @param {import('./upstream-sessions')} sessions
    * @param {import('../../balancing/backend')} backend
    * @param {Record<string, string | string[]>} headers
-   * @param {{endStream: boolean, dechunk: boolean, fresh: boolean, maxTrailerBytes: number}} options
+   * @param {{endStream: boolean, dechunk: boolean, after: number, maxTrailerBytes: number}} options
+   *   after: on a session opened after the one of this serial (-1: any), see sessionFor()
    * @param {StreamOwner} owner
    */
   constructor(sessions, backend, headers, options, owner) {
@@ -38,8 +40,10 @@ class UpstreamStream {
     this.ended = false;
     this.scanner = options.dechunk ? new ChunkedScanner(options.maxTrailerBytes) : null;
     this.sink = this.scanner === null ? null : (buffer, from, to) => this.stream.write(buffer.subarray(from, to));
-    const session = sessions.sessionFor(backend, options.fresh);
+    const session = sessions.sessionFor(backend, options.after);
     const stream = session.request(headers, { endStream: options.endStream });
+    this.sessions = sessions;
+    this.session = session;
     this.stream = stream;
     this.reused = sessions.track(session, stream);
     stream.upstream = this;
@@ -56,6 +60,11 @@ class UpstreamStream {
 
   get destroyed() {
     return this.stream.destroyed;
+  }
+
+  /** The serial of its session, for a retry that must not go on it again. */
+  get serial() {
+    return this.session.serial;
   }
 
   /** Body bytes for the backend; false when the stream's buffer is full. */
@@ -110,7 +119,10 @@ class UpstreamStream {
 module.exports = UpstreamStream;
 
 function cancel(stream) {
-  if (!stream.destroyed && !stream.closed) stream.close(constants.NGHTTP2_CANCEL);
+  if (stream.destroyed || stream.closed) return;
+  stream.close(constants.NGHTTP2_CANCEL);
+  const upstream = stream.upstream;
+  upstream.sessions.resetOn(upstream.session);
 }
 
 function streamOnReady() {
@@ -142,12 +154,14 @@ function streamOnEnd() {
 
 function streamOnError(err) {
   const upstream = this.upstream;
-  if (upstream.owner !== null) upstream.owner.upstreamFailed(upstream, err);
+  if (upstream.owner !== null) upstream.owner.upstreamFailed(upstream, described(upstream, err));
 }
 
 // Ended whole (END_STREAM, no error code): the response is over. Else the
 // backend reset the stream, or its session died.
 function streamOnClose() {
+  // Destroyed with its session (a GOAWAY with an error code), its --timeout timer would outlive it.
+  clearIdleTimer(this);
   const upstream = this.upstream;
   if (upstream.owner === null) return;
   const code = this.rstCode;
@@ -158,7 +172,25 @@ function streamOnClose() {
   const err = code === constants.NGHTTP2_REFUSED_STREAM
     ? Object.assign(new Error('the backend refused the stream'), { code: 'ECONNREFUSED' })
     : Object.assign(new Error(`the backend reset the stream (h2 error ${code})`), { code: 'ECONNRESET' });
-  upstream.owner.upstreamFailed(upstream, err);
+  upstream.owner.upstreamFailed(upstream, described(upstream, err));
+}
+
+/**
+ * Marks a stream's failure with what the backend said of it: `unprocessed`
+ * when it never processed the stream (REFUSED_STREAM, or above the last
+ * stream id of its GOAWAY, RFC 9113 §8.7), which makes any request safe to
+ * send again; `goaway` when the backend closed the session with GOAWAY, its
+ * own decision (a shutdown, or too many resets), not a backend failing.
+ */
+function described(upstream, err) {
+  const stream = upstream.stream;
+  const session = upstream.session;
+  const goaway = session.lastStreamId !== Infinity;
+  const unprocessed = stream.rstCode === constants.NGHTTP2_REFUSED_STREAM ||
+    (goaway && (stream.id === undefined || stream.id > session.lastStreamId));
+  if (unprocessed) err.unprocessed = true;
+  if (goaway) err.goaway = true;
+  return err;
 }
 
 function streamOnDrain() {
