@@ -1,12 +1,14 @@
 'use strict';
 
 const http = require('node:http');
+const http2 = require('node:http2');
 const { once } = require('node:events');
 
 const HOST = '127.0.0.1';
 const NAMES = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 
 const kBody = Symbol('kBody');
+const kSessions = Symbol('kSessions');
 
 /**
  * @typedef {object} RunningBackend
@@ -21,7 +23,8 @@ const kBody = Symbol('kBody');
  * cannot listen, the others are closed again and the listen error is thrown.
  *
  * @param {number} count how many, 1 to 26
- * @param {{ports?: number[]}} [options] a port per backend; 0 (any free port) where missing
+ * @param {{ports?: number[], h2?: boolean}} [options] ports: a port per backend, 0 (any free
+ *   port) where missing; h2: h2c with prior knowledge (core `http2`, its default settings)
  * @returns {Promise<{backends: RunningBackend[], close: () => Promise<void>}>}
  */
 async function startBackends(count, options = {}) {
@@ -30,7 +33,7 @@ async function startBackends(count, options = {}) {
   }
   const ports = options.ports || [];
   const names = [...NAMES.slice(0, count)];
-  const started = await Promise.allSettled(names.map((name, i) => startBackend(name, ports[i] || 0)));
+  const started = await Promise.allSettled(names.map((name, i) => startBackend(name, ports[i] || 0, options.h2 === true)));
   const backends = started.filter((s) => s.status === 'fulfilled').map((s) => s.value);
   const close = () => Promise.all(backends.map(closeBackend)).then(() => {});
   const failed = started.find((s) => s.status === 'rejected');
@@ -43,8 +46,17 @@ async function startBackends(count, options = {}) {
 
 module.exports = { startBackends };
 
-async function startBackend(name, port) {
-  const server = http.createServer(backendOnRequest);
+async function startBackend(name, port, h2) {
+  const server = h2 ? http2.createServer(backendOnRequest) : http.createServer(backendOnRequest);
+  if (h2) {
+    server[kSessions] = new Set();
+    server.on('session', (session) => {
+      server[kSessions].add(session);
+      session.on('close', () => server[kSessions].delete(session));
+      // A client's reset or a session gone: no process-wide error for it.
+      session.on('error', () => {});
+    });
+  }
   server[kBody] = Buffer.from(`Hello from ${name}\n`);
   server.listen(port, HOST);
   await once(server, 'listening');
@@ -60,17 +72,20 @@ function backendOnRequest(request, response) {
 function closeBackend(backend) {
   return new Promise((resolve) => {
     backend.server.close(resolve);
-    backend.server.closeAllConnections();
+    const sessions = backend.server[kSessions];
+    if (sessions === undefined) backend.server.closeAllConnections();
+    else for (const session of sessions) session.destroy();
   });
 }
 
-// `node bench/backends.js 3`: one JSON line with the ports, then up until SIGTERM or SIGINT.
+// `node bench/backends.js 3 [--h2]`: one JSON line with the ports, then up until SIGTERM or SIGINT.
 async function main(args) {
-  const text = args[0] === undefined ? '3' : args[0];
+  const h2 = args.includes('--h2');
+  const text = args.find((arg) => arg !== '--h2') || '3';
   let running;
   try {
     if (!/^[0-9]+$/.test(text)) throw new RangeError(`count must be an integer, received "${text}"`);
-    running = await startBackends(Number(text));
+    running = await startBackends(Number(text), { h2 });
   } catch (err) {
     process.stderr.write(`backends: ${err.message}\n`);
     process.exitCode = 1;

@@ -84,7 +84,57 @@ function memory(pids) {
   return { rss, peak };
 }
 
-module.exports = { processTree, cpuSeconds, machineCpuSeconds, memory };
+/**
+ * The descriptors a process has open (the entries of `/proc/<pid>/fd`).
+ *
+ * @param {number} pid
+ * @returns {number}
+ */
+function descriptors(pid) {
+  return fs.readdirSync(`/proc/${pid}/fd`).length;
+}
+
+/**
+ * Waits until the process holds at most `target` descriptors (its
+ * connections ended, idle upstream sockets closed), polling: nothing tells a
+ * bench when. At the deadline, the count it has then.
+ *
+ * @param {number} pid
+ * @param {number} target
+ * @param {number} [deadlineMs]
+ * @returns {Promise<number>}
+ */
+async function descriptorsAtRest(pid, target, deadlineMs = 10000) {
+  const deadline = Date.now() + deadlineMs;
+  let count = descriptors(pid);
+  while (count > target && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    count = descriptors(pid);
+  }
+  return count;
+}
+
+/**
+ * Least squares: the slope of y over x.
+ *
+ * @param {number[]} xs
+ * @param {number[]} ys
+ * @returns {number}
+ */
+function slopeOf(xs, ys) {
+  const mean = (values) => values.reduce((sum, v) => sum + v, 0) / values.length;
+  const mx = mean(xs);
+  const my = mean(ys);
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < xs.length; i++) {
+    num += (xs[i] - mx) * (ys[i] - my);
+    den += (xs[i] - mx) ** 2;
+  }
+  return num / den;
+}
+
+module.exports = { processTree, cpuSeconds, machineCpuSeconds, memory, descriptors, descriptorsAtRest, slopeOf };
 
 // The fields of /proc/<pid>/stat after `(comm)`, which may itself hold spaces and parentheses.
 function statFields(pid) {

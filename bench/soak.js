@@ -7,7 +7,8 @@ const path = require('node:path');
 const { parseArgs } = require('node:util');
 const autocannon = require('autocannon');
 const { LILA, BACKENDS, startChild, stopChild, parsePorts, parseLilaPort } = require('./children');
-const { memory } = require('./proc-stats');
+const { memory, descriptors, descriptorsAtRest, slopeOf } = require('./proc-stats');
+const { soakH2 } = require('./soak-h2');
 
 const LAYERS = ['http', 'tcp'];
 // maxSlope: the RSS slope above which a phase fails, kB/s. The issue's last run measured +2.3
@@ -46,9 +47,11 @@ main().then((code) => {
 
 // `npm run soak [-- --quick]`: lila http (the default fast engine) and lila tcp, each under
 // keep-alive requests and then `Connection: close` ones, lila's RSS and descriptors sampled
-// every second; one line per phase. Exit code 0: every phase within its bounds; 1: not.
+// every second; one line per phase. `-- --h2`: browser-like h2 clients instead (soak-h2.js).
+// Exit code 0: every phase within its bounds; 1: not.
 async function main() {
-  const { quick } = optionsFrom(process.argv.slice(2));
+  const { quick, h2 } = optionsFrom(process.argv.slice(2));
+  if (h2) return soakH2({ quick });
   const children = [];
   const failures = [];
   try {
@@ -80,7 +83,7 @@ async function main() {
  * RSS and descriptors read every second, and lila at rest again.
  */
 async function soak(port, pid, rest, load) {
-  const fdsStart = await atRest(pid, rest);
+  const fdsStart = await descriptorsAtRest(pid, rest, REST_DEADLINE_MS);
   await drive(port, { ...load, requests: Math.round(load.requests * WARMUP_SHARE) });
   // Right after the warm-up: a few idle seconds and V8 gives back some of the heap it grew. The
   // first sample is a second in, once the load's connections are open and their buffers in use.
@@ -96,7 +99,7 @@ async function soak(port, pid, rest, load) {
   }
   const seconds = (performance.now() - started) / 1000;
   if (samples.length === 0) sample();
-  const fdsEnd = await atRest(pid, fdsStart);
+  const fdsEnd = await descriptorsAtRest(pid, fdsStart, REST_DEADLINE_MS);
   const span = samples[samples.length - 1].at - samples[0].at;
   return {
     ...result,
@@ -174,39 +177,9 @@ function closedRequest(port) {
   });
 }
 
-// Waits until lila holds at most `target` descriptors (connections ended, idle upstream sockets
-// closed), polling: nothing tells the bench. At the deadline, the count it has then.
-async function atRest(pid, target) {
-  const deadline = Date.now() + REST_DEADLINE_MS;
-  let count = descriptors(pid);
-  while (count > target && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    count = descriptors(pid);
-  }
-  return count;
-}
-
-function descriptors(pid) {
-  return fs.readdirSync(`/proc/${pid}/fd`).length;
-}
-
-// Least squares: the slope of y over x.
-function slopeOf(xs, ys) {
-  const mean = (values) => values.reduce((sum, v) => sum + v, 0) / values.length;
-  const mx = mean(xs);
-  const my = mean(ys);
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < xs.length; i++) {
-    num += (xs[i] - mx) * (ys[i] - my);
-    den += (xs[i] - mx) ** 2;
-  }
-  return num / den;
-}
-
 function optionsFrom(args) {
-  const { values } = parseArgs({ args, options: { quick: { type: 'boolean' } } });
-  return { quick: values.quick === true };
+  const { values } = parseArgs({ args, options: { quick: { type: 'boolean' }, h2: { type: 'boolean' } } });
+  return { quick: values.quick === true, h2: values.h2 === true };
 }
 
 function printHeader(quick) {
