@@ -117,9 +117,11 @@ class Proxy {
    *   through DNS (`host:port,resolve`, `srv:_service._proto.name`); the system's by default
    * @param {number} [options.resolveInterval] ms, the longest time between two lookups of such a
    *   name; they follow the answer's TTL, at least 1 s apart (default 10000)
-   * @param {{certificates: {cert: string, key?: string}[], minVersion?: '1.2' | '1.3'}} [options.tls]
+   * @param {{certificates: {cert: string, key?: string}[], minVersion?: '1.2' | '1.3', ciphers?: string,
+   *   curves?: string}} [options.tls]
    *   terminate TLS on the listener (both layers): certificate files or directories with their
-   *   keys, chosen by SNI (the first for clients without one); `reloadCertificates()` re-reads them
+   *   keys, chosen by SNI (the first for clients without one); `reloadCertificates()` re-reads them;
+   *   ciphers and curves as OpenSSL lists them (default: Mozilla's intermediate profile)
    * @param {{ca?: string, insecure?: boolean}} [options.backendTls] how `tls` backends are checked:
    *   against a CA file, Node's CAs (default) or not at all
    * @param {boolean} [options.acceptProxy] every client connection starts with a PROXY protocol
@@ -149,7 +151,9 @@ class Proxy {
     Object.assign(this.settings, limitSettings(options, this.layer));
     this.certificates = options.tls === undefined || options.tls === null
       ? null
-      : new CertificateStore(options.tls.certificates, { minVersion: options.tls.minVersion, logger: this.logger });
+      : new CertificateStore(options.tls.certificates, {
+        minVersion: options.tls.minVersion, ciphers: options.tls.ciphers, curves: options.tls.curves, logger: this.logger
+      });
     // h2 is served by the fast engine, beside HTTP/1.1.
     this.settings.http2 = this.settings.http2 && this.layer === 'http' && this.engine === 'fast';
     // Offered by ALPN, h2 first (the server's order decides): the http layer speaks

@@ -102,7 +102,7 @@ function parse(args, env) {
 }
 
 // --tls-cert and --tls-key as pairs, each key with the certificate before
-// it; --tls-min-version and --redirect-http need them. Undefined without TLS.
+// it; --tls-min-version, --tls-ciphers, --tls-curves and --redirect-http need them. Undefined without TLS.
 function tlsOf(options, tokens) {
   const certificates = [];
   for (const token of tokens) {
@@ -117,8 +117,10 @@ function tlsOf(options, tokens) {
       last.key = token.value;
     }
   }
-  if (certificates.length > 0) return { certificates, minVersion: options['tls-min-version'] };
-  for (const name of ['tls-min-version', 'redirect-http']) {
+  if (certificates.length > 0) {
+    return { certificates, minVersion: options['tls-min-version'], ciphers: options['tls-ciphers'], curves: options['tls-curves'] };
+  }
+  for (const name of ['tls-min-version', 'tls-ciphers', 'tls-curves', 'redirect-http']) {
     if (options[name] !== undefined) throw new LilaError(codes.INVALID_OPTION, `"--${name}" is for a TLS listener; give its certificate with --tls-cert`);
   }
   return undefined;

@@ -5,6 +5,7 @@ const Proxy = require('../proxy');
 const Logger = require('../ops/logger');
 const { DEFAULT_DRAIN_MS } = require('../service');
 const { MIN_VERSIONS } = require('../tls/certificate-store');
+const { validateCiphers, validateCurves } = require('../tls/profile');
 const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers } = require('../config/validate');
 const { parseRateLimit, validateSize, parseSticky } = require('../config/traffic-values');
 const { LilaError, codes } = require('../errors');
@@ -228,6 +229,17 @@ const OPTIONS = [
   {
     name: 'tls-min-version', arg: '<1.2|1.3>', group: 'tls', default: '1.2',
     help: 'the lowest TLS version clients may use', read: (text, flag) => validateChoice(text, MIN_VERSIONS, flag)
+  },
+  {
+    name: 'tls-ciphers', arg: '<list>', group: 'tls', default: 'Mozilla intermediate',
+    help: "the TLS 1.2 cipher suites, as an OpenSSL list (TLS_ names set TLS 1.3's); by default Mozilla's " +
+      'intermediate profile: ECDHE and AEAD suites only',
+    read: validateCiphers
+  },
+  {
+    name: 'tls-curves', arg: '<list>', group: 'tls', default: 'X25519:P-256:P-384',
+    help: 'the key exchange groups offered, in order, separated by ":"',
+    read: validateCurves
   },
   {
     name: 'redirect-http', arg: '<[host:]port>', group: 'tls', default: 'off',

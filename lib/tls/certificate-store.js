@@ -2,6 +2,7 @@
 
 const tls = require('node:tls');
 const { readCertificates, nameMatches } = require('./certificates');
+const { contextSettings } = require('./profile');
 
 const MIN_VERSIONS = { '1.2': 'TLSv1.2', '1.3': 'TLSv1.3' };
 
@@ -23,12 +24,18 @@ const MIN_VERSIONS = { '1.2': 'TLSv1.2', '1.3': 'TLSv1.3' };
 class CertificateStore {
   /**
    * @param {{cert: string, key?: string}[]} sources `--tls-cert` files or directories, with their `--tls-key`
-   * @param {{minVersion?: '1.2' | '1.3', logger: import('../ops/logger')}} options
+   * @param {{minVersion?: '1.2' | '1.3', ciphers?: string, curves?: string, logger: import('../ops/logger')}} options
+   *   ciphers, curves: as OpenSSL lists them (see ./profile.js for the defaults)
    * @throws {import('../errors').LilaError} `LILA_ERR_TLS_CERTIFICATE` naming a file that does not read
    */
   constructor(sources, options) {
     this.sources = sources;
-    this.minVersion = MIN_VERSIONS[options.minVersion === undefined ? '1.2' : options.minVersion];
+    // Every context of the listener: versions, suites, groups, no renegotiation.
+    this.settings = contextSettings({
+      minVersion: MIN_VERSIONS[options.minVersion === undefined ? '1.2' : options.minVersion],
+      ciphers: options.ciphers,
+      curves: options.curves
+    });
     this.logger = options.logger;
     /** Told of every reload that changed the certificates: the listeners take the new default. */
     this.onChange = null;
@@ -58,7 +65,8 @@ class CertificateStore {
 
   /**
    * The options of a `tls.Server` (or `https.Server`) serving these
-   * certificates: SNI, the lowest version, the handshake deadline, ALPN.
+   * certificates: SNI, the lowest version, suites and groups, no
+   * renegotiation, the handshake deadline, ALPN.
    *
    * @param {{handshakeTimeout: number, ALPNProtocols?: string[]}} listener
    * @returns {tls.TlsOptions}
@@ -80,7 +88,7 @@ class CertificateStore {
    * @returns {tls.SecureContextOptions}
    */
   defaultOptions() {
-    return { ...this.contextOptions(this.groups[0]), minVersion: this.minVersion };
+    return { ...this.contextOptions(this.groups[0]), ...this.settings };
   }
 
   /**
@@ -136,7 +144,7 @@ class CertificateStore {
     for (const group of this.groups) {
       const context = group === this.groups[0]
         ? null
-        : tls.createSecureContext({ ...this.contextOptions(group), minVersion: this.minVersion });
+        : tls.createSecureContext({ ...this.contextOptions(group), ...this.settings });
       for (const name of group[0].names) {
         if (name.startsWith('*.')) this.wildcards.push([name, context]);
         else if (!this.exact.has(name)) this.exact.set(name, context);
