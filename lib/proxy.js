@@ -29,6 +29,7 @@ const HTTP_DEFAULTS = {
   timeout: 60000,
   keepAliveTimeout: 5000,
   headerTimeout: 10000,
+  bodyTimeout: 60000,
   maxHeaderSize: 16 * 1024,
   hostHeader: 'client',
   locationRewrite: true,
@@ -94,6 +95,8 @@ class Proxy {
    * @param {number} [options.keepAliveTimeout] ms an idle client connection stays open;
    *   0 closes it after each response (default 5000)
    * @param {number} [options.headerTimeout] ms for a client's request head (default 10000)
+   * @param {number} [options.bodyTimeout] ms, the longest pause between two reads of a request
+   *   body: past it 408, and the backend is not blamed (default 60000)
    * @param {number} [options.maxHeaderSize] bytes a request head may take; more gets 431 (default 16384)
    * @param {'client' | 'backend'} [options.hostHeader] Host sent upstream: the client's
    *   (default) or the backend's `host:port`
@@ -351,6 +354,7 @@ function httpSettings(options) {
     timeout: validateDuration(pick('timeout'), 'timeout'),
     keepAliveTimeout: validateDuration(pick('keepAliveTimeout'), 'keepAliveTimeout', { allowZero: true }),
     headerTimeout: validateDuration(pick('headerTimeout'), 'headerTimeout'),
+    bodyTimeout: validateDuration(pick('bodyTimeout'), 'bodyTimeout'),
     maxHeaderSize: validateCount(pick('maxHeaderSize'), 'maxHeaderSize', 1024),
     hostHeader: validateChoice(pick('hostHeader'), HOST_HEADERS, 'hostHeader'),
     locationRewrite: pick('locationRewrite') !== false,

@@ -102,6 +102,11 @@ const OPTIONS = [
     help: 'time a client has to send its request head, else 408', read: duration
   },
   {
+    name: 'body-timeout', arg: '<t>', group: 'http', default: ms(DEFAULTS.bodyTimeout), key: 'bodyTimeout',
+    help: 'the longest pause between two reads of a request body, else 408; the backend is not blamed',
+    read: duration
+  },
+  {
     name: 'max-header-size', arg: '<n>', group: 'http', default: String(DEFAULTS.maxHeaderSize), key: 'maxHeaderSize',
     help: 'bytes a request head may take, else 431', read: (text, flag) => validateCount(text, flag, 1024)
   },

@@ -58,8 +58,8 @@ function upstreamError(timedOut) {
  */
 function logAnswer(logger, error, request, detail) {
   const status = error.status;
-  // Limits (413, 429) are the client's doing or logged once a burst elsewhere, as 503s are.
-  const log = status === 400 || status === 503 || status === 413 || status === 429 ? logger.debug : logger.warn;
+  // Limits (413, 429) and a stalled body (408) are the client's doing; 503s are logged once a burst elsewhere.
+  const log = status === 400 || status === 408 || status === 503 || status === 413 || status === 429 ? logger.debug : logger.warn;
   log.call(logger, `${status} for ${request.method} ${request.url}: ${detail} (${error.code})`);
 }
 

@@ -316,6 +316,7 @@ class ClientConnection extends RequestReader {
 
   closed() {
     this.context.connections.delete(this);
+    this.context.bodyWatch.end(this);
     const queue = this.queue;
     this.queue = [];
     for (const exchange of queue) exchange.finish();

@@ -10,6 +10,7 @@ const { rawErrorResponse } = require('../error-response');
 const { IDEMPOTENT, CLIENT_LEFT, localShortage, upstreamError, logAnswer } = require('../outcomes');
 const { proxyHeaderFor } = require('../../net/backend-connect');
 const { timeoutError, describeError } = require('../../errors');
+const { bodyTimeoutError } = require('../body-watch');
 const UpstreamStream = require('../h2/upstream-stream');
 const { upstreamStreamHeaders } = require('../h2/translate');
 
@@ -99,6 +100,23 @@ class FastExchange extends ResponseRelay {
     }
     this.release();
     this.fail(bodyTooLarge(this.context.settings.maxBodySize), `client ${this.clientAddress}`);
+  }
+
+  /**
+   * The client's body stalled past --body-timeout: 408 (or a cut
+   * connection once the response has begun), the upstream request
+   * abandoned, and nothing counted against the backend.
+   */
+  bodyTimedOut() {
+    if (this.done || this.responseDone) return;
+    const upstream = this.upstream;
+    if (upstream !== null) {
+      this.upstream = null;
+      this.dropUpstream(upstream);
+    }
+    this.release();
+    this.connection.abandonBody(this);
+    this.fail(bodyTimeoutError(this.context.settings.bodyTimeout), `client ${this.clientAddress}`);
   }
 
   /**
@@ -278,6 +296,9 @@ class FastExchange extends ResponseRelay {
 
   upstreamTimedOut(socket) {
     if (socket !== this.upstream || this.done) return;
+    // The backend waits for a body the client is slow to send: --body-timeout judges the client.
+    // (Once lila stops reading the client because the backend takes nothing, the silence is the backend's.)
+    if (this.connected && !this.requestRead && !this.connection.clientReadPaused()) return;
     const settings = this.context.settings;
     const err = this.connected
       ? timeoutError(`silent for ${settings.timeout} ms`)

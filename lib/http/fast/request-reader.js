@@ -45,6 +45,8 @@ class RequestReader {
     this.paused = false;
     // False once a request or response closes the connection: nothing after it is read.
     this.reading = true;
+    // When a piece of the body being read last came (--body-timeout).
+    this.bodyReadAt = 0;
   }
 
   parse() {
@@ -115,10 +117,12 @@ class RequestReader {
       this.scanner.reset();
       this.scanner.dataBytes = 0;
       this.state = CHUNKED_BODY;
+      this.context.bodyWatch.start(this);
     } else if (head.contentLength > 0) {
       this.current = exchange;
       this.remaining = head.contentLength;
       this.state = LENGTH_BODY;
+      this.context.bodyWatch.start(this);
     } else if (!this.reading) {
       this.state = DONE;
       this.buffer = null;
@@ -127,6 +131,7 @@ class RequestReader {
 
   readLengthBody() {
     const buffer = this.buffer;
+    this.bodyReadAt = this.context.now();
     const n = Math.min(this.remaining, buffer.length);
     const piece = n === buffer.length ? buffer : buffer.subarray(0, n);
     this.consume(n);
@@ -138,6 +143,7 @@ class RequestReader {
 
   readChunkedBody() {
     const buffer = this.buffer;
+    this.bodyReadAt = this.context.now();
     const end = this.scanner.scan(buffer, 0, buffer.length, null);
     if (end === -2) {
       this.bodyFailed();
@@ -160,6 +166,7 @@ class RequestReader {
   }
 
   bodyEnded() {
+    this.context.bodyWatch.end(this);
     this.current.requestEnded();
     this.current = null;
     this.state = this.reading ? HEAD : DONE;
@@ -174,6 +181,7 @@ class RequestReader {
    */
   abandonBody(exchange) {
     if (this.current === exchange) this.current = null;
+    this.context.bodyWatch.end(this);
     this.state = DONE;
     this.buffer = null;
     this.reading = false;
@@ -191,6 +199,23 @@ class RequestReader {
       this.state = DONE;
       this.buffer = null;
     }
+  }
+
+  /** Whether lila, not the client, has stopped the reading (--body-timeout does not count it). */
+  clientReadPaused() {
+    return this.paused;
+  }
+
+  /**
+   * The body being read stalled past --body-timeout: its exchange answers
+   * 408, or, when its response is over already (an early answer), the
+   * connection closes.
+   */
+  bodyTimedOut() {
+    const exchange = this.current;
+    if (exchange === null) return;
+    if (exchange.done || exchange.responseDone) this.socket.destroy();
+    else exchange.bodyTimedOut();
   }
 
   /** Stops reading the socket (a backend or the pipeline is full). */

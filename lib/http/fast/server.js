@@ -5,6 +5,7 @@ const { ClientConnection } = require('./connection');
 const UpstreamSockets = require('./upstream-sockets');
 const UpstreamSessions = require('../h2/upstream-sessions');
 const { H2Front } = require('../h2/front');
+const { BodyWatch } = require('../body-watch');
 
 /**
  * Creates the http layer on lila's fast engine: a `net` server whose
@@ -38,6 +39,8 @@ function createFastHttpServer(balancer, logger, settings, health, traffic) {
     traffic,
     connections,
     now: Date.now,
+    // --body-timeout: what reads a request body (a connection, or an h2 stream's exchange).
+    bodyWatch: new BodyWatch(settings.bodyTimeout, Date.now),
     // How long a connection stays open idle: the keep-alive timeout, or the drain's grace.
     idleTimeout: settings.keepAliveTimeout,
     keepAliveFields: `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(settings.keepAliveTimeout / 1000)}\r\n\r\n`
@@ -79,6 +82,7 @@ function createFastHttpServer(balancer, logger, settings, health, traffic) {
   // Once every connection has ended; a balancer may outlive its proxy.
   server.on('close', () => {
     clearInterval(sweep);
+    context.bodyWatch.stop();
     pools.destroy();
     h2Sessions.destroy();
   });

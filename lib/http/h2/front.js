@@ -90,6 +90,7 @@ function serveStream(session, stream, rawHeaders) {
   if (!stream.endAfterHeaders) {
     stream.on('data', streamOnData);
     stream.on('end', streamOnEnd);
+    session.context.bodyWatch.start(exchange);
   }
   stream.on('close', streamOnClose);
   exchange.start();
@@ -129,7 +130,9 @@ function streamOnData(chunk) {
 // (A client that sends END_STREAM and then resets, as Node's close() does, had
 // sent its whole body; the reset aborts the upstream request all the same.)
 function streamOnEnd() {
-  if (!this.aborted) this.exchange.requestEnded();
+  const exchange = this.exchange;
+  exchange.context.bodyWatch.end(exchange);
+  if (!this.aborted) exchange.requestEnded();
 }
 
 function streamOnError(err) {
@@ -141,6 +144,7 @@ function streamOnError(err) {
 function streamOnClose() {
   const exchange = this.exchange;
   const session = exchange.connection.session;
+  exchange.context.bodyWatch.end(exchange);
   exchange.finish();
   session.streamClosed(exchange.openedAt, !exchange.responseDone && !exchange.resetByLila && session.resetByClient(this));
 }

@@ -1,5 +1,6 @@
 'use strict';
 
+const { constants } = require('node:http2');
 const { FastExchange } = require('../fast/exchange');
 const { LENGTH } = require('../fast/response-relay');
 const { forwardResponseHeaders } = require('../headers');
@@ -37,10 +38,18 @@ class StreamExchange extends FastExchange {
     this.resetByLila = false;
     // A 'drain' listener is on the stream.
     this.awaitingDrain = false;
+    // When a DATA frame of the body last came (--body-timeout).
+    this.bodyReadAt = 0;
+  }
+
+  /** Whether lila, not the client, has stopped reading the stream's body (--body-timeout does not count it). */
+  clientReadPaused() {
+    return this.connection.clientReadPaused();
   }
 
   /** A DATA frame's payload from the client. */
   streamData(chunk) {
+    this.bodyReadAt = this.context.now();
     if (this.bodyDropped) return;
     const maxBodySize = this.context.settings.maxBodySize;
     if (maxBodySize > 0 && this.request.chunked && (this.bodyBytes += chunk.length) > maxBodySize) {
@@ -134,6 +143,9 @@ class StreamExchange extends FastExchange {
     if (error.retryAfter !== undefined) headers['retry-after'] = String(error.retryAfter);
     stream.respond(headers);
     stream.end(errorBody(error.status, error.message));
+    // A body lila will not read (413, 408): once the answer is out, RST_STREAM NO_ERROR asks the
+    // client to stop sending it (RFC 9113 §8.1).
+    if (this.bodyDropped && !stream.readableEnded) stream.close(constants.NGHTTP2_NO_ERROR);
   }
 }
 
@@ -164,9 +176,14 @@ class StreamClient {
     this.stream.resume();
   }
 
-  // A body refused before it is read (413): what comes of it is dropped.
+  // A body refused before it is read (413), or stalled (408): what comes of it is dropped.
   abandonBody(exchange) {
     exchange.bodyDropped = true;
+    this.context.bodyWatch.end(exchange);
+  }
+
+  clientReadPaused() {
+    return this.stream.isPaused();
   }
 
   mayKeepAlive() {

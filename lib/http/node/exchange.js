@@ -10,6 +10,7 @@ const { peerAddressOf, schemeOf } = require('../../net/address');
 const { errorBody } = require('../error-response');
 const { IDEMPOTENT, CLIENT_LEFT, localShortage, upstreamError, logAnswer } = require('../outcomes');
 const { LilaError, codes, timeoutError, describeError } = require('../../errors');
+const { bodyTimeoutError } = require('../body-watch');
 
 const kExchange = Symbol('kExchange');
 const kUpstream = Symbol('kUpstream');
@@ -78,6 +79,8 @@ class Exchange {
     this.waiting = false;
     // Chunk data bytes of a body without Content-Length, against --max-body-size.
     this.bodyBytes = 0;
+    // When a piece of the body last came (--body-timeout).
+    this.bodyReadAt = 0;
     // What the client's sticky cookie says (--sticky); lila's own cookie stays with lila.
     const cookie = context.settings.stickyCookie;
     this.stickyId = cookie === null ? null : readCookie(request.rawHeaders, cookie);
@@ -148,6 +151,27 @@ class Exchange {
     this.fail(bodyTooLarge(this.context.settings.maxBodySize), `client ${this.clientAddress}`);
   }
 
+  /** Whether lila, not the client, has stopped reading the body (--body-timeout does not count it). */
+  clientReadPaused() {
+    return this.request.isPaused();
+  }
+
+  /**
+   * The client's body stalled past --body-timeout: 408 (or a cut
+   * connection once the response has begun), the upstream request
+   * abandoned, and nothing counted against the backend.
+   */
+  bodyTimedOut() {
+    const upstream = this.upstream;
+    if (this.done || upstream === null) return;
+    this.request.unpipe(upstream);
+    this.upstream = null;
+    abandon(upstream);
+    this.release();
+    this.response.shouldKeepAlive = false;
+    this.fail(bodyTimeoutError(this.context.settings.bodyTimeout), `client ${this.clientAddress}`);
+  }
+
   /**
    * Sends the request to `this.backend`.
    *
@@ -202,6 +226,10 @@ class Exchange {
       // Ended by hand, so that trailers can follow the body.
       this.request.pipe(upstream, { end: false });
       this.request.on('end', requestOnEnd);
+      if (!this.request.complete) {
+        this.request.on('data', requestOnBodyData);
+        this.context.bodyWatch.start(this);
+      }
       // A Content-Length was checked already; a chunked body is counted as it comes.
       if (this.context.settings.maxBodySize > 0 && this.request.headers['content-length'] === undefined) {
         this.request.on('data', requestOnData);
@@ -211,6 +239,9 @@ class Exchange {
 
   upstreamTimedOut(upstream) {
     if (upstream !== this.upstream || this.done) return;
+    // The backend waits for a body the client is slow to send: --body-timeout judges the client.
+    // (Once the pipe stops reading the client because the backend takes nothing, the silence is the backend's.)
+    if (this.connected && this.hasBody && !this.request.complete && !this.request.isPaused()) return;
     const settings = this.context.settings;
     const err = this.connected
       ? timeoutError(`silent for ${settings.timeout} ms`)
@@ -356,6 +387,7 @@ class Exchange {
     if (this.done) return;
     this.done = true;
     leaveQueue(this);
+    this.context.bodyWatch.end(this);
     this.release();
     this.request.socket[kInFlight].delete(this);
     const upstream = this.upstream;
@@ -454,8 +486,13 @@ function requestOnData(chunk) {
   if (exchange.bodyBytes > exchange.context.settings.maxBodySize) exchange.bodyOverLimit();
 }
 
+function requestOnBodyData() {
+  this[kExchange].bodyReadAt = Date.now();
+}
+
 function requestOnEnd() {
   const exchange = this[kExchange];
+  exchange.context.bodyWatch.end(exchange);
   const upstream = exchange.upstream;
   if (exchange.done || upstream === null || upstream.destroyed) return;
   if (this.rawTrailers.length > 0) upstream.addTrailers(trailerPairs(this.rawTrailers));

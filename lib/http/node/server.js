@@ -8,6 +8,7 @@ const { requestProblem } = require('../request-checks');
 const { peerAddressOf } = require('../../net/address');
 const { Tunnel } = require('../tunnel');
 const UpstreamPools = require('./upstream-pools');
+const { BodyWatch } = require('../body-watch');
 const { rawErrorResponse, errorBody } = require('../error-response');
 const { codes, describeError } = require('../../errors');
 
@@ -34,7 +35,8 @@ const kRejected = Symbol('kRejected');
  */
 function createHttpServer(balancer, logger, settings, health, traffic) {
   const pools = new UpstreamPools(balancer);
-  const context = { balancer, logger, settings, pools, health, traffic };
+  // --body-timeout: the exchanges reading a request body.
+  const context = { balancer, logger, settings, pools, health, traffic, bodyWatch: new BodyWatch(settings.bodyTimeout, Date.now) };
   const options = {
     // Checked by requestProblem(), which also stops what is pipelined behind.
     requireHostHeader: false,
@@ -112,7 +114,10 @@ function createHttpServer(balancer, logger, settings, health, traffic) {
     answerAndClose(socket, 501, 'CONNECT is not supported: lila is a reverse proxy');
   });
   // Once every connection has ended; a balancer may outlive its proxy.
-  server.on('close', () => pools.destroy());
+  server.on('close', () => {
+    context.bodyWatch.stop();
+    pools.destroy();
+  });
   return server;
 }
 
