@@ -38,9 +38,11 @@ function requestProblem(request) {
  * @returns {{status: number, code: string, reason: string} | null} null when the head is acceptable
  */
 function headProblem(major, minor, transferEncoding, hosts, host) {
-  // Node reads a missing version as 0.9 and takes 1.2 or 2.0 in an HTTP/1 request line.
-  if (major !== 1 || minor > 1) {
-    return { status: 400, code: codes.BAD_REQUEST, reason: `HTTP/${major}.${minor} is not an HTTP/1.x version lila serves` };
+  // Node reads a missing version as 0.9, and takes 2.0 in an HTTP/1 request line (RFC 9110 §15.6.6:
+  // 505). A higher minor version is served as HTTP/1.1 (RFC 9110 §2.5).
+  if (major === 0) return { status: 400, code: codes.BAD_REQUEST, reason: `HTTP/${major}.${minor} is not an HTTP/1.x version lila serves` };
+  if (major !== 1) {
+    return { status: 505, code: codes.VERSION_NOT_SUPPORTED, reason: `HTTP/${major}.${minor} is not an HTTP/1.x version lila serves` };
   }
   if (transferEncoding !== undefined) {
     // RFC 9112 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing.
@@ -59,4 +61,14 @@ function headProblem(major, minor, transferEncoding, hosts, host) {
   return null;
 }
 
-module.exports = { requestProblem, headProblem };
+/**
+ * Whether a Host value (or a request target's authority) is a valid RFC 3986 host and port.
+ *
+ * @param {string} host
+ * @returns {boolean}
+ */
+function validHost(host) {
+  return HOST.test(host);
+}
+
+module.exports = { requestProblem, headProblem, validHost };

@@ -1,6 +1,7 @@
 'use strict';
 
 const { headProblem } = require('../request-checks');
+const { absoluteTarget, setHost } = require('../request-target');
 const { isNamed } = require('../headers');
 const { codes } = require('../../errors');
 
@@ -118,6 +119,17 @@ function parseRequestHead(text) {
     return refused(head, 'both Content-Length and Transfer-Encoding');
   }
   head.problem = headProblem(1, head.httpVersionMinor, transferEncoding, hosts, head.host);
+  // Absolute-form (RFC 9112 §3.2.2): forwarded in origin-form, its authority the Host.
+  if (head.problem === null && head.method !== 'CONNECT' && head.url.charCodeAt(0) !== 0x2f) {
+    const target = absoluteTarget(head.url);
+    if (target !== null && target.problem !== undefined) {
+      head.problem = target.problem;
+    } else if (target !== null) {
+      head.url = target.url;
+      head.host = target.authority;
+      setHost(raw, target.authority);
+    }
+  }
   head.chunked = transferEncoding !== undefined;
   if (head.connectionUpgrade) head.upgrade = upgrade;
   return head;
@@ -213,7 +225,9 @@ function readRequestLine(head, text, lineEnd) {
   const version = valid ? text.slice(i + 1, lineEnd) : '';
   if (version === 'HTTP/1.1') head.httpVersionMinor = 1;
   else if (version === 'HTTP/1.0') head.httpVersionMinor = 0;
-  else if (/^HTTP\/\d\.\d$/.test(version)) refused(head, `${version} is not an HTTP/1.x version lila serves`);
+  // RFC 9110 §2.5: a higher minor version is served as the highest lila knows.
+  else if (/^HTTP\/1\.\d$/.test(version)) head.httpVersionMinor = 1;
+  else if (/^HTTP\/[2-9]\.\d$/.test(version)) head.problem = versionNotSupported(version);
   else refused(head, MALFORMED);
   return head.problem === null;
 }
@@ -285,6 +299,11 @@ function decimal(text) {
     value = value * 10 + digit;
   }
   return value;
+}
+
+// RFC 9110 §15.6.6: a major version lila does not serve over HTTP/1 framing.
+function versionNotSupported(version) {
+  return { status: 505, code: codes.VERSION_NOT_SUPPORTED, reason: `${version} is not an HTTP/1.x version lila serves` };
 }
 
 function refused(head, reason) {

@@ -79,7 +79,7 @@ class RequestReader {
     const from = start > 0 ? 0 : Math.max(0, this.searched - 3);
     const end = buffer.indexOf(CRLFCRLF, from);
     if (end === -1 || end > maxHeaderSize) {
-      if (buffer.length > maxHeaderSize) this.refuse(431, 'the request headers are too large', codes.HEADERS_TOO_LARGE, null);
+      if (buffer.length > maxHeaderSize) this.refuseTooLarge(buffer, maxHeaderSize);
       // A bare LF never ends in CRLFCRLF: refuse it now, not at the timeout.
       else if (hasBareLF(buffer, from)) this.refuse(400, 'malformed request', codes.BAD_REQUEST, null);
       else if (!this.lineChecked(buffer, from)) return false;
@@ -90,6 +90,13 @@ class RequestReader {
     const head = parseRequestHead(buffer.latin1Slice(0, end));
     this.consume(end + 4);
     return this.accept(head);
+  }
+
+  // Over --max-header-size: 414 when the request line alone is (RFC 9110 §15.5.15), else 431.
+  refuseTooLarge(buffer, maxHeaderSize) {
+    const lineEnd = buffer.indexOf(CRLF);
+    if (lineEnd === -1 || lineEnd > maxHeaderSize) this.refuse(414, 'the request target is too long', codes.URI_TOO_LONG, null);
+    else this.refuse(431, 'the request headers are too large', codes.HEADERS_TOO_LARGE, null);
   }
 
   // Refuses an invalid request line as soon as it is whole; true when it is

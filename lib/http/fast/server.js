@@ -43,7 +43,8 @@ function createFastHttpServer(balancer, logger, settings, health, traffic) {
     bodyWatch: new BodyWatch(settings.bodyTimeout, Date.now),
     // How long a connection stays open idle: the keep-alive timeout, or the drain's grace.
     idleTimeout: settings.keepAliveTimeout,
-    keepAliveFields: `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(settings.keepAliveTimeout / 1000)}\r\n\r\n`
+    // No Keep-Alive field: RFC 9112 does not define it (RFC 7230 §A.1.2 obsoleted it), and nginx sends none.
+    keepAliveFields: 'Connection: keep-alive\r\n\r\n'
   };
   // Half-open: a client's FIN is handled by the connection, not by net.
   if (settings.http2) context.h2 = new H2Front(context);
