@@ -31,6 +31,21 @@ function takeBackend(request) {
 }
 
 /**
+ * Another backend for a request whose backend failed it, when one can take
+ * it now (it does not wait in the queue for one): the request's `tried`
+ * holds the backends it must not go to again.
+ *
+ * @param {Parameters<typeof takeBackend>[0]} request
+ * @returns {boolean} false when there is none
+ */
+function takeAnotherBackend(request) {
+  const backend = request.context.balancer.acquire(request);
+  if (backend === null) return false;
+  request.use(backend);
+  return true;
+}
+
+/**
  * The request's wait in the queue is over (its `dequeued`).
  *
  * @param {Parameters<typeof takeBackend>[0]} request
@@ -64,7 +79,7 @@ function leaveQueue(request) {
   request.context.balancer.cancel(request);
 }
 
-module.exports = { takeBackend, slotFound, slotTimedOut, leaveQueue };
+module.exports = { takeBackend, takeAnotherBackend, slotFound, slotTimedOut, leaveQueue };
 
 function noBackend(request) {
   const { error, detail } = noBackendLeft(request.context.health, request.tried);

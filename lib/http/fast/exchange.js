@@ -3,7 +3,7 @@
 const { forwardRequestHeaders, withHost } = require('../headers');
 const { readCookie, withoutCookie } = require('../sticky-cookie');
 const { refusalBeforeForwarding, bodyTooLarge } = require('../limits');
-const { takeBackend, slotFound, slotTimedOut, leaveQueue } = require('../backend-slot');
+const { takeBackend, takeAnotherBackend, slotFound, slotTimedOut, leaveQueue } = require('../backend-slot');
 const { backendAuthority } = require('../../net/address');
 const { ResponseRelay, HOLD_LIMIT } = require('./response-relay');
 const { rawErrorResponse } = require('../error-response');
@@ -47,6 +47,7 @@ class FastExchange extends ResponseRelay {
     this.reused = false;
     this.connected = false;
     this.retried = false;
+    this.retriedElsewhere = false;
     this.timedOut = false;
     this.finalStatus = 0;
     this.done = false;
@@ -338,6 +339,12 @@ class FastExchange extends ResponseRelay {
     // A GOAWAY is the backend's decision (shutting down, or too many resets), not it failing.
     if (this.responseHead === null && err.goaway !== true) health.failedWith(backend, err);
     this.release();
+    if (this.mayRetryElsewhere()) {
+      this.retriedElsewhere = true;
+      (this.tried ??= new Set()).add(backend);
+      logger.debug(`backend ${backend.name}: ${describeError(err)} before its response; trying another backend`);
+      if (takeAnotherBackend(this)) return;
+    }
     const what = `backend ${backend.name}: ${describeError(err)}`;
     this.fail(upstreamError(this.timedOut), what);
   }
@@ -347,6 +354,14 @@ class FastExchange extends ResponseRelay {
   mayRetry(err) {
     if (this.retried || this.timedOut || this.received || this.hasBody) return false;
     return err.unprocessed === true || (this.reused && IDEMPOTENT.has(this.request.method));
+  }
+
+  // A backend that fails an idempotent request without a body before any byte of its response
+  // (it died, or reset the connection) leaves it to another backend, once: nginx's
+  // proxy_next_upstream error. Not after a timeout (the backend may be working on it still).
+  mayRetryElsewhere() {
+    return !this.retriedElsewhere && !this.timedOut && !this.received && !this.hasBody &&
+      IDEMPOTENT.has(this.request.method);
   }
 
   /**

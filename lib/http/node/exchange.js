@@ -3,7 +3,7 @@
 const { forwardRequestHeaders, forwardResponseHeaders, rewriteLocation, withoutField } = require('../headers');
 const { readCookie, withoutCookie, withStickyCookie } = require('../sticky-cookie');
 const { refusalBeforeForwarding, bodyTooLarge } = require('../limits');
-const { takeBackend, slotFound, slotTimedOut, leaveQueue } = require('../backend-slot');
+const { takeBackend, takeAnotherBackend, slotFound, slotTimedOut, leaveQueue } = require('../backend-slot');
 const { createUpstreamRequest } = require('../upstream-request');
 const { readyEvent } = require('../../net/backend-connect');
 const { peerAddressOf, schemeOf } = require('../../net/address');
@@ -69,6 +69,7 @@ class Exchange {
     this.connected = false;
     this.responded = false;
     this.retried = false;
+    this.retriedElsewhere = false;
     this.timedOut = false;
     this.done = false;
     this.hasBody = request.headers['transfer-encoding'] !== undefined ||
@@ -278,8 +279,21 @@ class Exchange {
     }
     if (!this.responded) this.context.health.failedWith(backend, err);
     this.release();
+    if (this.mayRetryElsewhere()) {
+      this.retriedElsewhere = true;
+      (this.tried ??= new Set()).add(backend);
+      logger.debug(`backend ${backend.name}: ${describeError(err)} before its response; trying another backend`);
+      if (takeAnotherBackend(this)) return;
+    }
     const what = `backend ${backend.name}: ${describeError(err)}`;
     this.fail(upstreamError(this.timedOut), what);
+  }
+
+  // A backend that fails an idempotent request without a body before any byte of its response
+  // leaves it to another backend, once (nginx's proxy_next_upstream error); not after a timeout.
+  mayRetryElsewhere() {
+    return !this.retriedElsewhere && !this.timedOut && !this.responded && !this.hasBody &&
+      IDEMPOTENT.has(this.request.method) && this.upstreamSocket.bytesRead === this.bytesReadBefore;
   }
 
   // Only an idempotent request without a body that got no byte back on a
