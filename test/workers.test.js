@@ -18,6 +18,7 @@ const {
   takenPort,
   refusingPort,
   startLila,
+  spawnLila,
   nextLine
 } = require('./helpers');
 
@@ -38,6 +39,24 @@ function listeningSockets(port) {
     const fields = line.trim().split(/\s+/);
     return fields[1] === local && fields[3] === '0A';
   }).length;
+}
+
+// Whether a process holds a socket listening on 127.0.0.1:port (its own, or one it was handed).
+function holdsListeningSocket(pid, port) {
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  const inodes = new Set(fs.readFileSync('/proc/net/tcp', 'utf8').split('\n').map((line) => line.trim().split(/\s+/))
+    .filter((fields) => fields[1] === local && fields[3] === '0A').map((fields) => `socket:[${fields[9]}]`));
+  try {
+    return fs.readdirSync(`/proc/${pid}/fd`).some((fd) => {
+      try {
+        return inodes.has(fs.readlinkSync(`/proc/${pid}/fd/${fd}`));
+      } catch {
+        return false;
+      }
+    });
+  } catch {
+    return false;
+  }
 }
 
 // Waits until an async predicate holds, for at most 5 s.
@@ -98,22 +117,37 @@ describe('workers', function () {
     assert.deepEqual([...during, ...after], Array(40).fill('A'));
   });
 
-  it('gives up with exit 1 when workers keep dying', async () => {
+  it('gives up with exit 1 when workers keep dying before they listen (a crash loop)', async () => {
     const a = await startHttpBackend('A');
-    const lila = await startWorkers(['round-robin', a.address, '-a', '127.0.0.1', '-p', '0'], 1);
-    const killed = new Set();
-    while (lila.child.exitCode === null) {
-      const pids = (await workerPids(lila)).filter((pid) => !killed.has(pid));
-      for (const pid of pids) {
-        killed.add(pid);
-        process.kill(pid, 'SIGKILL');
-      }
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    const lila = spawnLila([path.join(__dirname, 'fixtures', 'dies-in-workers.js'), a.address, '-a', '127.0.0.1', '-p', '0', '--workers', '1']);
     const { code } = await lila.closed;
 
     assert.equal(code, 1);
-    assert.match(lila.stderr, /lila: error: worker \d+ exited \(SIGKILL\): 5 workers died within 10000 ms, giving up\n$/);
+    assert.match(lila.stderr, /lila: error: worker \d+ exited \(code 3\): 5 workers crashed within 10000 ms, giving up\n$/);
+  });
+
+  it('replaces workers killed by a signal after they served, however often: never a crash loop', async () => {
+    const a = await startHttpBackend('A');
+    const lila = await startWorkers(['round-robin', a.address, '-a', '127.0.0.1', '-p', '0'], 2);
+    const killed = new Set();
+    // Five: as many deaths as make a crash loop.
+    for (let i = 0; i < 5; i++) {
+      const [victim] = (await workerPids(lila)).filter((pid) => !killed.has(pid));
+      killed.add(victim);
+      const replaced = nextLine(lila, new RegExp(`lila: warn: worker ${victim} exited \\(SIGKILL\\); starting another in \\d+ ms`));
+      process.kill(victim, 'SIGKILL');
+      await replaced;
+      // The new worker listens before the next is killed: each one killed had served.
+      await eventually(async () => {
+        const live = (await workerPids(lila)).filter((pid) => !killed.has(pid));
+        return live.length === 2 && live.every((pid) => holdsListeningSocket(pid, lila.port));
+      }, 'two live workers, listening');
+    }
+    const after = await bodies(lila.port, 10);
+
+    assert.equal(lila.child.exitCode, null);
+    assert.deepEqual(after, Array(10).fill('A'));
+    assert.doesNotMatch(lila.stderr, /giving up/);
   });
 
   it('reloads the hosts file in every worker on SIGHUP', async () => {

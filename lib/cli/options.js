@@ -288,7 +288,7 @@ const OPTIONS = [
   {
     name: 'workers', arg: '<n|auto>', group: 'workers', default: 'off: one process',
     help: 'run n lila processes on the same port (auto: one per core); a worker that dies is replaced, and a crash ' +
-      "loop (5 deaths within 10 s) exits 1; least-connections, p2c, ewma and health see one worker's traffic each",
+      "loop (5 crashes within 10 s) exits 1; least-connections, p2c, ewma and health see one worker's traffic each",
     read: workerCount
   }
 ];

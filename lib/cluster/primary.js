@@ -3,19 +3,24 @@
 const cluster = require('node:cluster');
 const { chooseDistribution, distribute } = require('./distribution');
 
-// A crash loop: this many worker deaths within the window make the primary give up.
+// A crash loop: this many crashes within the window make the primary give up. A crash is a
+// worker that died before it listened, or exited by itself; one killed by a signal after it
+// served (the OOM killer, an operator) is replaced, never counted: giving up would take the
+// service down with it.
 const CRASHES = 5;
 const CRASH_WINDOW_MS = 10000;
-// Doubling with each death in the window: 100, 200, 400, 800 ms, then the crash loop.
+// Doubling with each death in the window: 100, 200, 400, 800 ms..., at most MAX_BACKOFF_MS.
 const FIRST_BACKOFF_MS = 100;
+const MAX_BACKOFF_MS = 5000;
 // Past the drain timeout, workers that have not exited get this long, then SIGKILL.
 const EXIT_GRACE_MS = 2000;
 
 /**
  * The primary of `--workers`: forks the workers (each a whole lila serving
  * the same port, through `node:cluster`), replaces a worker that dies with a
- * growing delay, gives up on a crash loop, and passes reloads (SIGHUP) and
- * stops (SIGTERM) on to them. It serves no traffic itself.
+ * growing delay, gives up on a crash loop (workers that die before they
+ * listen, or exit by themselves), and passes reloads (SIGHUP) and stops
+ * (SIGTERM) on to them. It serves no traffic itself.
  */
 class Primary {
   /**
@@ -43,6 +48,8 @@ class Primary {
     this.exit = options.exit;
     /** @type {Map<number, {worker: import('node:cluster').Worker, listening: boolean, adminPort: number}>} */
     this.workers = new Map();
+    // When workers died (for the backoff), and when they crashed (for the crash loop).
+    this.deaths = [];
     this.crashes = [];
     this.stopping = false;
     // Killed at once (a fatal error, a crash loop, a second signal): exits are not waited for.
@@ -94,16 +101,19 @@ class Primary {
       return;
     }
     const now = Date.now();
-    this.crashes = this.crashes.filter((at) => now - at < CRASH_WINDOW_MS);
-    this.crashes.push(now);
+    const recent = (at) => now - at < CRASH_WINDOW_MS;
+    this.deaths = this.deaths.filter(recent);
+    this.deaths.push(now);
+    this.crashes = this.crashes.filter(recent);
+    if (signal === null || !entry.listening) this.crashes.push(now);
     const how = signal === null ? `code ${code}` : signal;
     if (this.crashes.length >= CRASHES) {
-      this.logger.error(`worker ${entry.worker.process.pid} exited (${how}): ${CRASHES} workers died within ${CRASH_WINDOW_MS} ms, giving up`);
+      this.logger.error(`worker ${entry.worker.process.pid} exited (${how}): ${CRASHES} workers crashed within ${CRASH_WINDOW_MS} ms, giving up`);
       this.abort();
       this.exit(1);
       return;
     }
-    const delay = FIRST_BACKOFF_MS * 2 ** (this.crashes.length - 1);
+    const delay = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (this.deaths.length - 1));
     this.logger.warn(`worker ${entry.worker.process.pid} exited (${how}); starting another in ${delay} ms`);
     // Not unref'd: with no worker left, this timer is what keeps the primary alive.
     setTimeout(() => {
