@@ -39,6 +39,30 @@ function tempDir() {
  * @param {string} file
  * @param {string[]} lines
  */
+/**
+ * A directory laid out as Kubernetes mounts a ConfigMap or a Secret: `name`
+ * links to `..data/name`, `..data` to a timestamped directory, and an update
+ * writes a new directory and swaps `..data` to it by renaming a new link over
+ * it (`mv -T ..data_tmp ..data`).
+ *
+ * @param {string} dir
+ * @param {string} name
+ * @returns {{update: (content: string) => void}}
+ */
+function kubernetesMount(dir, name) {
+  let version = 0;
+  return {
+    update(content) {
+      const versioned = `..2026_11_25_${String(++version).padStart(2, '0')}`;
+      fs.mkdirSync(path.join(dir, versioned));
+      fs.writeFileSync(path.join(dir, versioned, name), content);
+      fs.symlinkSync(versioned, path.join(dir, '..data_tmp'));
+      fs.renameSync(path.join(dir, '..data_tmp'), path.join(dir, '..data'));
+      if (!fs.existsSync(path.join(dir, name))) fs.symlinkSync(path.join('..data', name), path.join(dir, name));
+    }
+  };
+}
+
 function writeHosts(file, lines) {
   fs.writeFileSync(file, `${lines.join('\n')}\n`);
 }
@@ -353,6 +377,37 @@ describe('reloading the hosts file', () => {
         assert.deepEqual(tally(await getMany(lila.port, agent, 6)), expected, `after the file was ${what}`);
       }
       assert.doesNotMatch(lila.stderr, /error|warn/);
+    });
+
+    it('reloads a file mounted as Kubernetes mounts a ConfigMap, every time its ..data link is swapped', async () => {
+      const backends = await Promise.all(['A', 'B', 'C'].map((name) => startHttpBackend(name)));
+      const dir = tempDir();
+      const mount = kubernetesMount(dir, 'hosts');
+      mount.update(`${backends[0].address} name=A\n`);
+      const lila = await startLila(['round-robin', '--hosts', path.join(dir, 'hosts'), '--watch', '-p', '0', '-a', '127.0.0.1']);
+      const agent = keepAliveAgent();
+
+      for (let i = 1; i <= 20; i++) {
+        const backend = backends[i % 3];
+        const reloaded = nextLine(lila, /lila: file changed: reloaded \S*hosts servers=1 [^\n]*/);
+        mount.update(`${backend.address} name=${backend.name}\n`);
+        await reloaded;
+        assert.deepEqual(await getMany(lila.port, agent, 2), [backend.name, backend.name], `after update ${i}`);
+      }
+      assert.equal(lila.stderr.match(/file changed: reloaded/g).length, 20);
+    });
+
+    it('does not reload for an event that leaves the file as it was', async () => {
+      const a = await startHttpBackend('A');
+      const dir = tempDir();
+      const hosts = path.join(dir, 'hosts');
+      writeHosts(hosts, [`${a.address} name=A`]);
+      const lila = await startLila(['round-robin', '--hosts', hosts, '--watch', '-p', '0', '-a', '127.0.0.1']);
+      const checked = nextLine(lila, /lila: file changed: reloaded \S*hosts [^\n]*/, 1000);
+
+      // Another file of the directory changes: lila looks at its own, which has not.
+      fs.writeFileSync(path.join(dir, 'other'), 'x');
+      await assert.rejects(checked, /no line matching/);
     });
   });
 

@@ -191,6 +191,34 @@ describe('TLS on the command line', function () {
     assert.equal(await servedSerial(lila.port), second.serial);
   });
 
+  it('reloads certificates mounted as Kubernetes mounts a Secret, every time its ..data link is swapped, with --watch', async () => {
+    const backend = await startHttpBackend('A');
+    // tls.crt and tls.key link to ..data/tls.*, and ..data to a directory an update replaces.
+    let version = 0;
+    const update = (certificate) => {
+      const versioned = `..2026_11_25_${++version}`;
+      fs.mkdirSync(path.join(dir, versioned));
+      fs.writeFileSync(path.join(dir, versioned, 'tls.crt'), certificate.cert);
+      fs.writeFileSync(path.join(dir, versioned, 'tls.key'), certificate.key);
+      fs.symlinkSync(versioned, path.join(dir, '..data_tmp'));
+      fs.renameSync(path.join(dir, '..data_tmp'), path.join(dir, '..data'));
+      for (const name of ['tls.crt', 'tls.key']) {
+        if (!fs.existsSync(path.join(dir, name))) fs.symlinkSync(path.join('..data', name), path.join(dir, name));
+      }
+    };
+    update(pki.issue({ names: ['lila.test'] }));
+    const lila = await startLila(['round-robin', backend.address, '-a', '127.0.0.1', '-p', '0',
+      '--tls-cert', path.join(dir, 'tls.crt'), '--tls-key', path.join(dir, 'tls.key'), '--watch']);
+
+    for (let i = 0; i < 3; i++) {
+      const next = pki.issue({ names: ['lila.test'] });
+      const reloaded = nextLine(lila, /lila: file changed: reloaded 1 certificate serials=\S+/);
+      update(next);
+      await reloaded;
+      assert.equal(await servedSerial(lila.port), next.serial);
+    }
+  });
+
   it('redirects plain http to https with 308, keeping host, path and query, and naming the https port', async () => {
     const backend = await startHttpBackend('A');
     const certificate = pki.issue({ names: ['lila.test'] });
