@@ -277,6 +277,33 @@ describe('servers found through DNS (resolve)', function () {
     assert.deepEqual(proxy.backends, []);
   });
 
+  it('follows the A answers of a DNS server that refuses AAAA, as their TTL says, and says so once', async () => {
+    const { port } = await startSamePortBackends(['A', 'B']);
+    const dns = await startDnsServer();
+    // dnsmasq without --local, forwarding AAAA queries to an upstream that refuses them.
+    dns.refused.add('AAAA');
+    dns.zone['api.test'] = { A: [{ address: '127.0.0.1', ttl: 1 }] };
+    const log = capturedLogger();
+    // Lookups follow the TTL (1 s); after a failed lookup they would back off from 1 s to 10 s.
+    const proxy = await startProxy({ mode: 'round-robin', servers: [`api.test:${port},resolve`], resolvers: [dns.address],
+      resolveInterval: 10000, logger: log.logger });
+    const [a, b] = [`api.test:${port}@127.0.0.1`, `api.test:${port}@127.0.0.2`];
+    await membersBecome(proxy, [a]);
+    const watcher = proxy.discovery.watchers.get(`api.test:${port}`);
+
+    for (const [records, members] of [[['127.0.0.1', '127.0.0.2'], [a, b]], [['127.0.0.2'], [b]], [['127.0.0.1'], [a]]]) {
+      dns.zone['api.test'] = { A: records.map((address) => ({ address, ttl: 1 })) };
+      // Within twice the TTL, as lookups follow it.
+      await membersBecome(proxy, members, 2500);
+    }
+
+    assert.equal(watcher.state, 'resolved');
+    assert.equal(watcher.failures, 0);
+    assert.ok(watcher.describe().last_success !== null);
+    assert.equal(log.lines.filter((line) => /the AAAA lookup of api\.test failed \(REFUSED\); using its A answer/.test(line)).length, 1, log.lines.join('\n'));
+    assert.ok(dns.queries.filter((query) => query.type === 28).length > 3, 'AAAA was asked at every lookup');
+  });
+
   it('asks again over TCP when the UDP answer is truncated', async () => {
     const { port } = await startSamePortBackends(['A', 'B']);
     const dns = await startDnsServer();

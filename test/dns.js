@@ -15,6 +15,7 @@ const { onCleanup } = require('./helpers');
 
 const DNSMASQ = ['/usr/sbin/dnsmasq', '/usr/bin/dnsmasq'].find((file) => fs.existsSync(file)) || null;
 const TYPES = { A: 1, AAAA: 28, SRV: 33 };
+const TYPE_NAMES = Object.fromEntries(Object.entries(TYPES).map(([name, type]) => [type, name]));
 const RCODES = { NOERROR: 0, SERVFAIL: 2, NXDOMAIN: 3, REFUSED: 5 };
 
 /**
@@ -98,12 +99,13 @@ async function startDnsmasq(records = {}) {
  * `zone['api.test'] = {A: [{address, ttl}], AAAA: [...], SRV: [{priority, weight, port, target, ttl}]}`.
  * A name not in the zone is NXDOMAIN; a type it lacks, an empty answer.
  * `behaviour` makes it misbehave: `servfail`, `refused`, `silent` (no answer
- * at all), or `truncate` (UDP answers are empty and truncated, TCP answers whole).
+ * at all), or `truncate` (UDP answers are empty and truncated, TCP answers whole);
+ * `refused` (a set of types, `AAAA`) refuses queries of those types alone.
  *
- * @returns {Promise<{address: string, zone: object, behaviour: string, queries: {name: string, type: number, tcp: boolean}[]}>}
+ * @returns {Promise<{address: string, zone: object, behaviour: string, refused: Set<string>, queries: {name: string, type: number, tcp: boolean}[]}>}
  */
 async function startDnsServer() {
-  const server = { address: '', zone: {}, behaviour: 'answer', queries: [] };
+  const server = { address: '', zone: {}, behaviour: 'answer', refused: new Set(), queries: [] };
   const { udp, tcp, port } = await bindBoth();
   server.address = `127.0.0.1:${port}`;
   const sockets = new Set();
@@ -176,7 +178,7 @@ function answer(server, message, tcp) {
   const records = server.zone[name];
   let rcode = records === undefined ? RCODES.NXDOMAIN : RCODES.NOERROR;
   if (behaviour === 'servfail') rcode = RCODES.SERVFAIL;
-  if (behaviour === 'refused') rcode = RCODES.REFUSED;
+  if (behaviour === 'refused' || server.refused.has(TYPE_NAMES[type])) rcode = RCODES.REFUSED;
   const truncated = behaviour === 'truncate' && !tcp;
   const answers = rcode !== RCODES.NOERROR || truncated ? [] : answersFor(records, type);
   const header = Buffer.alloc(12);

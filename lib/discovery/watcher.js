@@ -17,7 +17,10 @@ const FAMILIES = [4, 6];
  * A lookup that fails (timeout, SERVFAIL, refused) keeps the last known
  * addresses, is logged once per outage, and is tried again sooner (1 s,
  * doubling up to `interval`); NXDOMAIN or an empty answer leaves the server
- * with no members.
+ * with no members. A lookup fails only when both families do: a DNS server
+ * that answers A and refuses AAAA (dnsmasq without `--local`, say) gives a
+ * lookup that succeeds with its A records (and the AAAA ones known before),
+ * follows their TTL, and says once that AAAA failed.
  */
 class NameWatcher {
   /**
@@ -43,6 +46,8 @@ class NameWatcher {
     // The last addresses of each family of each name (the targets of an SRV
     // name), kept through failed lookups.
     this.known = new Map();
+    // `name/family` of each family whose lookups fail while the other's succeed (said once).
+    this.familiesFailing = new Set();
     this.targets = [];
     this.lookups = 0;
     this.failures = 0;
@@ -135,14 +140,30 @@ class NameWatcher {
   }
 
   // Keeps a name's fresh families and, for a family whose lookup failed,
-  // what was known of it; returns the first failure.
+  // what was known of it; returns the failure when both families failed.
   remember(name, answer) {
     const known = this.known.get(name) || { 4: [], 6: [] };
     const next = { 4: [], 6: [] };
     for (const address of answer.addresses) next[address.family].push(address);
     for (const family of FAMILIES) if (answer.failed[family] !== undefined) next[family] = known[family];
     this.known.set(name, next);
-    return answer.failed[4] || answer.failed[6];
+    if (answer.failed[4] !== undefined && answer.failed[6] !== undefined) return answer.failed[4];
+    for (const family of FAMILIES) this.familyAnswered(name, family, answer.failed[family]);
+    return undefined;
+  }
+
+  // One family of a name failed while the other answered: said once, until it answers again.
+  familyAnswered(name, family, err) {
+    const key = `${name}/${family}`;
+    if (err === undefined) {
+      this.familiesFailing.delete(key);
+      return;
+    }
+    if (this.familiesFailing.has(key)) return;
+    this.familiesFailing.add(key);
+    const [type, other] = family === 4 ? ['A', 'AAAA'] : ['AAAA', 'A'];
+    this.logger.warn(`${this.label}: the ${type} lookup of ${name} failed (${describeLookupError(err)}); ` +
+      `using its ${other} answer${this.addressesOf(name).some((address) => address.family === family) ? ` and the ${type} records known before` : ''}`);
   }
 
   addressesOf(name) {
