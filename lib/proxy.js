@@ -245,6 +245,18 @@ class Proxy {
     this.certificates.onChange = () => this.server.setSecureContext(this.certificates.defaultOptions());
   }
 
+  /**
+   * Encrypts the TLS session tickets of every context of the listener with
+   * these keys from now on (a rotation, or the keys a primary shares with its workers).
+   *
+   * @param {Buffer} keys 48 bytes
+   */
+  setTicketKeys(keys) {
+    if (this.certificates === null) return;
+    this.certificates.setTicketKeys(keys);
+    this.server.setTicketKeys(keys);
+  }
+
   /** @returns {import('./balancing/backend')[]} the backends, in the order given */
   get backends() {
     return this.balancer.backends;

@@ -12,6 +12,7 @@ const { createAdminServer } = require('./ops/admin-server');
 const Primary = require('./cluster/primary');
 const { createClusterAdminServer } = require('./cluster/admin-server');
 const { tellPrimary } = require('./cluster/worker');
+const { TicketKeyRotation } = require('./tls/ticket-keys');
 const { workerReusesPort } = require('./cluster/distribution');
 const { formatHostPort } = require('./net/address');
 const { openFilesLimit } = require('./net/local-errors');
@@ -92,6 +93,8 @@ class Service {
     });
     this.primary = null;
     this.workersListening = null;
+    // TLS session ticket keys: rotated here, or by the primary, which hands them to its workers.
+    this.ticketKeys = null;
     if (this.role === PRIMARY) {
       this.workersListening = new Promise((resolve, reject) => {
         this.primary = new Primary({
@@ -134,6 +137,7 @@ class Service {
    */
   async start() {
     if (this.role !== WORKER) this.checkOpenFilesLimit();
+    if (this.proxy.certificates !== null) this.shareTicketKeys();
     if (this.role === PRIMARY) return this.startPrimary();
     let address;
     try {
@@ -180,6 +184,7 @@ class Service {
       return;
     }
     this.stopping = true;
+    if (this.ticketKeys !== null) this.ticketKeys.stop();
     if (this.reloader !== null) this.reloader.close();
     if (this.certificateWatch !== null) this.certificateWatch.close();
     if (this.redirectServer !== null) {
@@ -216,6 +221,22 @@ class Service {
     }
     if (this.reloader !== null) this.reloader.reload(why);
     this.proxy.reloadCertificates(why);
+  }
+
+  // The session ticket keys of a TLS listener: one rotation per lila, in the primary with workers.
+  shareTicketKeys() {
+    if (this.role === WORKER) {
+      process.on('message', (message) => {
+        if (message !== null && typeof message === 'object' && message.lila === 'ticket-keys') {
+          this.proxy.setTicketKeys(Buffer.from(message.keys, 'base64'));
+        }
+      });
+      return;
+    }
+    this.ticketKeys = new TicketKeyRotation((keys) => {
+      if (this.role === PRIMARY) this.primary.shareTicketKeys(keys);
+      else this.proxy.setTicketKeys(keys);
+    });
   }
 
   async startPrimary() {

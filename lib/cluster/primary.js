@@ -55,6 +55,25 @@ class Primary {
     // Killed at once (a fatal error, a crash loop, a second signal): exits are not waited for.
     this.aborted = false;
     this.announced = false;
+    // The TLS session ticket keys every worker is handed, base64; null without TLS.
+    this.ticketKeys = null;
+  }
+
+  /**
+   * Hands TLS session ticket keys to every worker, and to each one forked
+   * from now on: a client resumes its session whichever worker it reaches.
+   *
+   * @param {Buffer} keys
+   */
+  shareTicketKeys(keys) {
+    this.ticketKeys = keys.toString('base64');
+    for (const { worker } of this.workers.values()) this.sendTicketKeys(worker);
+  }
+
+  sendTicketKeys(worker) {
+    if (this.ticketKeys === null || !worker.isConnected()) return;
+    // A worker that is gone by now misses nothing.
+    worker.send({ lila: 'ticket-keys', keys: this.ticketKeys }, () => {});
   }
 
   /** Forks every worker. */
@@ -75,6 +94,7 @@ class Primary {
     worker.on('message', (message) => this.heard(entry, message));
     worker.on('exit', (code, signal) => this.exited(entry, code, signal));
     worker.on('error', (err) => this.logger.debug(`worker ${worker.process.pid}: ${err.message}`));
+    this.sendTicketKeys(worker);
   }
 
   heard(entry, message) {

@@ -39,6 +39,8 @@ class CertificateStore {
     this.logger = options.logger;
     /** Told of every reload that changed the certificates: the listeners take the new default. */
     this.onChange = null;
+    // The session ticket keys every context shares (ticket-keys.js); each context's own until set.
+    this.ticketKeys = null;
     this.install(readCertificates(sources));
   }
 
@@ -88,7 +90,7 @@ class CertificateStore {
    * @returns {tls.SecureContextOptions}
    */
   defaultOptions() {
-    return { ...this.contextOptions(this.groups[0]), ...this.settings };
+    return { ...this.contextOptions(this.groups[0]), ...this.settings, ...this.ticketOptions() };
   }
 
   /**
@@ -112,6 +114,19 @@ class CertificateStore {
     });
     if (this.onChange !== null) this.onChange();
     return true;
+  }
+
+  /**
+   * Makes every context (the SNI ones; the listener's own is the server's)
+   * encrypt session tickets with these keys, from now on and after reloads.
+   *
+   * @param {Buffer} keys 48 bytes
+   */
+  setTicketKeys(keys) {
+    this.ticketKeys = keys;
+    for (const context of new Set([...this.exact.values(), ...this.wildcards.map(([, c]) => c)])) {
+      if (context !== null) context.context.setTicketKeys(keys);
+    }
   }
 
   /** @returns {string[]} every file a reload reads: certificates, keys, directories */
@@ -144,13 +159,17 @@ class CertificateStore {
     for (const group of this.groups) {
       const context = group === this.groups[0]
         ? null
-        : tls.createSecureContext({ ...this.contextOptions(group), ...this.settings });
+        : tls.createSecureContext({ ...this.contextOptions(group), ...this.settings, ...this.ticketOptions() });
       for (const name of group[0].names) {
         if (name.startsWith('*.')) this.wildcards.push([name, context]);
         else if (!this.exact.has(name)) this.exact.set(name, context);
       }
     }
     this.current = certificates;
+  }
+
+  ticketOptions() {
+    return this.ticketKeys === null ? {} : { ticketKeys: this.ticketKeys };
   }
 
   contextOptions(group) {
