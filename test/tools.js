@@ -1,0 +1,48 @@
+'use strict';
+
+const fs = require('node:fs');
+const path = require('node:path');
+
+/**
+ * The path of a third-party tool the tests run against lila (h2spec, sslyze): the
+ * executable its environment variable names (as .ci/run exports, e.g. LILA_H2SPEC), else
+ * the first executable file of that name on PATH or in `dirs`; null when there is none.
+ *
+ * @param {{name: string, env: string, dirs?: string[]}} tool
+ * @returns {string | null}
+ */
+function findTool({ name, env, dirs = [] }) {
+  if (process.env[env] !== undefined && process.env[env] !== '') {
+    return isExecutable(process.env[env]) ? process.env[env] : null;
+  }
+  const onPath = (process.env.PATH || '').split(path.delimiter).filter((dir) => dir !== '');
+  return [...onPath, ...dirs].map((dir) => path.join(dir, name)).find(isExecutable) || null;
+}
+
+/**
+ * In a mocha `before`: skips the suite, saying why, when the tool was not found, or fails it
+ * when `LILA_REQUIRE_<NAME>=1` (as .ci/run sets once it has installed the tool).
+ *
+ * @param {Mocha.Context} context
+ * @param {string | null} file what findTool returned
+ * @param {{name: string, env: string, install: string}} tool install: the command that installs it
+ */
+function needTool(context, file, { name, env, install }) {
+  if (file !== null) return;
+  const require = `LILA_REQUIRE_${name.toUpperCase()}`;
+  const missing = `${name} was not found (${env}=${process.env[env] || ''}, PATH); install it with: ${install}`;
+  if (process.env[require] === '1') throw new Error(`${require}=1 but ${missing}`);
+  console.log(`      skipped: ${missing}`);
+  context.skip();
+}
+
+module.exports = { findTool, needTool };
+
+function isExecutable(file) {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
