@@ -7,19 +7,24 @@ const { validHost } = require('./request-checks');
 const ABSOLUTE = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)([^#]*)/;
 
 /**
- * A request target in absolute-form (`http://other.test/x?y`), as a client
- * that thinks lila a forward proxy sends it, and as every server must accept
- * (RFC 9112 §3.2.2): what a gateway forwards instead, its origin-form, and the
- * authority that replaces the Host header (the target's wins over Host).
+ * Checks a request target's form (RFC 9112 §3.2): origin-form (`/x?y`) is
+ * forwarded as it is, `*` only for OPTIONS. Absolute-form
+ * (`http://other.test/x?y`), as a client that thinks lila a forward proxy
+ * sends it and as every server must accept (§3.2.2), gives what a gateway
+ * forwards instead, its origin-form, and the authority that replaces the
+ * Host header (the target's wins over Host). Anything else (an
+ * authority-form `host:port` outside CONNECT) is a 400.
  *
+ * @param {string} method
  * @param {string} target the request target, as received
  * @returns {null | {url: string, authority: string} | {problem: {status: number, code: string, reason: string}}}
- *   null when the target is not in absolute-form (origin-form, `*`, or a CONNECT's authority)
+ *   null when it is forwarded as it is
  */
-function absoluteTarget(target) {
-  if (target.charCodeAt(0) === 0x2f || target === '*') return null;
+function absoluteTarget(method, target) {
+  if (target.charCodeAt(0) === 0x2f || method === 'CONNECT') return null;
+  if (target === '*') return method === 'OPTIONS' ? null : problem(`the target * with ${method} (only OPTIONS takes it)`);
   const match = ABSOLUTE.exec(target);
-  if (match === null) return null;
+  if (match === null) return problem('a request target in no form a server takes');
   const [, scheme, authority, rest] = match;
   const lower = scheme.toLowerCase();
   if (lower !== 'http' && lower !== 'https') return problem(`a request target of scheme "${scheme}"`);
@@ -54,8 +59,7 @@ function setHost(rawHeaders, authority) {
  * @returns {{status: number, code: string, reason: string} | null} why it is refused, or null
  */
 function toOriginForm(request) {
-  if (request.method === 'CONNECT') return null;
-  const target = absoluteTarget(request.url);
+  const target = absoluteTarget(request.method, request.url);
   if (target === null) return null;
   if (target.problem !== undefined) return target.problem;
   request.url = target.url;

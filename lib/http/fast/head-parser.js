@@ -119,9 +119,9 @@ function parseRequestHead(text) {
     return refused(head, 'both Content-Length and Transfer-Encoding');
   }
   head.problem = headProblem(1, head.httpVersionMinor, transferEncoding, hosts, head.host);
-  // Absolute-form (RFC 9112 §3.2.2): forwarded in origin-form, its authority the Host.
-  if (head.problem === null && head.method !== 'CONNECT' && head.url.charCodeAt(0) !== 0x2f) {
-    const target = absoluteTarget(head.url);
+  // Absolute-form (RFC 9112 §3.2.2): forwarded in origin-form, its authority the Host; other forms checked.
+  if (head.problem === null && head.url.charCodeAt(0) !== 0x2f) {
+    const target = absoluteTarget(head.method, head.url);
     if (target !== null && target.problem !== undefined) {
       head.problem = target.problem;
     } else if (target !== null) {
