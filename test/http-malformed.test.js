@@ -10,6 +10,7 @@ const { cleanup, onCleanup, startHttpBackend, startLila, request } = require('./
 // differently would disagree on where it starts.
 const SMUGGLED = 'GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n';
 const LAST_CHUNK = '0\r\n\r\n';
+const ADMIN = 'POST /admin HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n';
 // What reaches the backend: not a byte.
 const NOTHING = 'nothing';
 // At most the head and the first chunks of a chunked body, never a whole request, and never
@@ -332,7 +333,66 @@ const ROWS = [
       upstream: forwarded('POST / HTTP/1.1', ['Host: x', 'Transfer-Encoding: chunked'], `5\r\nhello\r\n6\r\n world\r\n${LAST_CHUNK}`),
       why: 'core http chunks the body anew, without them (RFC 9112 §7.1.1 lets a recipient ignore them)'
     }
-  }
+  },
+  // From the smuggling cases: each refused before a byte of the request reaches the backend.
+  // RFC 9112 §6.3: Transfer-Encoding with Content-Length is handled as an error (llhttp strict).
+  {
+    name: 'Content-Length then Transfer-Encoding: chunked, the Content-Length shorter than the chunked body',
+    bytes: post([`Content-Length: ${chunk(SMUGGLED).length - SMUGGLED.length - 2}`, 'Transfer-Encoding: chunked'], chunk(SMUGGLED) + LAST_CHUNK),
+    status: 400,
+    upstream: NOTHING
+  },
+  {
+    name: 'Content-Length then Transfer-Encoding: chunked, the Content-Length longer than the chunked body',
+    bytes: post([`Content-Length: ${LAST_CHUNK.length + SMUGGLED.length}`, 'Transfer-Encoding: chunked'], LAST_CHUNK + SMUGGLED),
+    status: 400,
+    upstream: NOTHING
+  },
+  {
+    name: 'Transfer-Encoding: chunked then Content-Length, the Content-Length shorter than the chunked body',
+    bytes: post(['Transfer-Encoding: chunked', `Content-Length: ${chunk(ADMIN).length - ADMIN.length - 2}`], chunk(ADMIN) + LAST_CHUNK),
+    status: 400,
+    upstream: NOTHING
+  },
+  {
+    name: 'Transfer-Encoding: chunked then Content-Length, the Content-Length longer than the chunked body',
+    bytes: post(['Transfer-Encoding: chunked', `Content-Length: ${LAST_CHUNK.length + ADMIN.length}`], LAST_CHUNK + ADMIN),
+    status: 400,
+    upstream: NOTHING
+  },
+  // RFC 9112 §6.3 ¶5 and RFC 9110 §8.6: an invalid Content-Length is an unrecoverable error.
+  { name: 'one Content-Length header with two different values', bytes: post([`Content-Length: 5, ${5 + SMUGGLED.length}`], `hello${SMUGGLED}`), status: 400, upstream: NOTHING },
+  { name: 'one Content-Length header with the same value twice', bytes: post(['Content-Length: 5, 5'], `hello${SMUGGLED}`), status: 400, upstream: NOTHING },
+  { name: 'a Content-Length with a letter after the digits', bytes: post(['Content-Length: 5a'], `hello${SMUGGLED}`), status: 400, upstream: NOTHING },
+  // RFC 9112 §6.3 ¶4: in a request, chunked must be the final transfer coding; §7.1: only once.
+  { name: 'Transfer-Encoding: gzip', bytes: post(['Transfer-Encoding: gzip'], `hello${SMUGGLED}`), status: 400, upstream: NOTHING },
+  { name: 'Transfer-Encoding: chunked, gzip', bytes: post(['Transfer-Encoding: chunked, gzip'], chunk('hello') + LAST_CHUNK + SMUGGLED), status: 400, upstream: NOTHING },
+  { name: 'Transfer-Encoding: chunked, chunked', bytes: post(['Transfer-Encoding: chunked, chunked'], chunk('hello') + LAST_CHUNK + SMUGGLED), status: 400, upstream: NOTHING },
+  { name: 'a vertical tab before chunked in Transfer-Encoding', bytes: post(['Transfer-Encoding:\x0bchunked'], chunk('hello') + LAST_CHUNK + SMUGGLED), status: 400, upstream: NOTHING },
+  // RFC 9112 §5.1: whitespace between a field name and its colon MUST be answered 400.
+  {
+    name: 'whitespace between Transfer-Encoding and its colon',
+    bytes: post(['Transfer-Encoding : chunked', `Content-Length: ${5 + SMUGGLED.length}`], `hello${SMUGGLED}`),
+    status: 400,
+    upstream: NOTHING
+  },
+  // RFC 9112 §5.2: obs-fold is rejected with 400 (or replaced with spaces: lila rejects it).
+  { name: 'Transfer-Encoding folded onto a continuation line', bytes: post(['Transfer-Encoding:\r\n chunked'], chunk('hello') + LAST_CHUNK + SMUGGLED), status: 400, upstream: NOTHING },
+  { name: 'a header value folded onto a continuation line', bytes: get(['X: a\r\n b']) + SMUGGLED, status: 400, upstream: NOTHING },
+  // RFC 9112 §3: the request line.
+  { name: 'a request line without a version', bytes: `GET /\r\nHost: x\r\n\r\n${SMUGGLED}`, status: 400, upstream: NOTHING },
+  // RFC 9110 §5.5: CR, LF and NUL in a value are rejected.
+  { name: 'NUL in a header value', bytes: get(['X: a\x00b']) + SMUGGLED, status: 400, upstream: NOTHING },
+  {
+    name: 'a bare LF in a header value before Transfer-Encoding',
+    bytes: post(['X: y\nTransfer-Encoding: chunked', `Content-Length: ${LAST_CHUNK.length + SMUGGLED.length}`], LAST_CHUNK + SMUGGLED),
+    status: 400,
+    upstream: NOTHING
+  },
+  // RFC 9112 §7.1: chunk-size is 1*HEXDIG, then optional extensions, then CRLF.
+  { name: 'a space between chunk size and CRLF', bytes: post(['Transfer-Encoding: chunked'], `5 \r\nhello\r\n${LAST_CHUNK}${SMUGGLED}`), status: 400, upstream: NO_WHOLE_REQUEST },
+  // RFC 9112 §5: a head over --max-header-size (16 KiB).
+  { name: 'a request head over 16 KiB', bytes: get([`X-Big: ${'x'.repeat(17 * 1024)}`]) + SMUGGLED, status: 431, upstream: NOTHING }
 ];
 
 for (const engine of HTTP_ENGINES) {
@@ -369,7 +429,7 @@ for (const engine of HTTP_ENGINES) {
           `the backend received ${JSON.stringify(seen.bytes.slice(0, 600))} (${seen.whole.length} whole requests)`;
         assert.match(received, new RegExp(`^HTTP/1\\.1 ${status} `), evidence);
         assert.ok(closed, evidence);
-        assert.doesNotMatch(seen.bytes, /\/smuggled/, evidence);
+        assert.doesNotMatch(seen.bytes, /\/smuggled|\/admin/, evidence);
         if (upstream === NOTHING) {
           assert.equal(seen.bytes, '', evidence);
         } else if (upstream === NO_WHOLE_REQUEST) {
