@@ -44,14 +44,19 @@ const USAGE_CODES = new Set([
  * An error lila raises itself, with a stable `LILA_ERR_*` code and, when it
  * maps to an HTTP answer, the status lila sends.
  */
+// C0 controls, DEL and the Unicode line separators.
+const CONTROL = /[\x00-\x1f\x7f\u2028\u2029]/g;
+
 class LilaError extends Error {
   /**
    * @param {string} code one of `codes`
-   * @param {string} message one sentence, without the `lila: ` prefix
+   * @param {string} message one sentence, without the `lila: ` prefix; control bytes it quotes
+   *   from a file or an argument (NUL, ESC, CR, LF...) are shown escaped, so that it stays one
+   *   line that shows what is wrong
    * @param {number} [status] HTTP status the error maps to
    */
   constructor(code, message, status) {
-    super(message);
+    super(message.replace(CONTROL, escapeControl));
     this.name = 'LilaError';
     this.code = code;
     if (status !== undefined) this.status = status;
@@ -90,3 +95,8 @@ function describeError(err) {
 }
 
 module.exports = { LilaError, codes, timeoutError, describeError };
+
+function escapeControl(c) {
+  const code = c.charCodeAt(0);
+  return code > 0xff ? `\\u${code.toString(16)}` : `\\x${code.toString(16).padStart(2, '0')}`;
+}

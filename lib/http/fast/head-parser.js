@@ -75,10 +75,12 @@ class RequestHead {
  */
 function parseRequestHead(text) {
   const head = new RequestHead();
-  if (CONTROL.test(text) || hasBareCROrLF(text)) return refused(head, MALFORMED);
   let lineEnd = text.indexOf('\r\n');
   if (lineEnd === -1) lineEnd = text.length;
+  // The request line first, as when it arrives alone (requestLineProblem): the same answer
+  // however the head's bytes were split into reads.
   if (!readRequestLine(head, text, lineEnd)) return head;
+  if (CONTROL.test(text) || hasBareCROrLF(text)) return refused(head, MALFORMED);
 
   let transferEncoding;
   let upgrade;

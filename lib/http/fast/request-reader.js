@@ -92,10 +92,16 @@ class RequestReader {
     return this.accept(head);
   }
 
-  // Over --max-header-size: 414 when the request line alone is (RFC 9110 §15.5.15), else 431.
+  // Over --max-header-size: 414 when the request line alone is (RFC 9110 §15.5.15), else the
+  // request line's own problem if it has one (as when it arrives alone), else 431.
   refuseTooLarge(buffer, maxHeaderSize) {
     const lineEnd = buffer.indexOf(CRLF);
-    if (lineEnd === -1 || lineEnd > maxHeaderSize) this.refuse(414, 'the request target is too long', codes.URI_TOO_LONG, null);
+    if (lineEnd === -1 || lineEnd > maxHeaderSize) {
+      this.refuse(414, 'the request target is too long', codes.URI_TOO_LONG, null);
+      return;
+    }
+    const problem = requestLineProblem(buffer.latin1Slice(0, lineEnd));
+    if (problem !== null) this.refuse(problem.status, problem.reason, problem.code, null);
     else this.refuse(431, 'the request headers are too large', codes.HEADERS_TOO_LARGE, null);
   }
 
