@@ -4,10 +4,9 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawn } = require('node:child_process');
 const { Pki } = require('./pki');
 const { cleanup, onCleanup, startHttpBackend, startLila } = require('./helpers');
-const { findTool, needTool } = require('./tools');
+const { findTool, needTool, runTool } = require('./tools');
 
 // .ci/run builds h2spec 2.2.1 (the last version the Go module proxy serves) into
 // $(go env GOPATH)/bin and exports LILA_H2SPEC; `go install`'s default place is looked in too.
@@ -141,17 +140,7 @@ function nodeFails(title, actual, why) {
  * @returns {Promise<{cases: {id: string, title: string, outcome: string, actual: string}[], output: string}>}
  */
 async function runH2spec(lila, args, report) {
-  const child = spawn(H2SPEC, ['-h', '127.0.0.1', '-p', String(lila.port), '-j', report, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  onCleanup(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let output = '';
-  child.stdout.setEncoding('utf8').on('data', (text) => { output += text; });
-  child.stderr.setEncoding('utf8').on('data', (text) => { output += text; });
-  const code = await new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', resolve);
-  });
+  const { code, output } = await runTool(H2SPEC, ['-h', '127.0.0.1', '-p', String(lila.port), '-j', report, ...args]);
   // h2spec exits 1 when a case fails, and also, without a report, when it cannot go on.
   if (!fs.existsSync(report)) {
     throw new Error(`h2spec exited with ${code} and no report; its output:\n${output.slice(-3000)}\nlila's stderr:\n${lila.stderr}`);

@@ -175,6 +175,34 @@ async function rawRequest(port, bytes) {
 }
 
 /**
+ * Writes raw bytes to lila on a connection of their own and collects its
+ * answer until lila closes the connection, or for at most `withinMs`.
+ *
+ * @param {number} port
+ * @param {string} bytes one byte per character (latin1)
+ * @param {number} withinMs a bound, not a wait: lila is expected to close well before it
+ * @returns {Promise<{received: string, closed: boolean}>} closed: by lila, within the bound
+ */
+function rawExchange(port, bytes, withinMs) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    onCleanup(() => socket.destroy());
+    const chunks = [];
+    let closed = false;
+    const timer = setTimeout(() => socket.destroy(), withinMs);
+    socket.on('data', (chunk) => chunks.push(chunk));
+    socket.on('end', () => { closed = true; });
+    // A reset, when lila closes with bytes of ours unread, closes as well.
+    socket.on('error', () => { closed = true; });
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ received: Buffer.concat(chunks).toString('latin1'), closed });
+    });
+    socket.write(Buffer.from(bytes, 'latin1'));
+  });
+}
+
+/**
  * Sends one http request and collects the whole response.
  *
  * @param {number} port
@@ -410,6 +438,7 @@ module.exports = {
   takenPort,
   blackHoleAddress,
   rawRequest,
+  rawExchange,
   request,
   until,
   deferred,

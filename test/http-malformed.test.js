@@ -1,10 +1,9 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const net = require('node:net');
 const { HTTP_ENGINES } = require('../lib/proxy');
 const { adminPort, untilIdle } = require('./h2');
-const { cleanup, onCleanup, startHttpBackend, startLila, request } = require('./helpers');
+const { cleanup, startHttpBackend, startLila, request, rawExchange } = require('./helpers');
 
 // A request hidden in the bytes of another: lila and a backend that framed the message
 // differently would disagree on where it starts.
@@ -419,7 +418,7 @@ for (const engine of HTTP_ENGINES) {
       it(title, async () => {
         const start = backend.mark();
 
-        const { received, closed } = await exchange(lila.port, row.bytes);
+        const { received, closed } = await rawExchange(lila.port, row.bytes, REPLY_WITHIN_MS);
         await sentinel(lila.port);
         await untilIdle(admin);
         const seen = backend.since(start);
@@ -469,33 +468,6 @@ async function startRecordingBackend() {
       bytes: bytes.slice(mark.bytes).replace(/GET \/sentinel HTTP\/1\.1\r\n[^]*?\r\n\r\n/g, ''),
       whole: whole.slice(mark.whole).filter((line) => line !== 'GET /sentinel')
     })
-  });
-}
-
-/**
- * Writes raw bytes to lila and collects its answer until lila closes the
- * connection, or for at most REPLY_WITHIN_MS.
- *
- * @param {number} port
- * @param {string} bytes one byte per character (latin1)
- * @returns {Promise<{received: string, closed: boolean}>} closed: by lila, within the bound
- */
-function exchange(port, bytes) {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    onCleanup(() => socket.destroy());
-    const chunks = [];
-    let closed = false;
-    const timer = setTimeout(() => socket.destroy(), REPLY_WITHIN_MS);
-    socket.on('data', (chunk) => chunks.push(chunk));
-    socket.on('end', () => { closed = true; });
-    // A reset, when lila closes with bytes of ours unread, closes as well.
-    socket.on('error', () => { closed = true; });
-    socket.on('close', () => {
-      clearTimeout(timer);
-      resolve({ received: Buffer.concat(chunks).toString('latin1'), closed });
-    });
-    socket.write(Buffer.from(bytes, 'latin1'));
   });
 }
 

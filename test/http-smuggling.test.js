@@ -1,9 +1,8 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const net = require('node:net');
 const { HTTP_ENGINES } = require('../lib/proxy');
-const { cleanup, onCleanup, startHttpBackend, startProxy, request, until } = require('./helpers');
+const { cleanup, startHttpBackend, startProxy, request, until, rawExchange } = require('./helpers');
 
 // What a client would smuggle past lila if lila and its backend framed a message differently.
 const SMUGGLED = 'GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n';
@@ -61,7 +60,7 @@ for (const engine of HTTP_ENGINES) {
           const backend = await startRecordingBackend();
           const proxy = await start(backend);
 
-          const { received, closed } = await exchange(proxy.port, bytes);
+          const { received, closed } = await rawExchange(proxy.port, bytes, REPLY_WITHIN_MS);
           const seen = await backendView(proxy, backend);
 
           const evidence = `lila answered ${JSON.stringify(received)}; the backend received ${JSON.stringify(seen.bytes)}`;
@@ -76,7 +75,7 @@ for (const engine of HTTP_ENGINES) {
         const backend = await startRecordingBackend();
         const proxy = await start(backend);
 
-        await exchange(proxy.port, CONTROLS[0].bytes);
+        await rawExchange(proxy.port, CONTROLS[0].bytes, REPLY_WITHIN_MS);
         const seen = await backendView(proxy, backend);
 
         // The check every case makes would catch a smuggled request forwarded in any form.
@@ -111,33 +110,6 @@ async function startRecordingBackend() {
     socket.on('data', (chunk) => { connection.bytes += chunk.toString('latin1'); });
   });
   return Object.assign(backend, { requests, connections });
-}
-
-/**
- * Writes raw bytes to lila and collects its answer until lila closes the
- * connection, or for at most REPLY_WITHIN_MS.
- *
- * @param {number} port
- * @param {string} bytes one byte per character (latin1)
- * @returns {Promise<{received: string, closed: boolean}>} closed: by lila, within the bound
- */
-function exchange(port, bytes) {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    onCleanup(() => socket.destroy());
-    const chunks = [];
-    let closed = false;
-    const timer = setTimeout(() => socket.destroy(), REPLY_WITHIN_MS);
-    socket.on('data', (chunk) => chunks.push(chunk));
-    socket.on('end', () => { closed = true; });
-    // A reset, when lila closes with bytes of ours unread, closes as well.
-    socket.on('error', () => { closed = true; });
-    socket.on('close', () => {
-      clearTimeout(timer);
-      resolve({ received: Buffer.concat(chunks).toString('latin1'), closed });
-    });
-    socket.write(Buffer.from(bytes, 'latin1'));
-  });
 }
 
 /**

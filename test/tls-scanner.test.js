@@ -4,10 +4,9 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawn } = require('node:child_process');
 const { Pki } = require('./pki');
 const { cleanup, onCleanup, startHttpBackend, startLila } = require('./helpers');
-const { findTool, needTool } = require('./tools');
+const { findTool, needTool, runTool } = require('./tools');
 
 // sslyze rather than testssl.sh: a scan of one listener takes about 1.5 s (testssl.sh: about a
 // minute), and it reads nothing from the network. .ci/run installs it in a virtualenv of its
@@ -95,18 +94,7 @@ async function runSslyze(port) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-sslyze-'));
   onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
   const json = path.join(dir, 'scan.json');
-  const child = spawn(SSLYZE, ['--quiet', `--json_out=${json}`, '--mozilla_config=intermediate', `127.0.0.1:${port}`],
-    { stdio: ['ignore', 'pipe', 'pipe'] });
-  onCleanup(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let output = '';
-  child.stdout.setEncoding('utf8').on('data', (text) => { output += text; });
-  child.stderr.setEncoding('utf8').on('data', (text) => { output += text; });
-  const code = await new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', resolve);
-  });
+  const { code, output } = await runTool(SSLYZE, ['--quiet', `--json_out=${json}`, '--mozilla_config=intermediate', `127.0.0.1:${port}`]);
   // Exit 1: not compliant (a test certificate never is); anything else, or no report, is a failed run.
   if ((code !== 0 && code !== 1) || !fs.existsSync(json)) throw new Error(`sslyze exited with ${code}; its output:\n${output}`);
   const [server] = JSON.parse(fs.readFileSync(json, 'utf8')).server_scan_results;

@@ -2,6 +2,8 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { onCleanup } = require('./helpers');
 
 /**
  * The path of a third-party tool the tests run against lila (h2spec, sslyze): the
@@ -36,7 +38,29 @@ function needTool(context, file, { name, env, install }) {
   context.skip();
 }
 
-module.exports = { findTool, needTool };
+/**
+ * Runs a tool to its end, killed on cleanup if it still runs.
+ *
+ * @param {string} file
+ * @param {string[]} args
+ * @returns {Promise<{code: number | null, output: string}>} output: its stdout and stderr, interleaved
+ */
+async function runTool(file, args) {
+  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  onCleanup(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (text) => { output += text; });
+  child.stderr.setEncoding('utf8').on('data', (text) => { output += text; });
+  const code = await new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', resolve);
+  });
+  return { code, output };
+}
+
+module.exports = { findTool, needTool, runTool };
 
 function isExecutable(file) {
   try {

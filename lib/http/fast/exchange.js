@@ -93,22 +93,24 @@ class FastExchange extends ResponseRelay {
 
   /** The client's chunked body grew past --max-body-size: what was sent upstream is abandoned. */
   bodyOverLimit() {
+    this.refuseBody(bodyTooLarge(this.context.settings.maxBodySize));
+  }
+
+  /** The client's body stalled past --body-timeout: 408 (see refuseBody()). */
+  bodyTimedOut() {
     if (this.done || this.responseDone) return;
-    const upstream = this.upstream;
-    if (upstream !== null) {
-      this.upstream = null;
-      this.dropUpstream(upstream);
-    }
-    this.release();
-    this.fail(bodyTooLarge(this.context.settings.maxBodySize), `client ${this.clientAddress}`);
+    this.connection.abandonBody(this);
+    this.refuseBody(bodyTimeoutError(this.context.settings.bodyTimeout));
   }
 
   /**
-   * The client's body stalled past --body-timeout: 408 (or a cut
-   * connection once the response has begun), the upstream request
-   * abandoned, and nothing counted against the backend.
+   * The client's body is refused on its way (too large, stalled): the
+   * upstream request is abandoned, nothing is counted against the backend,
+   * and the client gets `error` (or a cut connection once the response has begun).
+   *
+   * @param {import('../../errors').LilaError} error
    */
-  bodyTimedOut() {
+  refuseBody(error) {
     if (this.done || this.responseDone) return;
     const upstream = this.upstream;
     if (upstream !== null) {
@@ -116,8 +118,7 @@ class FastExchange extends ResponseRelay {
       this.dropUpstream(upstream);
     }
     this.release();
-    this.connection.abandonBody(this);
-    this.fail(bodyTimeoutError(this.context.settings.bodyTimeout), `client ${this.clientAddress}`);
+    this.fail(error, `client ${this.clientAddress}`);
   }
 
   /**

@@ -142,14 +142,7 @@ class Exchange {
 
   /** The client's chunked body grew past --max-body-size: the upstream request is abandoned. */
   bodyOverLimit() {
-    const upstream = this.upstream;
-    if (this.done || upstream === null) return;
-    this.request.unpipe(upstream);
-    this.upstream = null;
-    abandon(upstream);
-    this.release();
-    this.response.shouldKeepAlive = false;
-    this.fail(bodyTooLarge(this.context.settings.maxBodySize), `client ${this.clientAddress}`);
+    this.refuseBody(bodyTooLarge(this.context.settings.maxBodySize));
   }
 
   /** Whether lila, not the client, has stopped reading the body (--body-timeout does not count it). */
@@ -157,12 +150,20 @@ class Exchange {
     return this.request.isPaused();
   }
 
-  /**
-   * The client's body stalled past --body-timeout: 408 (or a cut
-   * connection once the response has begun), the upstream request
-   * abandoned, and nothing counted against the backend.
-   */
+  /** The client's body stalled past --body-timeout: 408 (see refuseBody()). */
   bodyTimedOut() {
+    this.refuseBody(bodyTimeoutError(this.context.settings.bodyTimeout));
+  }
+
+  /**
+   * The client's body is refused on its way (too large, stalled): the
+   * upstream request is abandoned, nothing is counted against the backend,
+   * the client gets `error` (or a cut connection once the response has
+   * begun), and its connection closes after it.
+   *
+   * @param {LilaError} error
+   */
+  refuseBody(error) {
     const upstream = this.upstream;
     if (this.done || upstream === null) return;
     this.request.unpipe(upstream);
@@ -170,7 +171,7 @@ class Exchange {
     abandon(upstream);
     this.release();
     this.response.shouldKeepAlive = false;
-    this.fail(bodyTimeoutError(this.context.settings.bodyTimeout), `client ${this.clientAddress}`);
+    this.fail(error, `client ${this.clientAddress}`);
   }
 
   /**
