@@ -1,70 +1,38 @@
 'use strict';
 
-const Balancer = require('./balancing/balancer');
+const Pool = require('./pool');
 const Logger = require('./ops/logger');
 const { createHttpServer } = require('./http/node/server');
 const { createFastHttpServer } = require('./http/fast/server');
 const { createTcpServer } = require('./tcp/server');
 const { formatHostPort } = require('./net/address');
-const { parseHashKey } = require('./balancing/hash-key');
-const Health = require('./health');
 const Traffic = require('./ops/traffic');
-const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers } = require('./config/validate');
-const { Discovery, splitServers } = require('./discovery');
-const { parseRateLimit, validateSize, parseSticky } = require('./config/traffic-values');
+const { validateChoice, validateCount, validateDuration, validatePort } = require('./config/validate');
+const { parseRateLimit, validateSize } = require('./config/traffic-values');
 const RateLimiter = require('./limits/rate-limiter');
 const ConnectionGate = require('./limits/connection-gate');
 const { probeDescriptors } = require('./net/local-errors');
 const { acceptProxyProtocol } = require('./net/accept-proxy');
 const CertificateStore = require('./tls/certificate-store');
-const { backendTlsSettings } = require('./tls/backend-settings');
+const ListenerRoutes = require('./routing/listener-routes');
 const { LilaError, codes, describeError } = require('./errors');
 
-const LAYERS = ['http', 'tcp'];
-// The implementations of the http layer; the first is the default.
-const HTTP_ENGINES = ['fast', 'node'];
-const HOST_HEADERS = ['client', 'backend'];
-const HTTP_DEFAULTS = {
-  connectTimeout: 5000,
-  timeout: 60000,
+const { LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS, POOL_OPTIONS } = Pool;
+// What a listener does on the client side when an option is not given.
+const LISTENER_DEFAULTS = {
   keepAliveTimeout: 5000,
   headerTimeout: 10000,
   bodyTimeout: 60000,
   maxHeaderSize: 16 * 1024,
-  hostHeader: 'client',
-  locationRewrite: true,
   http2: true,
   maxConcurrentStreams: 100
-};
-// nginx's max_fails and fail_timeout, HAProxy's inter, rise and fall.
-const HEALTH_DEFAULTS = {
-  maxFails: 1,
-  failTimeout: 10000,
-  failOn5xx: false,
-  slowStart: 0,
-  healthCheck: false,
-  healthInterval: 5000,
-  healthTimeout: 2000,
-  healthRise: 2,
-  healthFall: 3,
-  healthPath: '/'
 };
 // While draining, how long an idle keep-alive connection is still read: a
 // request the client sent as the drain began is answered (with Connection:
 // close) instead of being reset with the connection.
 const DRAIN_GRACE_MS = 500;
 // What the proxy does when an option is not given.
-// Servers found through DNS: the longest time between two lookups of a name,
-// and the shortest (lookups follow the TTL in between).
-const DISCOVERY_DEFAULTS = { resolveInterval: 10000 };
-const MIN_RESOLVE_INTERVAL = 1000;
-// HAProxy's maxconn (none by default), maxqueue and timeout queue.
-const QUEUE_DEFAULTS = { maxConns: 0, maxQueue: 1024, queueTimeout: 10000 };
-const DEFAULTS = {
-  port: 4444, layer: LAYERS[0], engine: HTTP_ENGINES[0], ...HTTP_DEFAULTS, ...HEALTH_DEFAULTS, ...DISCOVERY_DEFAULTS, ...QUEUE_DEFAULTS
-};
-// --send-proxy: the PROXY protocol version for every backend.
-const SEND_PROXY_VERSIONS = ['v1', 'v2'];
+const DEFAULTS = { port: 4444, layer: LAYERS[0], engine: HTTP_ENGINES[0], ...LISTENER_DEFAULTS, ...Pool.DEFAULTS };
 const LISTEN_ERRORS = {
   EADDRINUSE: 'address already in use',
   EACCES: 'permission denied',
@@ -150,8 +118,12 @@ class Proxy {
     this.layer = validateChoice(options.layer === undefined ? DEFAULTS.layer : options.layer, LAYERS, 'layer');
     this.logger = options.logger || new Logger();
     this.engine = validateChoice(options.engine === undefined ? DEFAULTS.engine : options.engine, HTTP_ENGINES, 'engine');
-    this.settings = httpSettings(options);
+    this.settings = listenerSettings(options);
     Object.assign(this.settings, limitSettings(options, this.layer));
+    // The one-line lila: a pool of its own, and one route to it.
+    this.ownPool = options.routes === undefined
+      ? new Pool({ ...poolOptionsOf(options), name: 'default', layer: this.layer, engine: this.engine, logger: this.logger })
+      : null;
     this.certificates = options.tls === undefined || options.tls === null
       ? null
       : new CertificateStore(options.tls.certificates, {
@@ -165,37 +137,14 @@ class Proxy {
       handshakeTimeout: this.settings.headerTimeout,
       ALPNProtocols: this.layer === 'http' ? (this.settings.http2 ? ['h2', 'http/1.1'] : ['http/1.1']) : undefined
     });
-    this.settings.backendTls = backendTlsSettings(options.backendTls, this.logger);
-    this.settings.sendProxy = options.sendProxy === undefined || options.sendProxy === null
-      ? 0
-      : SEND_PROXY_VERSIONS.indexOf(validateChoice(options.sendProxy, SEND_PROXY_VERSIONS, 'sendProxy')) + 1;
-    const given = options.balancer instanceof Balancer;
-    // Servers found through DNS join the balancer as their names resolve (lib/discovery).
-    const { fixed, found } = given ? { fixed: [], found: [] } : splitServers(options.servers);
-    this.balancer = given
-      ? options.balancer
-      : new Balancer(options.mode, found.length > 0 ? fixed : options.servers, {
-        hashKey: options.hashKey, logger: this.logger, allowEmpty: found.length > 0, ...queueSettings(options)
-      });
-    this.discovery = given ? null : new Discovery(this.balancer, found, discoverySettings(options, this.logger));
-    const h2Server = [...this.balancer.backends, ...found].find((server) => server.h2 === true);
-    if (h2Server !== undefined && (this.layer === 'tcp' || this.engine === 'node')) {
-      throw new LilaError(codes.INVALID_OPTION, `server "${h2Server.name}" speaks h2: that needs the http layer on the fast engine` +
-        (this.layer === 'tcp' ? '; the tcp layer passes any protocol as it is, without "h2"' : ''));
-    }
-    if (this.layer === 'tcp' && options.hashKey !== undefined && parseHashKey(options.hashKey).source !== 'ip') {
-      throw new LilaError(
-        codes.INVALID_OPTION,
-        `"--hash-key ${options.hashKey}" needs the http layer; the tcp layer can hash only the client ip`
-      );
-    }
-    this.health = new Health(this.balancer, healthSettings(options), this.logger, {
-      layer: this.layer, backendTls: this.settings.backendTls, sendProxy: this.settings.sendProxy
-    });
-    this.traffic = new Traffic(this.logger);
+    this.traffic = options.traffic || new Traffic(this.logger);
     this.server = this.layer === 'tcp'
-      ? createTcpServer(this.balancer, this.logger, this.settings, this.health, this.traffic)
-      : (this.engine === 'fast' ? createFastHttpServer : createHttpServer)(this.balancer, this.logger, this.settings, this.health, this.traffic);
+      ? createTcpServer(this.logger, this.settings, this.traffic)
+      : (this.engine === 'fast' ? createFastHttpServer : createHttpServer)(this.logger, this.settings, this.traffic);
+    // What the engine's exchanges use of each pool a route names, kept across route changes.
+    this.bindings = new Map();
+    this.routes = null;
+    this.setRoutes(this.ownPool === null ? options.routes : [{ text: '*', host: null, path: null, targets: [{ pool: this.ownPool, weight: 1 }] }]);
     // --max-connections: past it, new connections wait their turn, unserved.
     // --accept-proxy: the header is read first, before TLS and the engine (and after the gate).
     if (options.acceptProxy === true) {
@@ -220,6 +169,53 @@ class Proxy {
       socket.once('close', () => this.connections.delete(socket));
     });
     if (this.certificates !== null) this.watchHandshakes();
+  }
+
+  /**
+   * Routes what the listener accepts from now on; requests in flight keep
+   * the pool they have. Every pool must be of the listener's layer.
+   *
+   * @param {{text: string, host: string | null, path: string | null, hashKey?: string,
+   *   targets: {pool: Pool, weight: number}[]}[]} routes in the order given (equal matches: the first)
+   * @throws {LilaError} for a pool of another layer, or a bad route
+   */
+  setRoutes(routes) {
+    const used = new Map();
+    const bindingOf = (pool) => {
+      let binding = this.bindings.get(pool);
+      if (binding === undefined) binding = this.server.bind(pool);
+      used.set(pool, binding);
+      return binding;
+    };
+    const next = new ListenerRoutes(routes, bindingOf, this.layer);
+    this.bindings = used;
+    this.routes = next;
+    this.server.useRoutes(next);
+  }
+
+  /** @returns {Pool[]} the pools the routes send to, each once */
+  get pools() {
+    return [...this.bindings.keys()];
+  }
+
+  /** The first pool the routes name: the only one of a one-line lila. */
+  get pool() {
+    return this.ownPool !== null ? this.ownPool : this.pools[0];
+  }
+
+  /** @returns {import('./balancing/balancer')} the balancer of that pool */
+  get balancer() {
+    return this.pool.balancer;
+  }
+
+  /** @returns {import('./health')} the health of that pool */
+  get health() {
+    return this.pool.health;
+  }
+
+  /** @returns {import('./discovery').Discovery | null} the discovery of that pool */
+  get discovery() {
+    return this.pool.discovery;
   }
 
   /**
@@ -257,15 +253,14 @@ class Proxy {
     this.server.setTicketKeys(keys);
   }
 
-  /** @returns {import('./balancing/backend')[]} the backends, in the order given */
+  /** @returns {import('./balancing/backend')[]} the backends of that pool, in the order given */
   get backends() {
     return this.balancer.backends;
   }
 
-  // Health checks and the descriptor probe stop with the listener.
+  // Health checks (of its own pool) and the descriptor probe stop with the listener.
   stopProbes() {
-    this.health.stop();
-    if (this.discovery !== null) this.discovery.stop();
+    if (this.ownPool !== null) this.ownPool.stop();
     clearInterval(this.descriptorProbe);
     // Connections held by --max-connections were never served: they go at once.
     if (this.gate !== null) this.gate.close();
@@ -291,8 +286,7 @@ class Proxy {
       const options = reusePort ? { port, host, reusePort, exclusive: true } : { port, host };
       this.server.listen(options, () => {
         this.server.removeListener('error', onError);
-        this.health.start();
-        if (this.discovery !== null) this.discovery.start();
+        if (this.ownPool !== null) this.ownPool.start();
         // Once listening, only accept() fails here (EMFILE, ...): keep serving.
         this.server.on('error', (err) => {
           if (this.health.localProblem(err, 'accepting a connection') === null) {
@@ -314,7 +308,10 @@ class Proxy {
   close() {
     this.stopProbes();
     return new Promise((resolve) => {
-      this.server.close(() => resolve());
+      this.server.close(() => {
+        if (this.ownPool !== null) this.ownPool.close();
+        resolve();
+      });
       if (this.layer === 'http') this.server.closeIdleConnections();
     });
   }
@@ -347,29 +344,36 @@ class Proxy {
         resolve({ closed });
       };
       closing.then(() => done(0));
+    }).then((result) => {
+      if (this.ownPool !== null) this.ownPool.close();
+      return result;
     });
   }
 }
 
 module.exports = Proxy;
 module.exports.listenError = listenError;
+/**
+ * Checks routes as `setRoutes` would (hosts, paths, weights, hash keys), binding nothing.
+ *
+ * @param {Parameters<Proxy['setRoutes']>[0]} routes
+ * @param {'http' | 'tcp'} layer
+ * @throws {LilaError}
+ */
+module.exports.checkRoutes = (routes, layer) => new ListenerRoutes(routes, () => null, layer);
 module.exports.LAYERS = LAYERS;
 module.exports.HTTP_ENGINES = HTTP_ENGINES;
 module.exports.HOST_HEADERS = HOST_HEADERS;
 module.exports.DEFAULTS = DEFAULTS;
 module.exports.SEND_PROXY_VERSIONS = SEND_PROXY_VERSIONS;
 
-function httpSettings(options) {
-  const pick = (name) => (options[name] === undefined ? HTTP_DEFAULTS[name] : options[name]);
+function listenerSettings(options) {
+  const pick = (name) => (options[name] === undefined ? LISTENER_DEFAULTS[name] : options[name]);
   return {
-    connectTimeout: validateDuration(pick('connectTimeout'), 'connectTimeout'),
-    timeout: validateDuration(pick('timeout'), 'timeout'),
     keepAliveTimeout: validateDuration(pick('keepAliveTimeout'), 'keepAliveTimeout', { allowZero: true }),
     headerTimeout: validateDuration(pick('headerTimeout'), 'headerTimeout'),
     bodyTimeout: validateDuration(pick('bodyTimeout'), 'bodyTimeout'),
     maxHeaderSize: validateCount(pick('maxHeaderSize'), 'maxHeaderSize', 1024),
-    hostHeader: validateChoice(pick('hostHeader'), HOST_HEADERS, 'hostHeader'),
-    locationRewrite: pick('locationRewrite') !== false,
     http2: pick('http2') !== false,
     maxConcurrentStreams: validateCount(pick('maxConcurrentStreams'), 'maxConcurrentStreams', 1),
     // Set by drain(): responses from then on close their connection.
@@ -377,55 +381,22 @@ function httpSettings(options) {
   };
 }
 
-function discoverySettings(options, logger) {
-  const interval = options.resolveInterval === undefined ? DISCOVERY_DEFAULTS.resolveInterval : options.resolveInterval;
-  return {
-    resolvers: options.resolvers === undefined ? undefined : validateResolvers(options.resolvers, 'resolvers'),
-    interval: validateDuration(interval, 'resolveInterval', { min: MIN_RESOLVE_INTERVAL }),
-    logger
-  };
+// The options of a one-line lila that belong to its pool.
+function poolOptionsOf(options) {
+  const pool = {};
+  for (const name of POOL_OPTIONS) if (options[name] !== undefined) pool[name] = options[name];
+  return pool;
 }
 
-// What the engines need of the limits: the sticky cookie's name, the body
-// limit, the rate limiter; null and 0 when off.
+// What the engines need of the client-side limits: the body limit, the rate
+// limiter; 0 and null when off.
 function limitSettings(options, layer) {
-  const httpOnly = (name, flag) => {
-    if (options[name] !== undefined && layer === 'tcp') {
-      throw new LilaError(codes.INVALID_OPTION, `"${flag}" needs the http layer; the tcp layer passes bytes it does not read`);
-    }
-  };
-  httpOnly('sticky', '--sticky');
-  httpOnly('maxBodySize', '--max-body-size');
+  if (options.maxBodySize !== undefined && layer === 'tcp') {
+    throw new LilaError(codes.INVALID_OPTION, '"--max-body-size" needs the http layer; the tcp layer passes bytes it does not read');
+  }
   return {
-    stickyCookie: options.sticky === undefined || options.sticky === null ? null : parseSticky(options.sticky, 'sticky'),
     maxBodySize: options.maxBodySize === undefined || options.maxBodySize === 0 ? 0 : validateSize(options.maxBodySize, 'maxBodySize'),
     rateLimiter: options.rateLimit === undefined || options.rateLimit === null ? null : new RateLimiter(parseRateLimit(options.rateLimit, 'rateLimit'))
-  };
-}
-
-// The backends' limits and their queue, for a balancer the proxy makes.
-function queueSettings(options) {
-  const pick = (name) => (options[name] === undefined ? QUEUE_DEFAULTS[name] : options[name]);
-  return {
-    maxConns: validateCount(pick('maxConns'), 'maxConns', 0),
-    maxQueue: validateCount(pick('maxQueue'), 'maxQueue', 0),
-    queueTimeout: validateDuration(pick('queueTimeout'), 'queueTimeout')
-  };
-}
-
-function healthSettings(options) {
-  const pick = (name) => (options[name] === undefined ? HEALTH_DEFAULTS[name] : options[name]);
-  return {
-    maxFails: validateCount(pick('maxFails'), 'maxFails', 0),
-    failTimeout: validateDuration(pick('failTimeout'), 'failTimeout'),
-    failOn5xx: pick('failOn5xx') === true,
-    slowStart: validateDuration(pick('slowStart'), 'slowStart', { allowZero: true }),
-    healthCheck: pick('healthCheck') === true,
-    healthInterval: validateDuration(pick('healthInterval'), 'healthInterval'),
-    healthTimeout: validateDuration(pick('healthTimeout'), 'healthTimeout'),
-    healthRise: validateCount(pick('healthRise'), 'healthRise', 1),
-    healthFall: validateCount(pick('healthFall'), 'healthFall', 1),
-    healthPath: validatePath(pick('healthPath'), 'healthPath')
   };
 }
 

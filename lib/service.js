@@ -3,6 +3,7 @@
 const cluster = require('node:cluster');
 const net = require('node:net');
 const Proxy = require('./proxy');
+const Configuration = require('./configuration');
 const Logger = require('./ops/logger');
 const HostsReloader = require('./config/hosts-reloader');
 const { watchFiles } = require('./config/file-watch');
@@ -53,10 +54,20 @@ class Service {
    *   admin API there (host 127.0.0.1 by default); bind it to loopback, or give a token
    * @param {number} [options.workers] worker processes; 0 (default): this process serves
    * @param {Logger} [options.logger] defaults to info lines on stderr
+   * @param {import('./cli/config-file').ConfigModel} [options.config] pools, listeners and
+   *   routes (instead of `proxy`, `port`, `host`, `hostsFile` and `redirectHttp`)
+   * @param {() => import('./cli/config-file').ConfigModel} [options.loadConfig] reads the
+   *   config anew for `reload()` (SIGHUP, --watch)
+   * @param {string} [options.configFile] the config file's name, for --watch and the log
    * @throws {LilaError} for invalid options, servers or hosts file
    */
   constructor(options) {
     this.logger = options.logger || new Logger();
+    this.configuration = null;
+    if (options.config !== undefined) {
+      this.constructConfigured(options);
+      return;
+    }
     this.hostsFile = options.hostsFile === undefined ? null : options.hostsFile;
     this.watch = options.watch === true;
     const tls = options.proxy.tls !== undefined && options.proxy.tls !== null;
@@ -110,6 +121,107 @@ class Service {
     }
   }
 
+  // A config file's pools and listeners: checked whole now, opened by start().
+  constructConfigured(options) {
+    this.watch = options.watch === true;
+    this.configFile = options.configFile === undefined ? null : options.configFile;
+    this.loadConfig = options.loadConfig === undefined ? null : options.loadConfig;
+    this.drainTimeout = options.drainTimeout === undefined ? DEFAULT_DRAIN_MS : options.drainTimeout;
+    const admin = options.admin;
+    this.admin = admin ? { host: admin.host === undefined ? DEFAULT_ADMIN_HOST : admin.host, port: admin.port, token: admin.token } : null;
+    this.workers = 0;
+    this.role = SINGLE;
+    if (options.workers !== undefined && options.workers > 0) {
+      throw new LilaError(codes.INVALID_OPTION, '"--workers" does not run a config file yet: run one lila per config file, or without --workers');
+    }
+    this.configuration = new Configuration({ logger: this.logger, drainTimeout: this.drainTimeout });
+    this.plan = this.configuration.prepare(options.config);
+    this.proxy = null;
+    this.adminServer = null;
+    this.reloader = null;
+    this.redirectServer = null;
+    this.certificateWatch = null;
+    this.configWatch = null;
+    this.reloading = Promise.resolve();
+    this.stopping = false;
+    this.primary = null;
+    this.ticketKeys = null;
+    this.exited = new Promise((resolve) => {
+      this.finish = (code) => {
+        this.logger.flush();
+        resolve(code);
+      };
+    });
+  }
+
+  async startConfigured() {
+    this.checkOpenFilesLimit();
+    const plan = this.plan;
+    this.plan = null;
+    for (const warning of plan.model.warnings) this.logger.warn(warning);
+    await this.configuration.commit(plan);
+    this.proxy = this.configuration.proxies[0];
+    this.ticketKeys = new TicketKeyRotation((keys) => {
+      for (const proxy of this.configuration.proxies) proxy.setTicketKeys(keys);
+    });
+    if (this.watch) this.watchConfigured();
+    if (this.admin !== null) {
+      this.adminServer = createAdminServer(this.proxy, { token: this.admin.token, logger: this.logger, configured: () => this.configuration.view() });
+      try {
+        await this.listenAdmin(this.adminServer);
+      } catch (err) {
+        this.configuration.close();
+        throw err;
+      }
+    }
+    const from = this.configFile === null ? '' : ` (${this.configFile}${this.watch ? ', watched' : ''})`;
+    for (const line of this.configuration.describe()) this.logger.info(`${line}${from}`);
+    const { address, port } = this.configuration.listeners[0].address;
+    return { address, port };
+  }
+
+  // --watch with a config file: the file itself and every listener's certificates.
+  watchConfigured() {
+    const files = this.configFile === null ? [] : [this.configFile];
+    if (this.configWatch !== null) this.configWatch.close();
+    this.configWatch = watchFiles([...files, ...this.configuration.certificateFiles()], () => this.reload('file changed'), this.logger);
+  }
+
+  /**
+   * Reads the config anew and swaps it in whole; a mistake changes nothing.
+   * Reloads run one at a time, in order.
+   *
+   * @param {string} why
+   * @param {import('./cli/config-file').ConfigModel} [model] given (PUT /config), else read
+   * @returns {Promise<{ok: true, line: string} | {ok: false, message: string}>}
+   */
+  reloadConfigured(why, model) {
+    const run = async () => {
+      let plan;
+      try {
+        const next = model !== undefined ? model : this.loadConfig();
+        plan = this.configuration.prepare(next);
+        for (const warning of next.warnings) this.logger.warn(warning);
+        const result = await this.configuration.commit(plan);
+        this.proxy = this.configuration.proxies[0];
+        if (this.watch && why !== 'file changed') this.watchConfigured();
+        const { listeners, pools } = result;
+        const line = `${why}: reloaded ${this.configFile === null ? 'the config' : this.configFile}: ` +
+          `listeners ${this.configuration.listeners.length} (+${listeners.added} -${listeners.removed}), ` +
+          `pools ${this.configuration.pools.size} (+${pools.added} -${pools.removed} ~${pools.changed}), routes ${result.routes}`;
+        this.logger.info(line);
+        return { ok: true, line };
+      } catch (err) {
+        if (!(err instanceof LilaError)) throw err;
+        this.logger.error(`${why}: ${err.message}; keeping the running configuration`);
+        return { ok: false, message: err.message };
+      }
+    };
+    const done = this.reloading.then(run, run);
+    this.reloading = done.catch(() => {});
+    return done;
+  }
+
   /** Whether this process is one of the workers. */
   get inWorker() {
     return this.role === WORKER;
@@ -136,6 +248,7 @@ class Service {
    *   in a worker, its primary is told why and says it
    */
   async start() {
+    if (this.configuration !== null) return this.startConfigured();
     if (this.role !== WORKER) this.checkOpenFilesLimit();
     if (this.proxy.certificates !== null) this.shareTicketKeys();
     if (this.role === PRIMARY) return this.startPrimary();
@@ -195,8 +308,10 @@ class Service {
       this.adminServer.close();
       this.adminServer.closeAllConnections();
     }
+    if (this.configWatch) this.configWatch.close();
     this.logger.info(`${why} received, draining for up to ${this.drainTimeout} ms`);
-    this.proxy.drain(this.drainTimeout).then(({ closed }) => {
+    const draining = this.configuration !== null ? this.configuration.drain(this.drainTimeout) : this.proxy.drain(this.drainTimeout);
+    draining.then(({ closed }) => {
       this.logger.info(closed === 0
         ? 'stopped: every request and connection finished'
         : `stopped: closed ${closed} connection${closed === 1 ? '' : 's'} still open at the drain timeout`);
@@ -213,6 +328,11 @@ class Service {
   reload(why = 'reload') {
     if (this.primary !== null) {
       this.primary.reload();
+      return;
+    }
+    if (this.configuration !== null) {
+      if (this.loadConfig === null) this.logger.warn(`${why} received: no config file to reload`);
+      else this.reloadConfigured(why);
       return;
     }
     if (this.reloader === null && this.proxy.certificates === null) {

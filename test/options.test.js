@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { OPTIONS, GROUPS, parseArgsOptions, readOptions } = require('../lib/cli/options');
+const { OPTIONS, GROUPS, SCOPE_TEXT, parseArgsOptions, readOptions } = require('../lib/cli/options');
 const { helpText, optionSignature } = require('../lib/cli/help');
 const { runLila } = require('./helpers');
 
@@ -23,7 +23,8 @@ function readmeOptions() {
     return {
       signature: plain(cells[0]),
       help: plain(cells[1]).replace(/ \(see [A-Z][\w ]*\)$/, ''),
-      default: plain(cells[2] || '')
+      default: plain(cells[2] || ''),
+      scope: plain(cells[3] || '')
     };
   });
 }
@@ -76,7 +77,9 @@ describe('options', () => {
 
   describe('README', () => {
     it('lists exactly the options of the table, in its order, with the same sentence and default', () => {
-      const expected = OPTIONS.map((option) => ({ signature: optionSignature(option), help: option.help, default: option.default }));
+      const expected = OPTIONS.map((option) => ({
+        signature: optionSignature(option), help: option.help, default: option.default, scope: SCOPE_TEXT[option.scope]
+      }));
 
       assert.deepEqual(readmeOptions(), expected);
     });

@@ -8,10 +8,15 @@ const { isLoopback } = require('../ops/admin-server');
 const { strategies } = require('../balancing/strategies');
 const { parseArgsOptions, readOptions, argumentProblem } = require('./options');
 const { helpText } = require('./help');
+const { tlsOf } = require('./tls-options');
+const { readConfigFile, summary } = require('./config-file');
+const Configuration = require('../configuration');
+const { OPTIONS } = require('./options');
 const { LilaError, codes } = require('../errors');
 const { version } = require('../../package.json');
 
 const DEFAULT_HOSTS_FILE = 'hosts';
+const DEFAULT_CONFIG_FILE = 'lila.conf';
 const TRY_HELP = 'Try "lila --help" for more information.';
 
 /**
@@ -38,6 +43,11 @@ async function run(args, io = {}) {
     }
     if (parsed.version) {
       stdout.write(`${version}\n`);
+      return 0;
+    }
+    if (parsed.check) {
+      checkConfig(parsed.service.config, new Logger({ ...parsed.logger, stream: stderr }));
+      stdout.write(summary(parsed.service.config).map((line) => `${line}\n`).join('') + `lila: ${parsed.service.configFile}: good\n`);
       return 0;
     }
     service = new Service({ ...parsed.service, logger: new Logger({ ...parsed.logger, stream: stderr }) });
@@ -71,6 +81,9 @@ function parse(args, env) {
   if (values.help) return { help: true };
   if (values.version) return { version: true };
   const [mode, ...servers] = positionals;
+  const configFile = configFileOf(values, positionals);
+  if (configFile !== undefined) return parseConfigured(configFile, values, env);
+  if (values.check) throw new LilaError(codes.INVALID_OPTION, '"--check" checks a config file; give it with --config');
   if (mode === undefined) {
     throw new LilaError(codes.INVALID_OPTION, `no mode given; choose one of ${Object.keys(strategies).join(', ')}, or a path to a module`);
   }
@@ -101,29 +114,51 @@ function parse(args, env) {
   };
 }
 
-// --tls-cert and --tls-key as pairs, each key with the certificate before
-// it; --tls-min-version, --tls-ciphers, --tls-curves and --redirect-http need them. Undefined without TLS.
-function tlsOf(options, tokens) {
-  const certificates = [];
-  for (const token of tokens) {
-    if (token.kind !== 'option') continue;
-    if (token.name === 'tls-cert') {
-      certificates.push({ cert: token.value });
-    } else if (token.name === 'tls-key') {
-      const last = certificates[certificates.length - 1];
-      if (last === undefined || last.key !== undefined) {
-        throw new LilaError(codes.INVALID_OPTION, `"--tls-key ${token.value}" needs a --tls-cert before it, whose key it is`);
-      }
-      last.key = token.value;
+// --config, or ./lila.conf when nothing else says what to serve; undefined otherwise.
+function configFileOf(values, positionals) {
+  if (values.config !== undefined) {
+    if (positionals.length > 0) {
+      throw new LilaError(codes.INVALID_OPTION, `give a mode and servers or "--config", not both: the pools are in ${values.config}`);
     }
+    if (values.hosts !== undefined) throw new LilaError(codes.INVALID_OPTION, 'give "--hosts" or "--config", not both: a pool\'s servers are in the config file');
+    return values.config;
   }
-  if (certificates.length > 0) {
-    return { certificates, minVersion: options['tls-min-version'], ciphers: options['tls-ciphers'], curves: options['tls-curves'] };
-  }
-  for (const name of ['tls-min-version', 'tls-ciphers', 'tls-curves', 'redirect-http']) {
-    if (options[name] !== undefined) throw new LilaError(codes.INVALID_OPTION, `"--${name}" is for a TLS listener; give its certificate with --tls-cert`);
-  }
+  if (positionals.length === 0 && values.hosts === undefined && fs.existsSync(DEFAULT_CONFIG_FILE)) return DEFAULT_CONFIG_FILE;
   return undefined;
+}
+
+// lila --config FILE: the file says what to serve; the command line may add global options only.
+function parseConfigured(file, values, env) {
+  for (const option of OPTIONS) {
+    if (values[option.name] === undefined || option.scope === 'global' || ['config', 'check'].includes(option.name)) continue;
+    throw new LilaError(codes.INVALID_OPTION, `"--${option.name}" goes in the config file, on ${option.scope === 'command' ? 'no line: it is for a command line without --config' : `${option.scope === 'layer' ? 'a pool or listen' : option.scope === 'pool' ? 'a pool' : 'a listen'} line`}`);
+  }
+  const model = readConfigFile(file);
+  // The command line's global options win over the file's.
+  const given = readOptions(values);
+  const options = { ...model.global, ...given, proxy: { ...model.global.proxy, ...given.proxy } };
+  model.global = options;
+  return {
+    check: values.check === true,
+    logger: { format: options['log-format'], level: options['log-level'], access: options['access-log'] === true },
+    service: {
+      config: model,
+      configFile: file,
+      loadConfig: () => readConfigFile(file),
+      watch: options.watch === true,
+      drainTimeout: options['drain-timeout'],
+      admin: adminOf(options, env),
+      workers: options.workers
+    }
+  };
+}
+
+// --check: everything a start would build (pools, certificates, routes), built and dropped.
+function checkConfig(model, logger) {
+  const configuration = new Configuration({ logger, drainTimeout: 0 });
+  for (const warning of model.warnings) logger.warn(warning);
+  const plan = configuration.prepare(model);
+  for (const pool of plan.made) pool.close();
 }
 
 // The hosts file to read, or undefined when the servers are on the command line.

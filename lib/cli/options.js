@@ -26,175 +26,187 @@ const MAX_WORKERS = 256;
  *   (absent options are not read: the library's defaults apply)
  * - `key`: the `createProxy` option it sets, if it is one
  * - `multiple`: it may be given more than once; its value is then a list
+ * - `scope`: where the config file takes it: `global` (a line of its own), `pool` (a pool's
+ *   lines), `listener` (a listen line's), `layer` (both), `command` (the command line only)
  *
- * @type {{name: string, short?: string, arg?: string, group: string, help: string, default: string,
+ * @type {{name: string, short?: string, arg?: string, group: string, scope: string, help: string, default: string,
  *   read?: (text: string, flag: string) => unknown, key?: string, multiple?: boolean}[]}
  */
 const OPTIONS = [
   {
-    name: 'hosts', arg: '<file>', group: 'servers', default: '',
+    name: 'config', short: 'c', arg: '<file>', group: 'servers', scope: 'command', default: '',
+    help: 'read pools, listeners and routes from this file (the command line written as lines); with no mode, ' +
+      'server or --hosts given, ./lila.conf is read if it exists'
+  },
+  {
+    name: 'check', group: 'servers', scope: 'command', default: '',
+    help: 'check the config file (certificates included), print a line per listener and exit: 0 when it is good, 2 when not'
+  },
+  {
+    name: 'hosts', arg: '<file>', group: 'servers', scope: 'command', default: '',
     help: 'read the servers from this file, one a line; with no server given, ./hosts is read if it exists'
   },
   {
-    name: 'watch', group: 'servers', default: 'off',
-    help: 'reload the hosts file when it changes (SIGHUP always does); an invalid file keeps the running servers'
+    name: 'watch', group: 'servers', scope: 'global', default: 'off',
+    help: 'reload the hosts file or the config file, and the certificates, when they change (SIGHUP always does); ' +
+      'an invalid file keeps what runs'
   },
   {
-    name: 'resolver', arg: '<ip[:port],...>', group: 'dns', default: '/etc/resolv.conf', key: 'resolvers',
+    name: 'resolver', arg: '<ip[:port],...>', group: 'dns', scope: 'global', default: '/etc/resolv.conf', key: 'resolvers',
     help: "the DNS servers resolve and srv: servers ask, e.g. 127.0.0.1:8600 for Consul's DNS",
     read: validateResolvers
   },
   {
-    name: 'resolve-interval', arg: '<t>', group: 'dns', default: ms(DEFAULTS.resolveInterval), key: 'resolveInterval',
+    name: 'resolve-interval', arg: '<t>', group: 'dns', scope: 'pool', default: ms(DEFAULTS.resolveInterval), key: 'resolveInterval',
     help: 'the longest time between two lookups of a name; they follow the TTL of its answer, at least 1s apart',
     read: (text, flag) => validateDuration(text, flag, { min: 1000 })
   },
   {
-    name: 'accept-proxy', group: 'proxy', default: 'off', key: 'acceptProxy',
+    name: 'accept-proxy', group: 'proxy', scope: 'listener', default: 'off', key: 'acceptProxy',
     help: 'every client connection must start with a PROXY protocol header (v1 or v2), whose client address ' +
       'lila then uses everywhere; one without it is closed'
   },
   {
-    name: 'send-proxy', arg: '<v1|v2>', group: 'proxy', default: 'off', key: 'sendProxy',
+    name: 'send-proxy', arg: '<v1|v2>', group: 'proxy', scope: 'pool', default: 'off', key: 'sendProxy',
     help: 'send every backend a PROXY protocol header first, naming the client (a server\'s send-proxy or ' +
       'send-proxy-v2 chooses for itself)',
     read: (text, flag) => validateChoice(text, SEND_PROXY_VERSIONS, flag)
   },
   {
-    name: 'port', short: 'p', arg: '<n>', group: 'general', default: String(DEFAULTS.port),
+    name: 'port', short: 'p', arg: '<n>', group: 'general', scope: 'command', default: String(DEFAULTS.port),
     help: 'port to listen on; 0 picks a free one', read: validatePort
   },
   {
-    name: 'address', short: 'a', arg: '<addr>', group: 'general', default: 'all interfaces',
+    name: 'address', short: 'a', arg: '<addr>', group: 'general', scope: 'command', default: 'all interfaces',
     help: 'address to listen on', read: notEmpty
   },
   {
-    name: 'layer', short: 'l', arg: '<http|tcp>', group: 'general', default: DEFAULTS.layer, key: 'layer',
+    name: 'layer', short: 'l', arg: '<http|tcp>', group: 'general', scope: 'layer', default: DEFAULTS.layer, key: 'layer',
     help: 'http: balance every request, keep-alive to backends; tcp: pass bytes through unchanged, any protocol',
     read: (text, flag) => validateChoice(text, LAYERS, flag)
   },
   {
-    name: 'connect-timeout', arg: '<t>', group: 'general', default: ms(DEFAULTS.connectTimeout), key: 'connectTimeout',
+    name: 'connect-timeout', arg: '<t>', group: 'general', scope: 'pool', default: ms(DEFAULTS.connectTimeout), key: 'connectTimeout',
     help: 'time to connect to a backend before trying the next (both layers)', read: duration
   },
   {
-    name: 'drain-timeout', arg: '<t>', group: 'general', default: ms(DEFAULT_DRAIN_MS),
+    name: 'drain-timeout', arg: '<t>', group: 'general', scope: 'global', default: ms(DEFAULT_DRAIN_MS),
     help: 'on SIGTERM or SIGINT, time for requests and connections in flight to finish; a second signal stops at once',
     read: durationOrZero
   },
   {
-    name: 'hash-key', arg: '<key>', group: 'general', default: 'ip', key: 'hashKey',
+    name: 'hash-key', arg: '<key>', group: 'general', scope: 'pool', default: 'ip', key: 'hashKey',
     help: 'for mode hash: ip, header:<name>, query:<name>, cookie:<name> or path (tcp: ip only)'
   },
-  { name: 'help', short: 'h', group: 'general', default: '', help: 'print this help' },
-  { name: 'version', short: 'V', group: 'general', default: '', help: 'print the version' },
+  { name: 'help', short: 'h', group: 'general', scope: 'command', default: '', help: 'print this help' },
+  { name: 'version', short: 'V', group: 'general', scope: 'command', default: '', help: 'print the version' },
   {
-    name: 'timeout', arg: '<t>', group: 'http', default: ms(DEFAULTS.timeout), key: 'timeout',
+    name: 'timeout', arg: '<t>', group: 'http', scope: 'pool', default: ms(DEFAULTS.timeout), key: 'timeout',
     help: 'how long a backend may stay silent, before its response head (504) or within its body (connection cut)',
     read: duration
   },
   {
-    name: 'keepalive-timeout', arg: '<t>', group: 'http', default: ms(DEFAULTS.keepAliveTimeout), key: 'keepAliveTimeout',
+    name: 'keepalive-timeout', arg: '<t>', group: 'http', scope: 'listener', default: ms(DEFAULTS.keepAliveTimeout), key: 'keepAliveTimeout',
     help: 'close idle client connections after this; 0 closes each connection after one response', read: durationOrZero
   },
   {
-    name: 'header-timeout', arg: '<t>', group: 'http', default: ms(DEFAULTS.headerTimeout), key: 'headerTimeout',
+    name: 'header-timeout', arg: '<t>', group: 'http', scope: 'listener', default: ms(DEFAULTS.headerTimeout), key: 'headerTimeout',
     help: 'time a client has to send its request head, else 408', read: duration
   },
   {
-    name: 'body-timeout', arg: '<t>', group: 'http', default: ms(DEFAULTS.bodyTimeout), key: 'bodyTimeout',
+    name: 'body-timeout', arg: '<t>', group: 'http', scope: 'listener', default: ms(DEFAULTS.bodyTimeout), key: 'bodyTimeout',
     help: 'the longest pause between two reads of a request body, else 408; the backend is not blamed',
     read: duration
   },
   {
-    name: 'max-header-size', arg: '<n>', group: 'http', default: String(DEFAULTS.maxHeaderSize), key: 'maxHeaderSize',
+    name: 'max-header-size', arg: '<n>', group: 'http', scope: 'listener', default: String(DEFAULTS.maxHeaderSize), key: 'maxHeaderSize',
     help: 'bytes a request head may take, else 431', read: (text, flag) => validateCount(text, flag, 1024)
   },
   {
-    name: 'engine', arg: '<fast|node>', group: 'http', default: DEFAULTS.engine, key: 'engine',
+    name: 'engine', arg: '<fast|node>', group: 'http', scope: 'global', default: DEFAULTS.engine, key: 'engine',
     help: "fast: lila's own HTTP/1.1 engine on net, and h2 on core http2; node: Node's core http, HTTP/1.1 only, the reference",
     read: (text, flag) => validateChoice(text, HTTP_ENGINES, flag)
   },
   {
-    name: 'host-header', arg: '<client|backend>', group: 'http', default: DEFAULTS.hostHeader, key: 'hostHeader',
+    name: 'host-header', arg: '<client|backend>', group: 'http', scope: 'pool', default: DEFAULTS.hostHeader, key: 'hostHeader',
     help: "client: pass the client's Host unchanged; backend: send the backend's host:port",
     read: (text, flag) => validateChoice(text, HOST_HEADERS, flag)
   },
   {
-    name: 'no-location-rewrite', group: 'http', default: 'rewrite on', key: 'locationRewrite',
+    name: 'no-location-rewrite', group: 'http', scope: 'pool', default: 'rewrite on', key: 'locationRewrite',
     help: "keep a backend's Location and Content-Location naming its own address; by default they name lila: " +
       "the client's scheme and Host, as nginx's proxy_redirect default does",
     read: () => false
   },
   {
-    name: 'no-http2', group: 'http', default: 'h2 on', key: 'http2',
+    name: 'no-http2', group: 'http', scope: 'listener', default: 'h2 on', key: 'http2',
     help: 'serve HTTP/1.1 only: no h2 offered by ALPN on TLS listeners, nor taken with prior knowledge on plain ones',
     read: () => false
   },
   {
-    name: 'max-concurrent-streams', arg: '<n>', group: 'http', default: String(DEFAULTS.maxConcurrentStreams), key: 'maxConcurrentStreams',
+    name: 'max-concurrent-streams', arg: '<n>', group: 'http', scope: 'listener', default: String(DEFAULTS.maxConcurrentStreams), key: 'maxConcurrentStreams',
     help: 'streams an h2 client may have open at once on one connection',
     read: (text, flag) => validateCount(text, flag, 1)
   },
   {
-    name: 'max-fails', arg: '<n>', group: 'health', default: String(DEFAULTS.maxFails), key: 'maxFails',
+    name: 'max-fails', arg: '<n>', group: 'health', scope: 'pool', default: String(DEFAULTS.maxFails), key: 'maxFails',
     help: 'failures within --fail-timeout that take a backend down (refused, timed out, reset before a response); ' +
       '0 turns passive health off',
     read: (text, flag) => validateCount(text, flag, 0)
   },
   {
-    name: 'fail-timeout', arg: '<t>', group: 'health', default: ms(DEFAULTS.failTimeout), key: 'failTimeout',
+    name: 'fail-timeout', arg: '<t>', group: 'health', scope: 'pool', default: ms(DEFAULTS.failTimeout), key: 'failTimeout',
     help: 'the window failures are counted in, and how long a backend stays down before one trial request',
     read: duration
   },
   {
-    name: 'fail-on-5xx', group: 'health', default: 'off', key: 'failOn5xx',
+    name: 'fail-on-5xx', group: 'health', scope: 'pool', default: 'off', key: 'failOn5xx',
     help: 'http: a 5xx response counts as a failure'
   },
   {
-    name: 'health-check', group: 'health', default: 'off', key: 'healthCheck',
+    name: 'health-check', group: 'health', scope: 'pool', default: 'off', key: 'healthCheck',
     help: 'check every backend actively: tcp connect, or http GET --health-path answered 2xx or 3xx'
   },
   {
-    name: 'health-interval', arg: '<t>', group: 'health', default: ms(DEFAULTS.healthInterval), key: 'healthInterval',
+    name: 'health-interval', arg: '<t>', group: 'health', scope: 'pool', default: ms(DEFAULTS.healthInterval), key: 'healthInterval',
     help: 'time between two checks of a backend', read: duration
   },
   {
-    name: 'health-timeout', arg: '<t>', group: 'health', default: ms(DEFAULTS.healthTimeout), key: 'healthTimeout',
+    name: 'health-timeout', arg: '<t>', group: 'health', scope: 'pool', default: ms(DEFAULTS.healthTimeout), key: 'healthTimeout',
     help: 'time a check may take', read: duration
   },
   {
-    name: 'health-rise', arg: '<n>', group: 'health', default: String(DEFAULTS.healthRise), key: 'healthRise',
+    name: 'health-rise', arg: '<n>', group: 'health', scope: 'pool', default: String(DEFAULTS.healthRise), key: 'healthRise',
     help: 'good checks in a row that bring a backend up', read: (text, flag) => validateCount(text, flag, 1)
   },
   {
-    name: 'health-fall', arg: '<n>', group: 'health', default: String(DEFAULTS.healthFall), key: 'healthFall',
+    name: 'health-fall', arg: '<n>', group: 'health', scope: 'pool', default: String(DEFAULTS.healthFall), key: 'healthFall',
     help: 'failed checks in a row that take a backend down', read: (text, flag) => validateCount(text, flag, 1)
   },
   {
-    name: 'health-path', arg: '<path>', group: 'health', default: DEFAULTS.healthPath, key: 'healthPath',
+    name: 'health-path', arg: '<path>', group: 'health', scope: 'pool', default: DEFAULTS.healthPath, key: 'healthPath',
     help: 'path of the http check', read: validatePath
   },
   {
-    name: 'slow-start', arg: '<t>', group: 'health', default: ms(DEFAULTS.slowStart), key: 'slowStart',
+    name: 'slow-start', arg: '<t>', group: 'health', scope: 'pool', default: ms(DEFAULTS.slowStart), key: 'slowStart',
     help: 'a backend back up ramps to its full weight over this time; 0 is off', read: durationOrZero
   },
   {
-    name: 'max-conns', arg: '<n>', group: 'limits', default: String(DEFAULTS.maxConns), key: 'maxConns',
+    name: 'max-conns', arg: '<n>', group: 'limits', scope: 'pool', default: String(DEFAULTS.maxConns), key: 'maxConns',
     help: 'per backend: http requests or tcp connections at once, for servers without maxconn=N; 0 is no limit',
     read: (text, flag) => validateCount(text, flag, 0)
   },
   {
-    name: 'max-queue', arg: '<n>', group: 'limits', default: String(DEFAULTS.maxQueue), key: 'maxQueue',
+    name: 'max-queue', arg: '<n>', group: 'limits', scope: 'pool', default: String(DEFAULTS.maxQueue), key: 'maxQueue',
     help: 'requests or connections that may wait for a backend at its limit; more get 503 (http) or are closed (tcp)',
     read: (text, flag) => validateCount(text, flag, 0)
   },
   {
-    name: 'queue-timeout', arg: '<t>', group: 'limits', default: ms(DEFAULTS.queueTimeout), key: 'queueTimeout',
+    name: 'queue-timeout', arg: '<t>', group: 'limits', scope: 'pool', default: ms(DEFAULTS.queueTimeout), key: 'queueTimeout',
     help: 'how long one may wait in that queue, then 503 with Retry-After (http) or closed (tcp)', read: duration
   },
   {
-    name: 'sticky', arg: '<cookie[:name]>', group: 'limits', default: 'off', key: 'sticky',
+    name: 'sticky', arg: '<cookie[:name]>', group: 'limits', scope: 'pool', default: 'off', key: 'sticky',
     help: 'http: send each client back to the backend that served it, by a cookie lila sets (named lila by default)',
     read: (text, flag) => {
       parseSticky(text, flag);
@@ -202,7 +214,7 @@ const OPTIONS = [
     }
   },
   {
-    name: 'rate-limit', arg: '<n>/<s|m>[,burst=<b>]', group: 'limits', default: 'off', key: 'rateLimit',
+    name: 'rate-limit', arg: '<n>/<s|m>[,burst=<b>]', group: 'limits', scope: 'listener', default: 'off', key: 'rateLimit',
     help: 'requests (http) or new connections (tcp) per second or minute for each client address, ' +
       'burst b at once (default n); more get 429 with Retry-After (http) or are closed (tcp)',
     read: (text, flag) => {
@@ -211,91 +223,100 @@ const OPTIONS = [
     }
   },
   {
-    name: 'max-body-size', arg: '<bytes>', group: 'limits', default: 'off', key: 'maxBodySize',
+    name: 'max-body-size', arg: '<bytes>', group: 'limits', scope: 'listener', default: 'off', key: 'maxBodySize',
     help: 'http: the largest request body, in bytes or with k or m (10m); a larger Content-Length gets 413 at once, ' +
       'a chunked body growing past it 413 or a cut connection',
     read: validateSize
   },
   {
-    name: 'max-connections', arg: '<n>', group: 'limits', default: 'none', key: 'maxConnections',
+    name: 'max-connections', arg: '<n>', group: 'limits', scope: 'listener', default: 'none', key: 'maxConnections',
     help: 'client connections served at once; past it, new ones wait unserved until one closes',
     read: (text, flag) => validateCount(text, flag, 1)
   },
   {
-    name: 'tls-cert', arg: '<file|dir>', group: 'tls', default: 'off', multiple: true,
+    name: 'tls-cert', arg: '<file|dir>', group: 'tls', scope: 'listener', default: 'off', multiple: true,
     help: 'serve TLS with the certificate chain of this PEM file, or with every NAME.pem and NAME.crt of a ' +
       'directory (and NAME.key beside it); repeat it for more certificates, chosen by the name the client asks ' +
       'for (SNI), the first for clients that ask none'
   },
   {
-    name: 'tls-key', arg: '<file>', group: 'tls', default: '', multiple: true,
+    name: 'tls-key', arg: '<file>', group: 'tls', scope: 'listener', default: '', multiple: true,
     help: 'the private key of the --tls-cert before it, unless its PEM holds the key'
   },
   {
-    name: 'tls-min-version', arg: '<1.2|1.3>', group: 'tls', default: '1.2',
+    name: 'tls-min-version', arg: '<1.2|1.3>', group: 'tls', scope: 'listener', default: '1.2',
     help: 'the lowest TLS version clients may use', read: (text, flag) => validateChoice(text, MIN_VERSIONS, flag)
   },
   {
-    name: 'tls-ciphers', arg: '<list>', group: 'tls', default: 'Mozilla intermediate',
+    name: 'tls-ciphers', arg: '<list>', group: 'tls', scope: 'listener', default: 'Mozilla intermediate',
     help: "the TLS 1.2 cipher suites, as an OpenSSL list (TLS_ names set TLS 1.3's); by default Mozilla's " +
       'intermediate profile: ECDHE and AEAD suites only',
     read: validateCiphers
   },
   {
-    name: 'tls-curves', arg: '<list>', group: 'tls', default: 'X25519:P-256:P-384',
+    name: 'tls-curves', arg: '<list>', group: 'tls', scope: 'listener', default: 'X25519:P-256:P-384',
     help: 'the key exchange groups offered, in order, separated by ":"',
     read: validateCurves
   },
   {
-    name: 'redirect-http', arg: '<[host:]port>', group: 'tls', default: 'off',
+    name: 'redirect-http', arg: '<[host:]port>', group: 'tls', scope: 'listener', default: 'off',
     help: 'also listen for plain http there, answering every request with 308 to the same host and path on https',
     read: hostAndPort
   },
   {
-    name: 'backend-ca', arg: '<file>', group: 'tls', default: "Node's CAs",
+    name: 'backend-ca', arg: '<file>', group: 'tls', scope: 'global', default: "Node's CAs",
     help: 'verify the certificates of tls backends against the CA certificates of this PEM file'
   },
   {
-    name: 'backend-insecure', group: 'tls', default: 'off',
+    name: 'backend-insecure', group: 'tls', scope: 'global', default: 'off',
     help: 'do not verify the certificates of tls backends (said at startup)'
   },
   {
-    name: 'admin', arg: '<[host:]port>', group: 'admin', default: 'off',
+    name: 'admin', arg: '<[host:]port>', group: 'admin', scope: 'global', default: 'off',
     help: 'serve the admin API on this port: GET / (the live dashboard), GET /events, GET /status, GET /metrics (Prometheus), ' +
       'GET /route?key=, POST /backends, DELETE and PATCH /backends/<name>, POST /backends/<name>/drain and /enable; ' +
       'host 127.0.0.1 unless given',
     read: hostAndPort
   },
   {
-    name: 'admin-token', arg: '<t>', group: 'admin', default: 'none',
+    name: 'admin-token', arg: '<t>', group: 'admin', scope: 'global', default: 'none',
     help: 'changes through the admin API need Authorization: Bearer <t>; also from LILA_ADMIN_TOKEN; ' +
       'required when the admin host is not loopback'
   },
   {
-    name: 'log-format', arg: '<text|json>', group: 'logging', default: 'text',
+    name: 'log-format', arg: '<text|json>', group: 'logging', scope: 'global', default: 'text',
     help: 'log lines as text, or one JSON object a line with time, level, msg and fields',
     read: (text, flag) => validateChoice(text, Logger.FORMATS, flag)
   },
   {
-    name: 'log-level', arg: '<level>', group: 'logging', default: 'info',
+    name: 'log-level', arg: '<level>', group: 'logging', scope: 'global', default: 'info',
     help: 'error, warn, info, debug, trace or silent; debug lines (every socket error) also with NODE_DEBUG=lila',
     read: (text, flag) => validateChoice(text, Logger.LEVELS, flag)
   },
   {
-    name: 'access-log', group: 'logging', default: 'off',
+    name: 'access-log', group: 'logging', scope: 'global', default: 'off',
     help: 'one line per http request (method, path, status, backend, duration, bytes) or tcp connection'
   },
   {
-    name: 'workers', arg: '<n|auto>', group: 'workers', default: 'off: one process',
+    name: 'workers', arg: '<n|auto>', group: 'workers', scope: 'global', default: 'off: one process',
     help: 'run n lila processes on the same port (auto: one per core); a worker that dies is replaced, and a crash ' +
       "loop (5 crashes within 10 s) exits 1; least-connections, p2c, ewma and health see one worker's traffic each",
     read: workerCount
   }
 ];
 
+/** Where the config file takes an option, by its `scope`, as README's option table says it. */
+const SCOPE_TEXT = {
+  global: 'a line of its own',
+  pool: 'pool',
+  listener: 'listen',
+  layer: 'pool and listen',
+  command: 'command line only'
+};
+
 /** The sections of `--help`, in order, by the `group` of the options. */
 const GROUPS = {
-  servers: 'Servers from a file',
+  servers: 'Servers from a file, and the config file',
   dns: 'Servers found through DNS (host:port,resolve and srv:_service._proto.name)',
   proxy: 'PROXY protocol (the client\'s address through layered proxies)',
   general: 'Options (before or after the servers)',
@@ -366,7 +387,7 @@ function argumentProblem(err) {
   return err.message;
 }
 
-module.exports = { OPTIONS, GROUPS, parseArgsOptions, readOptions, argumentProblem };
+module.exports = { OPTIONS, GROUPS, SCOPE_TEXT, parseArgsOptions, readOptions, argumentProblem };
 
 // A default in milliseconds as the user writes it: 5s, 500ms, 0.
 function ms(value) {

@@ -1,6 +1,6 @@
 'use strict';
 
-const fs = require('node:fs');
+const { readText } = require('./read-text');
 const { parseServer } = require('../balancing/server-address');
 const { LilaError, codes } = require('../errors');
 
@@ -14,14 +14,7 @@ const { LilaError, codes } = require('../errors');
  * @throws {LilaError} `LILA_ERR_HOSTS_FILE` naming `file:line` and the problem
  */
 function readHostsFile(file) {
-  let text;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (err) {
-    const reason = err.code === 'ENOENT' ? 'no such file' : err.code === 'EACCES' ? 'permission denied' : err.message;
-    throw new LilaError(codes.HOSTS_FILE, `cannot read hosts file ${file}: ${reason}`);
-  }
-  return parseHostsFile(text, file);
+  return parseHostsFile(readText(file, 'hosts file', codes.HOSTS_FILE), file);
 }
 
 /**

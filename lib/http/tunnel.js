@@ -3,6 +3,7 @@
 const { forwardRequestHeaders, forwardResponseHeaders, rewriteLocation } = require('./headers');
 const { readCookie, withoutCookie, withStickyCookie } = require('./sticky-cookie');
 const { refusalBeforeForwarding } = require('./limits');
+const { routeRequest, noRoute } = require('./binding');
 const { takeBackend, slotFound, slotTimedOut, leaveQueue } = require('./backend-slot');
 const { createUpstreamRequest } = require('./upstream-request');
 const { readyEvent } = require('../net/backend-connect');
@@ -32,15 +33,17 @@ class Tunnel {
    * @param {Buffer} head bytes the client sent after its request head
    */
   constructor(context, request, client, head) {
-    this.context = context;
     this.request = request;
     this.client = client;
     this.head = head;
     this.clientAddress = peerAddressOf(client);
+    // The route's pool from here on (null: no route matched, answered 404 by open()).
+    this.route = null;
+    this.context = routeRequest(context, this, request.headers.host, request.url);
     this.tried = null;
     this.backend = null;
     this.servedBy = null;
-    this.startedAt = context.balancer.now();
+    this.startedAt = this.context.balancer.now();
     // What the client got: 101, a relayed status, or lila's own.
     this.status = NO_ANSWER_YET;
     this.upstream = null;
@@ -52,7 +55,7 @@ class Tunnel {
     // In the queue for a backend slot (balancer.wait).
     this.waiting = false;
     // What the client's sticky cookie says (--sticky); lila's own cookie stays with lila.
-    const cookie = context.settings.stickyCookie;
+    const cookie = this.context.settings.stickyCookie;
     this.stickyId = cookie === null ? null : readCookie(request.rawHeaders, cookie);
     if (cookie !== null) this.headers = withoutCookie(this.headers, cookie);
     client[kTunnel] = this;
@@ -69,7 +72,8 @@ class Tunnel {
 
   /** Sends the upgrade request to the backend the strategy picks, unless the rate limit keeps it out. */
   open() {
-    const refusal = refusalBeforeForwarding(this.context.settings, this.clientAddress, -1);
+    let refusal = refusalBeforeForwarding(this.context.settings, this.clientAddress, -1);
+    if (refusal === null && this.route === null) refusal = noRoute(this.request.headers.host, this.request.url);
     if (refusal === null) takeBackend(this);
     else this.refuse(refusal, `client ${this.clientAddress}`);
   }

@@ -66,8 +66,12 @@ function createAdminServer(proxy, options = {}) {
     const received = typeof token === 'string' ? `${token.length} characters` : typeof token;
     throw new LilaError(codes.INVALID_OPTION, `"token" must be visible ASCII characters without spaces, received ${received}`);
   }
+  const configured = options.configured === undefined ? null : options.configured;
+  // With a config file the first listener may be replaced by a reload: read through to the current one.
+  if (configured !== null) proxy = new globalThis.Proxy({}, { get: (target, key) => configured().proxy[key] });
   const admin = {
     proxy,
+    configured,
     logger: options.logger || proxy.logger,
     tokenDigest: token === undefined ? null : sha256(token),
     // The weight a backend had before POST .../drain, for .../enable.
@@ -184,8 +188,29 @@ function getStatus(admin) {
     connections: proxy.traffic.connections,
     ...tlsStatus(proxy),
     ...discoveryStatus(proxy),
-    ...limitStatus(proxy)
+    ...limitStatus(proxy),
+    ...configuredStatus(admin.configured)
   });
+}
+
+// With a config file: every listener and its routes, every pool and its backends.
+function configuredStatus(configured) {
+  if (configured === null) return {};
+  const { listeners, pools } = configured();
+  return {
+    listeners: listeners.map((listener) => ({
+      address: listener.address,
+      layer: listener.layer,
+      tls: listener.tls,
+      routes: listener.routes.map((route) => ({
+        match: route.text,
+        pools: route.targets.map(({ pool, weight }) => ({ pool: pool.name, weight })),
+        requests: route.requests
+      }))
+    })),
+    pools: pools.map((pool) => ({ name: pool.name, mode: pool.balancer.mode, layer: pool.layer, backends: pool.backends.map(describeBackend) })),
+    no_route: listeners.length === 0 ? 0 : configured().proxy.traffic.noRoute
+  };
 }
 
 // What protects the backends, when configured: the limits' queue, the rate
@@ -239,7 +264,7 @@ function tlsStatus(proxy) {
 
 async function getMetrics(admin) {
   const stats = await readProcessStats();
-  return { status: 200, type: CONTENT_TYPE, text: renderMetrics(admin.proxy, stats) };
+  return { status: 200, type: CONTENT_TYPE, text: renderMetrics(admin.proxy, stats, admin.configured === null ? undefined : admin.configured()) };
 }
 
 function getRoute(admin, { query }) {

@@ -24,10 +24,13 @@ const TCP_FAMILIES = [
  * @param {import('./process-stats').ProcessStats} [stats] as `readProcessStats` reads them
  * @returns {string}
  */
-function renderMetrics(proxy, stats) {
+function renderMetrics(proxy, stats, configured) {
   const families = proxy.layer === 'tcp' ? TCP_FAMILIES : HTTP_FAMILIES;
   let text = '';
-  for (const family of families) text += family(proxy);
+  // With a config file: every pool's backends, labelled with their pool, and the routes' counts.
+  const view = configured === undefined ? proxy : { ...proxyView(proxy), pools: configured.pools };
+  for (const family of families) text += family(view);
+  if (configured !== undefined) text += routeFamilies(configured, proxy.traffic);
   if (proxy.certificates !== null && proxy.certificates !== undefined) text += tlsFamilies(proxy);
   if (proxy.acceptProxy === true) text += proxyHeaderFamily(proxy);
   if (proxy.discovery && proxy.discovery.names.length > 0) text += discoveryFamilies(proxy.discovery.describe());
@@ -38,12 +41,31 @@ function renderMetrics(proxy, stats) {
 
 module.exports = { renderMetrics, queueInUse, CONTENT_TYPE };
 
+// What the families read of a proxy, as a plain object the pools can be added to.
+function proxyView(proxy) {
+  return { layer: proxy.layer, balancer: proxy.balancer, traffic: proxy.traffic, settings: proxy.settings, gate: proxy.gate };
+}
+
+// Requests (connections) each route chose a pool for, and those no route matched.
+function routeFamilies(configured, traffic) {
+  const lines = configured.listeners.flatMap((listener) => listener.routes.map((route) =>
+    sample('lila_route_requests_total', { listener: listener.address, route: route.text }, route.requests)));
+  return family('lila_route_requests_total', 'counter', 'HTTP requests (tcp: connections) each route sent to its pools.', lines) +
+    single('lila_no_route_total', 'counter', 'HTTP requests answered 404 and tcp connections closed because no route matched.', traffic.noRoute);
+}
+
+// The backends of every pool: the proxy's one pool, or a config file's pools, each with its name.
+function backendsOf(proxy) {
+  if (proxy.pools === undefined) return proxy.balancer.backends.map((backend) => [{ backend: backend.name }, backend]);
+  return proxy.pools.flatMap((pool) => pool.balancer.backends.map((backend) => [{ pool: pool.name, backend: backend.name }, backend]));
+}
+
 function requestsTotal(proxy) {
   const lines = [];
-  for (const [backend, stats] of trafficSources(proxy)) {
+  for (const [labels, stats] of trafficSources(proxy)) {
     const statuses = [...stats.codes.keys()].sort((a, b) => a - b);
     for (const code of statuses) {
-      lines.push(sample('lila_requests_total', { backend, code: String(code) }, stats.codes.get(code)));
+      lines.push(sample('lila_requests_total', { ...labels, code: String(code) }, stats.codes.get(code)));
     }
   }
   return family('lila_requests_total', 'counter',
@@ -61,17 +83,17 @@ function connectionDuration(proxy) {
 
 function backendConnectionsTotal(proxy) {
   const lines = [];
-  for (const [backend, stats] of trafficSources(proxy)) {
-    lines.push(sample('lila_backend_connections_total', { backend }, stats.connections));
+  for (const [labels, stats] of trafficSources(proxy)) {
+    lines.push(sample('lila_backend_connections_total', labels, stats.connections));
   }
   return family('lila_backend_connections_total', 'counter', 'Client connections that closed, by backend.', lines);
 }
 
 function backendBytesTotal(proxy) {
   const lines = [];
-  for (const [backend, stats] of trafficSources(proxy)) {
-    lines.push(sample('lila_backend_bytes_total', { backend, direction: 'from_client' }, stats.bytesFromClients));
-    lines.push(sample('lila_backend_bytes_total', { backend, direction: 'to_client' }, stats.bytesToClients));
+  for (const [labels, stats] of trafficSources(proxy)) {
+    lines.push(sample('lila_backend_bytes_total', { ...labels, direction: 'from_client' }, stats.bytesFromClients));
+    lines.push(sample('lila_backend_bytes_total', { ...labels, direction: 'to_client' }, stats.bytesToClients));
   }
   return family('lila_backend_bytes_total', 'counter', 'Bytes moved by connections that closed, by backend and direction.', lines);
 }
@@ -203,7 +225,7 @@ function processFamilies(stats) {
 
 function durations(proxy, name, help) {
   const lines = [];
-  for (const [backend, stats] of trafficSources(proxy)) lines.push(...histogramLines(name, { backend }, stats.durations));
+  for (const [labels, stats] of trafficSources(proxy)) lines.push(...histogramLines(name, labels, stats.durations));
   return family(name, 'histogram', help, lines);
 }
 
@@ -220,16 +242,16 @@ function histogramLines(name, labels, histogram) {
 }
 
 function perBackend(proxy, name, type, help, read) {
-  const lines = proxy.balancer.backends.map((backend) => sample(name, { backend: backend.name }, read(backend)));
+  const lines = backendsOf(proxy).map(([labels, backend]) => sample(name, labels, read(backend)));
   return family(name, type, help, lines);
 }
 
-// Every member's stats, then lila's own answers once there are any: a
-// series that is always 0 would only be noise.
+// Every member's stats (their labels, and the stats), then lila's own answers once there are
+// any: a series that is always 0 would only be noise.
 function trafficSources(proxy) {
-  const sources = proxy.balancer.backends.map((backend) => [backend.name, backend.stats]);
+  const sources = backendsOf(proxy).map(([labels, backend]) => [labels, backend.stats]);
   const unrouted = proxy.traffic.unrouted;
-  if (unrouted.requests > 0 || unrouted.connections > 0) sources.push(['', unrouted]);
+  if (unrouted.requests > 0 || unrouted.connections > 0) sources.push([{ backend: '' }, unrouted]);
   return sources;
 }
 

@@ -21,6 +21,8 @@ class Traffic {
     /** TLS listeners: handshakes done, and failed (refused, timed out, not TLS). */
     this.tlsHandshakes = 0;
     this.tlsHandshakeFailures = 0;
+    /** Requests answered 404 and tcp connections closed because no route of their listener matched. */
+    this.noRoute = 0;
     /** --accept-proxy: connections closed for a missing or malformed PROXY protocol header. */
     this.proxyHeaderFailures = 0;
   }

@@ -4,6 +4,7 @@ const { createListener } = require('../net/listener');
 const { connectBackend, proxyHeaderFor, readyEvent } = require('../net/backend-connect');
 const { peerAddressOf } = require('../net/address');
 const { closedCleanly } = require('../net/closed-cleanly');
+const { readServerName } = require('./server-name');
 const { codes, timeoutError, describeError } = require('../errors');
 
 const kSession = Symbol('kSession');
@@ -16,21 +17,23 @@ const EARLY_LIMIT = 64 * 1024;
  * Creates the tcp layer: a server that pairs every client connection with
  * one upstream connection and moves bytes both ways unchanged. With TLS it
  * terminates it, as stunnel does: the backends get the plain bytes (and a
- * `tls` backend gets them over TLS of its own).
+ * `tls` backend gets them over TLS of its own). Each connection goes to the
+ * pool its route chooses by the TLS server name: the handshake's when TLS
+ * ends here, else the name read from the client's ClientHello, which is
+ * then passed on unchanged (server-name.js); routes without a name need no reading.
  *
- * @param {import('../balancing/balancer')} balancer
  * @param {import('../ops/logger')} logger
- * @param {{connectTimeout: number, tls: import('node:tls').TlsOptions | null,
- *   backendTls: import('../net/backend-connect').BackendTlsSettings}} settings
- * @param {import('../health')} health told of every connect's outcome
+ * @param {{connectTimeout: number, headerTimeout: number, tls: import('node:tls').TlsOptions | null,
+ *   rateLimiter: object | null}} settings the listener's
  * @param {import('../ops/traffic')} traffic where ended connections are counted
- * @returns {import('node:net').Server}
+ * @returns {import('node:net').Server & {bind: (pool: object) => object, useRoutes: (routes: object) => void}}
  */
-function createTcpServer(balancer, logger, settings, health, traffic) {
+function createTcpServer(logger, settings, traffic) {
+  const context = { logger, settings, traffic, routes: null };
+  const rateLimiter = settings.rateLimiter;
   // Half-open on both sides forwards a half-close; pausing keeps the client's
   // first bytes unread until an upstream connection accepts them.
-  const rateLimiter = settings.rateLimiter;
-  return createListener(settings.tls, { allowHalfOpen: true, pauseOnConnect: true }, (client) => {
+  const server = createListener(settings.tls, { allowHalfOpen: true, pauseOnConnect: true }, (client) => {
     traffic.connections++;
     // --rate-limit: a new connection over the client's rate is closed at once.
     if (rateLimiter !== null && rateLimiter.take(peerAddressOf(client)) > 0) {
@@ -39,28 +42,70 @@ function createTcpServer(balancer, logger, settings, health, traffic) {
       client.destroy();
       return;
     }
-    new Session(balancer, logger, settings, health, traffic, client).connect();
+    const routes = context.routes;
+    if (!routes.named || client.encrypted === true) {
+      serve(context, routes, client, client.encrypted === true ? client.servername || undefined : undefined);
+      return;
+    }
+    readServerName(client, settings.headerTimeout, (name) => serve(context, routes, client, name));
   });
+  server.bind = (pool) => ({
+    pool,
+    balancer: pool.balancer,
+    health: pool.health,
+    logger,
+    traffic,
+    settings: Object.assign(Object.create(settings), pool.settings)
+  });
+  server.useRoutes = (routes) => {
+    context.routes = routes;
+  };
+  return server;
+}
+
+// A connection whose server name is known (or undefined): its route's pool serves it.
+function serve(context, routes, client, name) {
+  if (client.destroyed) return;
+  const route = routes.match(name, '/');
+  if (route === null) {
+    const address = peerAddressOf(client);
+    context.logger.debug(`client ${address}: no route for server name "${name === undefined ? '' : name}", closed (${codes.NO_ROUTE})`);
+    client.on('error', noop);
+    client.destroy();
+    context.traffic.noRoute++;
+    context.traffic.session(null, 0, address, 0, 0, client);
+    return;
+  }
+  // The client's address is a system call: read only for a split by ip.
+  const session = new Session(route.pick(route.key === null ? null : { clientAddress: peerAddressOf(client) }), client);
+  session.route = route;
+  session.connect();
 }
 
 /**
  * One client connection and its upstream; the pick context for the strategy.
  */
 class Session {
-  constructor(balancer, logger, settings, health, traffic, client) {
-    this.balancer = balancer;
-    this.logger = logger;
-    this.settings = settings;
-    this.health = health;
-    this.traffic = traffic;
-    this.startedAt = balancer.now();
+  /**
+   * @param {{balancer: object, logger: object, settings: object, health: object, traffic: object}} binding
+   *   the route's pool, as the listener sees it
+   * @param {import('node:net').Socket} client
+   */
+  constructor(binding, client) {
+    this.balancer = binding.balancer;
+    this.logger = binding.logger;
+    this.settings = binding.settings;
+    this.health = binding.health;
+    this.traffic = binding.traffic;
+    this.route = null;
+    this.startedAt = this.balancer.now();
     // The last backend acquired, kept after release for the traffic record.
     this.servedBy = null;
     // Why the current connect attempt failed, for passive health; null while none did.
     this.failure = null;
     this.client = client;
     // Read when a strategy, a log line or the access log asks: a system call per connection.
-    this.address = logger.accessEnabled ? peerAddressOf(client) : null;
+    this.address = this.logger.accessEnabled ? peerAddressOf(client) : null;
     this.tried = null;
     this.connectStartedAt = 0;
     this.backend = null;

@@ -11,6 +11,7 @@ const { IDEMPOTENT, CLIENT_LEFT, localShortage, upstreamError, logAnswer } = req
 const { proxyHeaderFor } = require('../../net/backend-connect');
 const { timeoutError, describeError } = require('../../errors');
 const { bodyTimeoutError } = require('../body-watch');
+const { routeRequest, noRoute } = require('../binding');
 const UpstreamStream = require('../h2/upstream-stream');
 const { upstreamStreamHeaders } = require('../h2/translate');
 
@@ -31,6 +32,9 @@ class FastExchange extends ResponseRelay {
   constructor(connection, head) {
     super(connection, head);
     this.clientAddress = connection.clientAddress;
+    // The route's pool from here on (null: no route matched, answered 404 by start()).
+    this.route = null;
+    this.context = routeRequest(this.context, this, head.host, head.url);
     this.tried = null;
     this.backend = null;
     this.servedBy = null;
@@ -58,9 +62,10 @@ class FastExchange extends ResponseRelay {
     this.stickyId = cookie === null ? null : readCookie(head.rawHeaders, cookie);
   }
 
-  /** Answers what the limits keep out (429, 413), else sends the request on. */
+  /** Answers what the limits keep out (429, 413) and what no route matches (404), else sends the request on. */
   start() {
-    const refusal = refusalBeforeForwarding(this.context.settings, this.clientAddress, this.request.contentLength);
+    let refusal = refusalBeforeForwarding(this.context.settings, this.clientAddress, this.request.contentLength);
+    if (refusal === null && this.route === null) refusal = noRoute(this.request.host, this.request.url);
     if (refusal === null) {
       this.forward();
       return;

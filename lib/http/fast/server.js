@@ -2,10 +2,9 @@
 
 const { createListener } = require('../../net/listener');
 const { ClientConnection } = require('./connection');
-const UpstreamSockets = require('./upstream-sockets');
-const UpstreamSessions = require('../h2/upstream-sessions');
 const { H2Front } = require('../h2/front');
 const { BodyWatch } = require('../body-watch');
+const { bindPool } = require('../binding');
 
 /**
  * Creates the http layer on lila's fast engine: a `net` server whose
@@ -14,28 +13,25 @@ const { BodyWatch } = require('../body-watch');
  * response-relay.js), or on h2 sessions to `h2` backends. Clients that
  * speak h2 (ALPN, or the preface on a plain listener) are served by
  * `../h2/front.js`, each stream through the same exchange. It has the `closeIdleConnections()` of an `http.Server`,
- * and `closeGracefully(ms, done)` for a drain (see the node engine's).
+ * and `closeGracefully(ms, done)` for a drain (see the node engine's). Each request
+ * goes to the pool its route chooses (`useRoutes`, `bind`: see ../binding.js).
  *
- * @param {import('../../balancing/balancer')} balancer
  * @param {import('../../ops/logger')} logger
- * @param {import('../node/exchange').HttpSettings} settings
- * @param {import('../../health')} health told of every request's outcome
+ * @param {import('../node/exchange').HttpSettings} settings the listener's
  * @param {import('../../ops/traffic')} traffic where ended requests are counted
- * @returns {import('node:net').Server & {closeIdleConnections: () => void, closeGracefully: (ms: number, done: () => void) => void}}
+ * @returns {import('node:net').Server & {closeIdleConnections: () => void, closeGracefully: (ms: number, done: () => void) => void,
+ *   bind: (pool: object | null) => object, useRoutes: (routes: {match: Function}) => void}}
  */
-function createFastHttpServer(balancer, logger, settings, health, traffic) {
+function createFastHttpServer(logger, settings, traffic) {
   const connections = new Set();
-  const pools = new UpstreamSockets(balancer, settings.backendTls);
-  const h2Sessions = new UpstreamSessions(balancer, settings.backendTls, settings, logger);
   const context = {
-    balancer,
     logger,
     settings,
-    pools,
-    h2Sessions,
+    // The listener's routes (`match(host, url)`), and the binding of requests none matches.
+    routes: null,
+    unrouted: null,
     // Serves h2 clients; null with --no-http2.
     h2: null,
-    health,
     traffic,
     connections,
     now: Date.now,
@@ -48,6 +44,7 @@ function createFastHttpServer(balancer, logger, settings, health, traffic) {
   };
   // Half-open: a client's FIN is handled by the connection, not by net.
   if (settings.http2) context.h2 = new H2Front(context);
+  context.unrouted = bindPool(context, null);
   const server = createListener(settings.tls, { allowHalfOpen: true, noDelay: true }, (socket) => {
     traffic.connections++;
     // An h2 client too: the connection hands it to the h2 side once it has sent its preface.
@@ -80,12 +77,14 @@ function createFastHttpServer(balancer, logger, settings, health, traffic) {
     }
     sweepEvery(ms);
   };
-  // Once every connection has ended; a balancer may outlive its proxy.
+  server.bind = (pool) => bindPool(context, pool);
+  server.useRoutes = (routes) => {
+    context.routes = routes;
+  };
+  // Once every connection has ended; the pools' upstream connections are their owners' to close.
   server.on('close', () => {
     clearInterval(sweep);
     context.bodyWatch.stop();
-    pools.destroy();
-    h2Sessions.destroy();
   });
   return server;
 }

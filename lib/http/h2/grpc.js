@@ -4,6 +4,7 @@
 const GRPC = {
   UNKNOWN: 2,
   DEADLINE_EXCEEDED: 4,
+  UNIMPLEMENTED: 12,
   RESOURCE_EXHAUSTED: 8,
   INTERNAL: 13,
   UNAVAILABLE: 14
@@ -39,6 +40,9 @@ function grpcStatusOf(status) {
     case 413:
     case 429:
       return GRPC.RESOURCE_EXHAUSTED;
+    // No route for the call: nothing here implements it.
+    case 404:
+      return GRPC.UNIMPLEMENTED;
     case 400:
     case 431:
       return GRPC.INTERNAL;

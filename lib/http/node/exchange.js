@@ -3,6 +3,7 @@
 const { forwardRequestHeaders, forwardResponseHeaders, rewriteLocation, withoutField } = require('../headers');
 const { readCookie, withoutCookie, withStickyCookie } = require('../sticky-cookie');
 const { refusalBeforeForwarding, bodyTooLarge } = require('../limits');
+const { routeRequest, noRoute } = require('../binding');
 const { takeBackend, takeAnotherBackend, slotFound, slotTimedOut, leaveQueue } = require('../backend-slot');
 const { createUpstreamRequest } = require('../upstream-request');
 const { readyEvent } = require('../../net/backend-connect');
@@ -49,11 +50,13 @@ class Exchange {
    * @param {boolean} expectContinue the client waits for a 100 before sending its body
    */
   constructor(context, request, response, expectContinue) {
-    this.context = context;
     this.request = request;
     this.response = response;
     this.expectContinue = expectContinue;
     this.clientAddress = peerAddressOf(request.socket);
+    // The route's pool from here on (null: no route matched, answered 404 by start()).
+    this.route = null;
+    this.context = context = routeRequest(context, this, request.headers.host, request.url);
     this.tried = null;
     this.backend = null;
     // The last backend acquired, kept after release for the traffic record.
@@ -105,11 +108,12 @@ class Exchange {
     if (context.settings.keepAliveTimeout === 0 || context.settings.draining) response.shouldKeepAlive = false;
   }
 
-  /** Answers what the limits keep out (429, 413), else sends the request on. */
+  /** Answers what the limits keep out (429, 413) and what no route matches (404), else sends the request on. */
   start() {
     const settings = this.context.settings;
     const length = settings.maxBodySize > 0 ? this.request.headers['content-length'] : undefined;
-    const refusal = refusalBeforeForwarding(settings, this.clientAddress, length === undefined ? -1 : Number(length));
+    let refusal = refusalBeforeForwarding(settings, this.clientAddress, length === undefined ? -1 : Number(length));
+    if (refusal === null && this.route === null) refusal = noRoute(this.request.headers.host, this.request.url);
     if (refusal === null) {
       this.forward();
       return;

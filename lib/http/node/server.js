@@ -8,8 +8,8 @@ const { requestProblem } = require('../request-checks');
 const { toOriginForm } = require('../request-target');
 const { peerAddressOf } = require('../../net/address');
 const { Tunnel } = require('../tunnel');
-const UpstreamPools = require('./upstream-pools');
 const { BodyWatch } = require('../body-watch');
+const { bindPool } = require('../binding');
 const { rawErrorResponse, errorBody } = require('../error-response');
 const { codes, describeError } = require('../../errors');
 
@@ -26,19 +26,19 @@ const kRejected = Symbol('kRejected');
 /**
  * Creates the http layer: a core `http` server (`https` with TLS) that
  * balances every request on its own and forwards it through one keep-alive
- * agent per backend (upstream-pools.js); upgrade requests become tunnels.
+ * agent per backend (upstream-pools.js, the pool's); upgrade requests become tunnels.
+ * Each request goes to the pool its route chooses (`useRoutes`, `bind`: see ../binding.js).
  *
- * @param {import('../../balancing/balancer')} balancer
  * @param {import('../../ops/logger')} logger
- * @param {import('./exchange').HttpSettings} settings
- * @param {import('../../health')} health told of every request's outcome
+ * @param {import('./exchange').HttpSettings} settings the listener's
  * @param {import('../../ops/traffic')} traffic where ended requests are counted
- * @returns {http.Server & {closeGracefully: (ms: number, done: () => void) => void}}
+ * @returns {http.Server & {closeGracefully: (ms: number, done: () => void) => void,
+ *   bind: (pool: object | null) => object, useRoutes: (routes: {match: Function}) => void}}
  */
-function createHttpServer(balancer, logger, settings, health, traffic) {
-  const pools = new UpstreamPools(balancer);
+function createHttpServer(logger, settings, traffic) {
   // --body-timeout: the exchanges reading a request body.
-  const context = { balancer, logger, settings, pools, health, traffic, bodyWatch: new BodyWatch(settings.bodyTimeout, Date.now) };
+  const context = { logger, settings, traffic, routes: null, unrouted: null, bodyWatch: new BodyWatch(settings.bodyTimeout, Date.now) };
+  context.unrouted = bindPool(context, null);
   const options = {
     // Checked by requestProblem(), which also stops what is pipelined behind.
     requireHostHeader: false,
@@ -117,11 +117,12 @@ function createHttpServer(balancer, logger, settings, health, traffic) {
     logger.debug(`client ${socket.remoteAddress}: 501, CONNECT ${request.url} (${codes.METHOD_NOT_SUPPORTED})`);
     answerAndClose(socket, 501, 'CONNECT is not supported: lila is a reverse proxy');
   });
-  // Once every connection has ended; a balancer may outlive its proxy.
-  server.on('close', () => {
-    context.bodyWatch.stop();
-    pools.destroy();
-  });
+  server.bind = (pool) => bindPool(context, pool);
+  server.useRoutes = (routes) => {
+    context.routes = routes;
+  };
+  // Once every connection has ended; the pools' upstream connections are their owners' to close.
+  server.on('close', () => context.bodyWatch.stop());
   return server;
 }
 

@@ -1,0 +1,306 @@
+'use strict';
+
+const { parseArgs } = require('node:util');
+const { readConfigText } = require('../config/config-text');
+const { readText } = require('../config/read-text');
+const { OPTIONS, parseArgsOptions, readOptions, argumentProblem } = require('./options');
+const { tlsOf } = require('./tls-options');
+const { parseServer } = require('../balancing/server-address');
+const { parseMatch } = require('../routing/route-table');
+const { validatePort, validateChoice } = require('../config/validate');
+const { LilaError, codes } = require('../errors');
+
+// Where each kind of line takes options, as the option table's `scope` says.
+const PLACES = {
+  global: { scopes: ['global'], what: 'a line of its own' },
+  pool: { scopes: ['pool', 'layer'], what: 'a pool' },
+  listener: { scopes: ['listener', 'layer'], what: 'a listen line' },
+  route: { names: ['hash-key'], what: 'a route' }
+};
+const SCOPE_PLACES = { global: 'a line of its own', pool: 'a pool', listener: 'a listen line', layer: 'a pool or a listen line', command: 'the command line' };
+const BY_NAME = new Map(OPTIONS.map((option) => [option.name, option]));
+const WEIGHTED_TARGET = /^([^=]+)=(\d+)$/;
+
+/**
+ * Reads a config file: the command line written as lines (see
+ * ../config/config-text.js for the words), one grammar with the option table.
+ *
+ * @param {string} file
+ * @returns {ConfigModel}
+ * @throws {LilaError} `LILA_ERR_CONFIG` naming `file:line`
+ */
+function readConfigFile(file) {
+  return parseConfig(readText(file, 'config file', codes.CONFIG), file);
+}
+
+/**
+ * @typedef {object} ConfigModel what a config file says, as `createService({ config })` takes it
+ * @property {string} file
+ * @property {string} text
+ * @property {Record<string, unknown>} global the global options, read (`readOptions`)
+ * @property {{name: string, line: number, layer: string, options: object}[]} pools
+ *   `options` as `createProxy` takes a pool's (mode, servers, ...)
+ * @property {{line: number, host?: string, port: number, layer: string, options: object,
+ *   redirectHttp?: {host?: string, port: number}, routes: {line: number, text: string, host: string | null,
+ *   path: string | null, targets: {pool: string, weight: number}[], hashKey?: string}[]}[]} listeners
+ * @property {string[]} warnings said at startup and on reloads (a pool no route uses)
+ */
+
+/**
+ * @param {string} text the file's content
+ * @param {string} file its name, for messages
+ * @returns {ConfigModel}
+ * @throws {LilaError} `LILA_ERR_CONFIG` naming `file:line`
+ */
+function parseConfig(text, file) {
+  const model = { file, text, global: { proxy: {} }, pools: [], listeners: [], warnings: [] };
+  const globalWords = [];
+  for (const block of readConfigText(text, file)) {
+    const atLine = (line) => at(file, line);
+    const [keyword] = block.words;
+    if (keyword.startsWith('-')) {
+      if (block.children.length > 0) throw atLine(block.children[0].line)('an option line has no indented lines');
+      globalWords.push({ line: block.line, words: block.words });
+    } else if (keyword === 'pool') {
+      model.pools.push(readPool(block, atLine));
+    } else if (keyword === 'listen') {
+      model.listeners.push(readListener(block, atLine));
+    } else {
+      throw atLine(block.line)(`"${keyword}" is not a line lila knows: pool, listen, or an option (--admin ...)`);
+    }
+  }
+  for (const { line, words } of globalWords) {
+    const { values, positionals } = readArgs(words, 'global', at(file, line));
+    if (positionals.length > 0) throw at(file, line)(`"${positionals[0]}" is not an option: a line of its own holds options only`);
+    const options = readAt(values, at(file, line));
+    Object.assign(model.global, options, { proxy: { ...model.global.proxy, ...options.proxy } });
+  }
+  check(model, file);
+  return model;
+}
+
+module.exports = { readConfigFile, parseConfig, summary };
+
+function at(file, line) {
+  return (problem) => new LilaError(codes.CONFIG, `${file}:${line}: ${problem}`);
+}
+
+// util.parseArgs over one line's words, with the options the place takes.
+function readArgs(words, place, fail) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: words, options: parseArgsOptions(), allowPositionals: true, tokens: true, strict: true });
+  } catch (err) {
+    throw fail(argumentProblem(err));
+  }
+  const { scopes, names, what } = PLACES[place];
+  for (const token of parsed.tokens) {
+    if (token.kind !== 'option') continue;
+    const option = BY_NAME.get(token.name);
+    const allowed = names !== undefined ? names.includes(option.name) : scopes.includes(option.scope);
+    if (!allowed) throw fail(`"--${option.name}" belongs on ${SCOPE_PLACES[option.scope]}, not on ${what}`);
+  }
+  return parsed;
+}
+
+function readAt(values, fail) {
+  try {
+    return readOptions(values);
+  } catch (err) {
+    throw fail(err.message);
+  }
+}
+
+// pool NAME MODE [SERVER ...] [OPTIONS ...], then server lines and option lines.
+function readPool(block, at) {
+  const fail = at(block.line);
+  const { values, positionals, tokens } = readArgs(block.words.slice(1), 'pool', fail);
+  const [name, mode, ...servers] = positionals;
+  if (name === undefined) throw fail('a pool needs a name and a mode: pool NAME MODE [SERVER ...]');
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw fail(`pool name "${name}" may hold letters, digits, ".", "_" and "-"`);
+  if (mode === undefined) throw fail(`pool "${name}" needs a mode: pool ${name} round-robin ...`);
+  const given = { ...values };
+  const serverLines = servers.map((server) => ({ line: block.line, text: server }));
+  for (const child of block.children) {
+    if (child.words[0].startsWith('-')) {
+      const more = readArgs(child.words, 'pool', at(child.line));
+      if (more.positionals.length > 0) throw at(child.line)(`"${more.positionals[0]}": a server goes on a line of its own`);
+      Object.assign(given, more.values);
+      tokens.push(...more.tokens);
+    } else {
+      serverLines.push({ line: child.line, text: child.words.join(',') });
+    }
+  }
+  const seen = new Map();
+  for (const server of serverLines) {
+    let parsed;
+    try {
+      parsed = server.text.startsWith('srv:') ? { name: server.text.split(',')[0] } : parseServer(server.text);
+    } catch (err) {
+      throw at(server.line)(`pool "${name}": ${err.message}`);
+    }
+    if (seen.has(parsed.name)) throw at(server.line)(`pool "${name}": server "${parsed.name}" is already on line ${seen.get(parsed.name)}`);
+    seen.set(parsed.name, server.line);
+  }
+  if (serverLines.length === 0) throw fail(`pool "${name}" has no server: give them after the mode, or one a line below it`);
+  const options = readAt(given, fail);
+  if (given['hash-key'] !== undefined && mode !== 'hash') throw fail(`pool "${name}": "--hash-key" is for mode "hash"`);
+  const layer = options.proxy.layer || 'http';
+  return {
+    name,
+    line: block.line,
+    layer,
+    options: { ...options.proxy, mode, servers: serverLines.map((server) => server.text) },
+    serverLines
+  };
+}
+
+// listen [ADDRESS:]PORT [OPTIONS ...], then route lines and option lines.
+function readListener(block, at) {
+  const fail = at(block.line);
+  const words = block.words.slice(1);
+  const tokens = [];
+  const values = {};
+  const first = readArgs(words, 'listener', fail);
+  if (first.positionals.length !== 1) throw fail('a listen line names one address: listen [ADDRESS:]PORT [OPTIONS ...]');
+  mergeValues(values, first.values);
+  tokens.push(...first.tokens);
+  const routes = [];
+  for (const child of block.children) {
+    if (child.words[0] === 'route') {
+      routes.push(readRoute(child, at(child.line)));
+    } else if (child.words[0].startsWith('-')) {
+      const more = readArgs(child.words, 'listener', at(child.line));
+      if (more.positionals.length > 0) throw at(child.line)(`"${more.positionals[0]}": under a listen line go route lines and options`);
+      mergeValues(values, more.values);
+      tokens.push(...more.tokens);
+    } else {
+      throw at(child.line)(`"${child.words[0]}": under a listen line go route lines (route MATCH POOL) and options`);
+    }
+  }
+  const { host, port } = readAddress(first.positionals[0], fail);
+  const options = readAt(values, fail);
+  let tls;
+  try {
+    tls = tlsOf(options, tokens);
+  } catch (err) {
+    throw fail(err.message);
+  }
+  if (routes.length === 0) throw fail(`listen ${first.positionals[0]} has no route: add "  route * POOL" below it`);
+  return {
+    line: block.line,
+    text: first.positionals[0],
+    host,
+    port,
+    layer: options.proxy.layer || 'http',
+    options: { ...options.proxy, tls },
+    redirectHttp: options['redirect-http'],
+    routes
+  };
+}
+
+// Options given on several lines of one block: lists add up, the rest is given once.
+function mergeValues(into, values) {
+  for (const [name, value] of Object.entries(values)) {
+    into[name] = Array.isArray(value) ? [...(into[name] || []), ...value] : value;
+  }
+}
+
+// route MATCH POOL | POOL=WEIGHT ... [--hash-key KEY]
+function readRoute(child, fail) {
+  const { values, positionals } = readArgs(child.words.slice(1), 'route', fail);
+  const [match, ...targets] = positionals;
+  if (match === undefined || targets.length === 0) throw fail('a route names what it matches and its pool: route MATCH POOL');
+  let where;
+  try {
+    where = parseMatch(match);
+  } catch (err) {
+    throw fail(err.message);
+  }
+  const weighted = targets.map((target) => {
+    const pair = WEIGHTED_TARGET.exec(target);
+    if (targets.length > 1 && pair === null) throw fail(`route "${match}": a split gives every pool a weight (api=90 canary=10), received "${target}"`);
+    return pair === null ? { pool: target, weight: 1 } : { pool: pair[1], weight: Number(pair[2]) };
+  });
+  return { line: child.line, text: match, host: where.host, path: where.path, targets: weighted, hashKey: values['hash-key'] };
+}
+
+// [ADDRESS:]PORT, [v6]:PORT included.
+function readAddress(text, fail) {
+  const colon = text.lastIndexOf(':');
+  let host = colon === -1 ? undefined : text.slice(0, colon);
+  if (host !== undefined && host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
+  if (host === '') throw fail(`listen "${text}": write [ADDRESS:]PORT`);
+  try {
+    return { host, port: validatePort(colon === -1 ? text : text.slice(colon + 1), 'listen') };
+  } catch (err) {
+    throw fail(err.message);
+  }
+}
+
+// What no single line can say: pools named and defined once, listeners apart, routes once each.
+function check(model, file) {
+  const pools = new Map();
+  for (const pool of model.pools) {
+    if (pools.has(pool.name)) throw at(file, pool.line)(`pool "${pool.name}" is already defined on line ${pools.get(pool.name).line}`);
+    pools.set(pool.name, pool);
+  }
+  const used = new Set();
+  const addresses = new Map();
+  for (const listener of model.listeners) {
+    const address = `${listener.host === undefined ? '*' : listener.host}:${listener.port}`;
+    const other = [...addresses.entries()].find(([key]) => samePort(key, address));
+    if (other !== undefined) throw at(file, listener.line)(`listen ${listener.text}: that port is already listened on, line ${other[1]}`);
+    addresses.set(address, listener.line);
+    const routes = new Map();
+    for (const route of listener.routes) {
+      const key = `${route.host}\n${route.path}`;
+      if (routes.has(key)) throw at(file, route.line)(`route "${route.text}" is already on line ${routes.get(key)}`);
+      routes.set(key, route.line);
+      for (const target of route.targets) {
+        const pool = pools.get(target.pool);
+        if (pool === undefined) {
+          const names = [...pools.keys()].join(', ') || 'none';
+          throw at(file, route.line)(`route "${route.text}" names pool "${target.pool}", which is not defined (pools: ${names})`);
+        }
+        if (pool.layer !== listener.layer) {
+          throw at(file, route.line)(`route "${route.text}" names pool "${pool.name}", a ${pool.layer} pool, on a ${listener.layer} listener (--layer ${listener.layer} on the pool)`);
+        }
+        used.add(pool.name);
+      }
+    }
+  }
+  if (model.listeners.length === 0) throw new LilaError(codes.CONFIG, `${file}: no listen line: lila would serve nothing`);
+  for (const pool of model.pools) {
+    if (!used.has(pool.name)) model.warnings.push(`${file}:${pool.line}: pool "${pool.name}" is not used by any route`);
+  }
+  try {
+    validateChoice(model.global.engine || 'fast', ['fast', 'node'], 'engine');
+  } catch (err) {
+    throw new LilaError(codes.CONFIG, `${file}: ${err.message}`);
+  }
+}
+
+// Two listeners on one port clash unless both name different addresses.
+function samePort(a, b) {
+  const [hostA, portA] = [a.slice(0, a.lastIndexOf(':')), a.slice(a.lastIndexOf(':') + 1)];
+  const [hostB, portB] = [b.slice(0, b.lastIndexOf(':')), b.slice(b.lastIndexOf(':') + 1)];
+  return portA === portB && (hostA === hostB || hostA === '*' || hostB === '*');
+}
+
+/**
+ * One line per listener, as `--check` prints them.
+ *
+ * @param {ConfigModel} model
+ * @returns {string[]} e.g. `listen :443 https: 4 routes -> api, api-canary, web`
+ */
+function summary(model) {
+  return model.listeners.map((listener) => {
+    const tls = listener.options.tls !== undefined;
+    const kind = listener.layer === 'http' ? (tls ? 'https' : 'http') : (tls ? 'tcp+tls' : 'tcp');
+    const pools = [...new Set(listener.routes.flatMap((route) => route.targets.map((target) => target.pool)))];
+    const count = listener.routes.length;
+    const where = listener.host === undefined ? `:${listener.port}` : listener.text;
+    return `listen ${where} ${kind}: ${count} route${count === 1 ? '' : 's'} -> ${pools.join(', ')}`;
+  });
+}

@@ -1,0 +1,276 @@
+'use strict';
+
+const Proxy = require('./proxy');
+const Pool = require('./pool');
+const Traffic = require('./ops/traffic');
+const { createRedirectServer } = require('./tls/redirect-server');
+const { formatHostPort } = require('./net/address');
+const { LilaError, codes } = require('./errors');
+
+// How often a pool taken out of service is looked at until nothing is in flight on it.
+const RETIRE_POLL_MS = 250;
+
+/**
+ * What a config file runs: its pools and its listeners with their routes,
+ * built from a model (cli/config-file.js), and replaced by another model as
+ * one transaction. `prepare()` builds and checks everything new (pools,
+ * listeners, certificates, routes) without touching what runs; `commit()`
+ * opens the new listeners and swaps the routes in at once. A pool or
+ * listener whose definition did not change is kept, with its backends'
+ * state, counters, health and pooled connections.
+ */
+class Configuration {
+  /**
+   * @param {{logger: import('./ops/logger'), engine?: string, drainTimeout: number}} options
+   */
+  constructor(options) {
+    this.logger = options.logger;
+    this.drainTimeout = options.drainTimeout;
+    this.traffic = new Traffic(this.logger);
+    /** @type {Map<string, {pool: Pool, key: string}>} */
+    this.pools = new Map();
+    /** @type {{spec: object, key: string, proxy: Proxy, redirect: object | null, address: object | null}[]} */
+    this.listeners = [];
+    this.model = null;
+  }
+
+  /** @returns {Proxy[]} the listeners, in the file's order */
+  get proxies() {
+    return this.listeners.map((listener) => listener.proxy);
+  }
+
+  /**
+   * Builds what `model` needs that does not run yet, reusing what runs and
+   * did not change. Nothing running is touched: a mistake throws, naming the
+   * file and line, and the plan is dropped.
+   *
+   * @param {import('./cli/config-file').ConfigModel} model
+   * @returns {object} the plan for `commit()`
+   * @throws {LilaError} `LILA_ERR_CONFIG`
+   */
+  prepare(model) {
+    const plan = { model, pools: new Map(), listeners: [], made: [] };
+    const engine = model.global.engine;
+    const backendTls = { ca: model.global['backend-ca'], insecure: model.global['backend-insecure'] === true };
+    try {
+      for (const spec of model.pools) {
+        const options = { ...spec.options, resolvers: model.global.proxy.resolvers, backendTls };
+        const key = JSON.stringify({ ...options, servers: undefined, engine });
+        const running = this.pools.get(spec.name);
+        if (running !== undefined && running.key === key) {
+          plan.pools.set(spec.name, { pool: running.pool, key, servers: spec.options.servers, kept: true });
+          continue;
+        }
+        const pool = built(model.file, spec.line, () => new Pool({ ...options, name: spec.name, engine, logger: this.logger }));
+        plan.made.push(pool);
+        plan.pools.set(spec.name, { pool, key, kept: false });
+      }
+      const taken = new Set();
+      for (const spec of model.listeners) {
+        const routes = spec.routes.map((route) => ({
+          text: route.text,
+          host: route.host,
+          path: route.path,
+          hashKey: route.hashKey,
+          targets: route.targets.map((target) => ({ pool: plan.pools.get(target.pool).pool, weight: target.weight }))
+        }));
+        const key = JSON.stringify({ host: spec.host, port: spec.port, options: spec.options, redirect: spec.redirectHttp, engine });
+        const running = this.listeners.find((listener) => listener.key === key && !taken.has(listener));
+        if (running !== undefined) {
+          taken.add(running);
+          // Checked now, so that a bad route changes nothing; swapped in by commit().
+          built(model.file, spec.line, () => Proxy.checkRoutes(routes, running.proxy.layer));
+          plan.listeners.push({ spec, key, running, routes });
+          continue;
+        }
+        const proxy = built(model.file, spec.line, () => new Proxy({
+          ...spec.options, engine, logger: this.logger, traffic: this.traffic, routes
+        }));
+        plan.listeners.push({ spec, key, running: null, proxy, routes });
+      }
+    } catch (err) {
+      for (const pool of plan.made) pool.close();
+      throw err;
+    }
+    return plan;
+  }
+
+  /**
+   * Opens the plan's new listeners, then swaps it in at once: kept listeners
+   * route by the new routes, listeners no longer named drain, pools no longer
+   * named take no new request, finish what is in flight, and close. When a
+   * new listener cannot listen, nothing changes.
+   *
+   * @param {ReturnType<Configuration['prepare']>} plan
+   * @param {{reusePort?: boolean}} [options]
+   * @returns {Promise<{listeners: {added: number, removed: number}, pools: {added: number, removed: number, changed: number}, routes: number}>}
+   * @throws {LilaError} `LILA_ERR_LISTEN`
+   */
+  async commit(plan, { reusePort = false } = {}) {
+    const kept = new Set(plan.listeners.filter((item) => item.running !== null).map((item) => item.running));
+    const leaving = this.listeners.filter((listener) => !kept.has(listener));
+    // A listener whose port a leaving one holds opens once that one has stopped accepting.
+    const opened = [];
+    try {
+      for (const item of plan.listeners) {
+        if (item.running !== null) continue;
+        const blocking = leaving.find((listener) => listener.spec.port === item.spec.port);
+        if (blocking !== undefined) await stopAccepting(blocking);
+        item.address = await item.proxy.listen(item.spec.port, item.spec.host, { reusePort });
+        opened.push(item);
+        if (item.spec.redirectHttp !== undefined) item.redirect = await listenRedirect(item.spec.redirectHttp, item.address.port, this.logger);
+      }
+    } catch (err) {
+      for (const item of opened) {
+        item.proxy.close();
+        if (item.redirect) item.redirect.close();
+      }
+      for (const pool of plan.made) pool.close();
+      throw err;
+    }
+    const previous = this.pools;
+    const next = new Map();
+    let changed = 0;
+    for (const [name, item] of plan.pools) {
+      if (item.kept) {
+        (item.pool.discovery || item.pool.balancer).sync(item.servers);
+      } else if (previous.has(name)) {
+        changed++;
+      }
+      next.set(name, { pool: item.pool, key: item.key });
+      item.pool.start();
+    }
+    this.listeners = plan.listeners.map((item) => {
+      if (item.running === null) return { spec: item.spec, key: item.key, proxy: item.proxy, redirect: item.redirect || null, address: item.address };
+      item.running.proxy.setRoutes(item.routes);
+      item.running.proxy.reloadCertificates('reload');
+      return Object.assign(item.running, { spec: item.spec });
+    });
+    this.pools = next;
+    this.model = plan.model;
+    for (const listener of leaving) this.retireListener(listener);
+    for (const [name, { pool }] of previous) {
+      if (next.get(name)?.pool !== pool) this.retirePool(pool);
+    }
+    const added = plan.listeners.length - kept.size;
+    return {
+      listeners: { added, removed: leaving.length },
+      pools: { added: [...next.keys()].filter((name) => !previous.has(name)).length, removed: [...previous.keys()].filter((name) => !next.has(name)).length, changed },
+      routes: plan.listeners.reduce((sum, item) => sum + item.spec.routes.length, 0)
+    };
+  }
+
+  // A listener no longer in the file: it stops accepting and its connections finish.
+  retireListener(listener) {
+    if (listener.redirect !== null) listener.redirect.close();
+    listener.proxy.drain(this.drainTimeout);
+  }
+
+  // A pool no longer in the file (or changed): no route sends to it any more; once what is in
+  // flight on it has ended (or the drain timeout has passed), its connections close.
+  retirePool(pool) {
+    pool.stop();
+    const deadline = Date.now() + this.drainTimeout;
+    const look = () => {
+      const busy = pool.backends.some((backend) => backend.active > 0);
+      if (busy && Date.now() < deadline) setTimeout(look, RETIRE_POLL_MS).unref();
+      else pool.close();
+    };
+    look();
+  }
+
+  /**
+   * Drains every listener, then closes every pool.
+   *
+   * @param {number} timeout ms
+   * @returns {Promise<{closed: number}>}
+   */
+  async drain(timeout) {
+    for (const listener of this.listeners) if (listener.redirect !== null) listener.redirect.close();
+    const results = await Promise.all(this.listeners.map((listener) => listener.proxy.drain(timeout)));
+    for (const { pool } of this.pools.values()) pool.close();
+    return { closed: results.reduce((sum, result) => sum + result.closed, 0) };
+  }
+
+  /** Closes at once (a failed start). */
+  close() {
+    for (const listener of this.listeners) {
+      listener.proxy.close();
+      if (listener.redirect !== null) listener.redirect.close();
+    }
+    for (const { pool } of this.pools.values()) pool.close();
+  }
+
+  /**
+   * What the admin API shows of it: the first listener (its top-level fields), every
+   * listener with its routes, every pool.
+   *
+   * @returns {{proxy: Proxy, listeners: {address: string, layer: string, tls: boolean, routes: object[]}[], pools: Pool[]}}
+   */
+  view() {
+    return {
+      proxy: this.listeners[0].proxy,
+      listeners: this.listeners.map(({ proxy, address, spec }) => ({
+        address: address === null ? spec.text : formatHostPort(address.address, address.port),
+        layer: proxy.layer,
+        tls: proxy.certificates !== null,
+        routes: proxy.routes.list
+      })),
+      pools: [...this.pools.values()].map((item) => item.pool)
+    };
+  }
+
+  /**
+   * The certificate files of every TLS listener, for --watch.
+   *
+   * @returns {string[]}
+   */
+  certificateFiles() {
+    return this.proxies.flatMap((proxy) => (proxy.certificates === null ? [] : proxy.certificates.files()));
+  }
+
+  /**
+   * One line per listener: where it listens and where its routes go.
+   *
+   * @returns {string[]}
+   */
+  describe() {
+    return this.listeners.map(({ proxy, address, spec }) => {
+      const kind = proxy.certificates === null ? proxy.layer : proxy.layer === 'http' ? 'https' : 'tcp+tls';
+      const where = address === null ? spec.text : formatHostPort(address.address, address.port);
+      const pools = [...new Set(spec.routes.flatMap((route) => route.targets.map((target) => target.pool)))];
+      const count = spec.routes.length;
+      return `${kind} listening on ${where}: ${count} route${count === 1 ? '' : 's'} -> ${pools.join(', ')}`;
+    });
+  }
+}
+
+module.exports = Configuration;
+
+// Builds one thing of the file, naming its line when it is wrong.
+function built(file, line, make) {
+  try {
+    return make();
+  } catch (err) {
+    if (!(err instanceof LilaError) || err.code === codes.CONFIG) throw err;
+    throw new LilaError(codes.CONFIG, `${file}:${line}: ${err.message}`);
+  }
+}
+
+function stopAccepting(listener) {
+  return new Promise((resolve) => {
+    listener.proxy.server.close();
+    // close() stops accepting at once; 'listening' is false from then on.
+    setImmediate(resolve);
+  });
+}
+
+function listenRedirect(where, httpsPort, logger) {
+  const server = createRedirectServer(httpsPort, logger);
+  return new Promise((resolve, reject) => {
+    server.once('error', (err) => {
+      reject(new LilaError(codes.LISTEN, `cannot listen on ${formatHostPort(where.host === undefined ? '::' : where.host, where.port)} for the http redirect: ${err.code || err.message}`));
+    });
+    server.listen(where.port, where.host, () => resolve(server));
+  });
+}

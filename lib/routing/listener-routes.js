@@ -1,0 +1,85 @@
+'use strict';
+
+const { RouteTable } = require('./route-table');
+const { WeightedSplit } = require('./weighted-split');
+const { parseHashKey, keyReader } = require('../balancing/hash-key');
+const { LilaError, codes } = require('../errors');
+
+/**
+ * One route of a listener: what it matches, and the pool (or the weighted
+ * split between pools) it sends to, as the listener's engine binds them.
+ */
+class Route {
+  /**
+   * @param {{text: string, host: string | null, path: string | null, hashKey?: string,
+   *   targets: {pool: {name: string}, weight: number}[]}} spec
+   * @param {(pool: object) => object} bindingOf
+   * @param {'http' | 'tcp'} layer
+   */
+  constructor(spec, bindingOf, layer) {
+    this.text = spec.text;
+    this.host = spec.host;
+    this.path = spec.path;
+    this.targets = spec.targets;
+    /** Requests (http) or connections (tcp) it has chosen a pool for. */
+    this.requests = 0;
+    if (spec.targets.length === 0) throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}" names no pool`);
+    for (const { pool } of spec.targets) {
+      if (pool.layer !== layer) {
+        throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}" names pool "${pool.name}", a ${pool.layer} pool, on a ${layer} listener`);
+      }
+    }
+    this.binding = spec.targets.length === 1 ? bindingOf(spec.targets[0].pool) : null;
+    this.split = spec.targets.length === 1
+      ? null
+      : new WeightedSplit(spec.targets.map(({ pool, weight }) => ({ value: bindingOf(pool), weight, name: pool.name })));
+    const key = spec.hashKey === undefined || spec.hashKey === null ? null : parseHashKey(spec.hashKey);
+    if (key !== null && layer === 'tcp' && key.source !== 'ip') {
+      throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": "--hash-key ${spec.hashKey}" needs the http layer; the tcp layer can hash only the client ip`);
+    }
+    // A split with a key is consistent per key; without one, in proportion per request.
+    this.key = key === null ? null : keyReader(key);
+  }
+
+  /**
+   * The binding of the pool this request (or connection) goes to.
+   *
+   * @param {{request?: object, clientAddress?: string}} ctx the pick context
+   * @returns {object}
+   */
+  pick(ctx) {
+    this.requests++;
+    if (this.split === null) return this.binding;
+    return this.split.pick(this.key === null ? undefined : this.key(ctx));
+  }
+}
+
+/**
+ * A listener's routes: the table a request's host and path (a tcp
+ * connection's server name) are looked up in, once each.
+ */
+class ListenerRoutes {
+  /**
+   * @param {ConstructorParameters<typeof Route>[0][]} specs in the order given
+   * @param {(pool: object) => object} bindingOf
+   * @param {'http' | 'tcp'} layer
+   */
+  constructor(specs, bindingOf, layer) {
+    this.list = specs.map((spec) => new Route(spec, bindingOf, layer));
+    this.table = new RouteTable(this.list);
+    // Whether a route names a host: a tcp listener without TLS then reads the ClientHello.
+    this.named = this.list.some((route) => route.host !== null);
+  }
+
+  /**
+   * @param {string | undefined} host as received (any case, maybe a port)
+   * @param {string} url the request target (its query is not matched)
+   * @returns {Route | null}
+   */
+  match(host, url) {
+    return this.table.match(host, url);
+  }
+}
+
+module.exports = ListenerRoutes;
+module.exports.Route = Route;
