@@ -27,7 +27,7 @@ class Configuration {
     this.logger = options.logger;
     this.drainTimeout = options.drainTimeout;
     this.traffic = new Traffic(this.logger);
-    /** @type {Map<string, {pool: Pool, key: string}>} */
+    /** @type {Map<string, {pool: Pool, key: string, servers: string[]}>} */
     this.pools = new Map();
     /** @type {{spec: object, key: string, proxy: Proxy, redirect: object | null, address: object | null}[]} */
     this.listeners = [];
@@ -50,7 +50,8 @@ class Configuration {
    */
   prepare(model) {
     const plan = { model, pools: new Map(), listeners: [], made: [] };
-    const engine = model.global.engine;
+    // --engine is a global option with a createProxy key: read into global.proxy.
+    const engine = model.global.proxy.engine;
     const backendTls = { ca: model.global['backend-ca'], insecure: model.global['backend-insecure'] === true };
     try {
       for (const spec of model.pools) {
@@ -59,11 +60,12 @@ class Configuration {
         const running = this.pools.get(spec.name);
         if (running !== undefined && running.key === key) {
           plan.pools.set(spec.name, { pool: running.pool, key, servers: spec.options.servers, kept: true });
+          plan.pools.get(spec.name).serversChanged = JSON.stringify(spec.options.servers) !== JSON.stringify(running.servers);
           continue;
         }
         const pool = built(model.file, spec.line, () => new Pool({ ...options, name: spec.name, engine, logger: this.logger }));
         plan.made.push(pool);
-        plan.pools.set(spec.name, { pool, key, kept: false });
+        plan.pools.set(spec.name, { pool, key, servers: spec.options.servers, kept: false });
       }
       const taken = new Set();
       for (const spec of model.listeners) {
@@ -132,12 +134,13 @@ class Configuration {
     const next = new Map();
     let changed = 0;
     for (const [name, item] of plan.pools) {
+      // Servers unchanged: nothing to sync, and the strategy goes on where it was.
       if (item.kept) {
-        (item.pool.discovery || item.pool.balancer).sync(item.servers);
+        if (item.serversChanged) (item.pool.discovery || item.pool.balancer).sync(item.servers);
       } else if (previous.has(name)) {
         changed++;
       }
-      next.set(name, { pool: item.pool, key: item.key });
+      next.set(name, { pool: item.pool, key: item.key, servers: item.servers });
       item.pool.start();
     }
     this.listeners = plan.listeners.map((item) => {

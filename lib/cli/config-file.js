@@ -7,7 +7,7 @@ const { OPTIONS, parseArgsOptions, readOptions, argumentProblem } = require('./o
 const { tlsOf } = require('./tls-options');
 const { parseServer } = require('../balancing/server-address');
 const { parseMatch } = require('../routing/route-table');
-const { validatePort, validateChoice } = require('../config/validate');
+const { validatePort } = require('../config/validate');
 const { LilaError, codes } = require('../errors');
 
 // Where each kind of line takes options, as the option table's `scope` says.
@@ -273,11 +273,6 @@ function check(model, file) {
   if (model.listeners.length === 0) throw new LilaError(codes.CONFIG, `${file}: no listen line: lila would serve nothing`);
   for (const pool of model.pools) {
     if (!used.has(pool.name)) model.warnings.push(`${file}:${pool.line}: pool "${pool.name}" is not used by any route`);
-  }
-  try {
-    validateChoice(model.global.engine || 'fast', ['fast', 'node'], 'engine');
-  } catch (err) {
-    throw new LilaError(codes.CONFIG, `${file}: ${err.message}`);
   }
 }
 
