@@ -28,7 +28,7 @@ function renderMetrics(proxy, stats, configured) {
   const families = proxy.layer === 'tcp' ? TCP_FAMILIES : HTTP_FAMILIES;
   let text = '';
   // With a config file: every pool's backends, labelled with their pool, and the routes' counts.
-  const view = configured === undefined ? proxy : { ...proxyView(proxy), pools: configured.pools };
+  const view = configured === undefined ? proxy : { ...proxyView(proxy), configuredPools: configured.pools };
   for (const family of families) text += family(view);
   if (configured !== undefined) text += routeFamilies(configured, proxy.traffic);
   if (proxy.certificates !== null && proxy.certificates !== undefined) text += tlsFamilies(proxy);
@@ -56,8 +56,8 @@ function routeFamilies(configured, traffic) {
 
 // The backends of every pool: the proxy's one pool, or a config file's pools, each with its name.
 function backendsOf(proxy) {
-  if (proxy.pools === undefined) return proxy.balancer.backends.map((backend) => [{ backend: backend.name }, backend]);
-  return proxy.pools.flatMap((pool) => pool.balancer.backends.map((backend) => [{ pool: pool.name, backend: backend.name }, backend]));
+  if (proxy.configuredPools === undefined) return proxy.balancer.backends.map((backend) => [{ backend: backend.name }, backend]);
+  return proxy.configuredPools.flatMap((pool) => pool.balancer.backends.map((backend) => [{ pool: pool.name, backend: backend.name }, backend]));
 }
 
 function requestsTotal(proxy) {
