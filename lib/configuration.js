@@ -76,6 +76,8 @@ class Configuration {
           hashKey: route.hashKey,
           targets: route.targets.map((target) => ({ pool: plan.pools.get(target.pool).pool, weight: target.weight }))
         }));
+        // Each route checked alone, so that a mistake names its line.
+        for (const [index, route] of routes.entries()) built(model.file, spec.routes[index].line, () => Proxy.checkRoutes([route], spec.layer));
         const key = JSON.stringify({ host: spec.host, port: spec.port, options: spec.options, redirect: spec.redirectHttp, engine });
         const running = this.listeners.find((listener) => listener.key === key && !taken.has(listener));
         if (running !== undefined) {
@@ -85,7 +87,7 @@ class Configuration {
           plan.listeners.push({ spec, key, running, routes });
           continue;
         }
-        const proxy = built(model.file, spec.line, () => new Proxy({
+        const proxy = built(model.file, (err) => lineOfFile(spec, err), () => new Proxy({
           ...spec.options, engine, logger: this.logger, traffic: this.traffic, routes
         }));
         plan.listeners.push({ spec, key, running: null, proxy, routes });
@@ -250,14 +252,20 @@ class Configuration {
 
 module.exports = Configuration;
 
-// Builds one thing of the file, naming its line when it is wrong.
+// Builds one thing of the file, naming its line (or the line an error points to) when it is wrong.
 function built(file, line, make) {
   try {
     return make();
   } catch (err) {
     if (!(err instanceof LilaError) || err.code === codes.CONFIG) throw err;
-    throw new LilaError(codes.CONFIG, `${file}:${line}: ${err.message}`);
+    throw new LilaError(codes.CONFIG, `${file}:${typeof line === 'function' ? line(err) : line}: ${err.message}`);
   }
+}
+
+// A listener's certificate that does not read: the line that named its file, else the listen line.
+function lineOfFile(spec, err) {
+  const named = (spec.fileLines || []).find(([file]) => err.message.includes(file));
+  return named === undefined ? spec.line : named[1];
 }
 
 function stopAccepting(listener) {

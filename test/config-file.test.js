@@ -301,7 +301,7 @@ describe('the config file', function () {
         name: 'a tcp pool on an http listener',
         lines: () => ['pool a round-robin 127.0.0.1:9001', 'pool db round-robin 127.0.0.1:5432 --layer tcp', 'listen 127.0.0.1:9100', '  route a.test a', '  route * db'],
         line: 5,
-        message: /^route "\*" names pool "db", a tcp pool, on a http listener/
+        message: /^route "\*" names pool "db", a tcp pool, on an http listener/
       },
       {
         name: 'an http pool on a tcp listener',
@@ -352,9 +352,50 @@ describe('the config file', function () {
         const prefix = `lila: ${file}:${line}: `;
         assert.ok(first.startsWith(prefix), `${JSON.stringify(first)} starts with ${JSON.stringify(prefix)}`);
         if (expected instanceof RegExp) assert.match(first.slice(prefix.length), expected);
-        else assert.equal(first.slice(prefix.length), expected);
-        // One line about the file; what may follow is the pointer to --help, nothing else.
-        assert.deepEqual(rest.filter((text) => text !== '' && text !== TRY_HELP), []);
+        else if (expected !== undefined) assert.equal(first.slice(prefix.length), expected);
+        // One line about the file, naming it: nothing else.
+        assert.deepEqual(rest.filter((text) => text !== ''), []);
+        assert.deepEqual([result.code, result.stdout], [2, '']);
+      });
+    }
+
+    // Mistakes on an indented line, or found once a route is built, name that line.
+    const lineOfTheMistake = [
+      {
+        // A tcp listener matches only the server name: a path there could never match.
+        name: 'a path on a route of a tcp listener, which routes by server name only',
+        lines: () => ['pool db round-robin 127.0.0.1:5432 --layer tcp', 'listen 127.0.0.1:5433 --layer tcp', '  route db.test/x db', '  route * db'],
+        line: 3
+      },
+      {
+        name: 'a bad value on a pool\'s indented option line, at that line',
+        lines: () => ['pool a round-robin', '  127.0.0.1:9001', '  --max-fails many', 'listen 127.0.0.1:9100', '  route * a'],
+        line: 3
+      },
+      {
+        name: 'a missing certificate file on a listener\'s indented option line, at that line',
+        lines: () => ['pool a round-robin 127.0.0.1:9001', 'listen 127.0.0.1:9443', '  route * a', `  --tls-cert ${path.join(dir, 'missing.pem')}`],
+        line: 4
+      },
+      {
+        name: 'a bad --hash-key on a route, at the route\'s line',
+        lines: () => [...POOLS, 'listen 127.0.0.1:9100', '  route a.test a', '  route * a=90 b=10 --hash-key query:'],
+        line: 5
+      },
+      {
+        name: 'a split naming one pool twice, at the route\'s line',
+        lines: () => [...POOLS, 'listen 127.0.0.1:9100', '  route b.test b', '  route * a=90 a=10'],
+        line: 5
+      }
+    ];
+
+    for (const { name, lines, line } of lineOfTheMistake) {
+      it(`for ${name}`, async () => {
+        const file = writeConfig(dir, 'bad.conf', lines());
+
+        const result = await runLila(['--check', '--config', file]);
+
+        assert.ok(result.stderr.startsWith(`lila: ${file}:${line}: `), result.stderr);
         assert.deepEqual([result.code, result.stdout], [2, '']);
       });
     }

@@ -100,6 +100,8 @@ function readArgs(words, place, fail) {
     const allowed = names !== undefined ? names.includes(option.name) : scopes.includes(option.scope);
     if (!allowed) throw fail(`"--${option.name}" belongs on ${SCOPE_PLACES[option.scope]}, not on ${what}`);
   }
+  // Each value is checked on its own line, so that a mistake names that line.
+  readAt(parsed.values, fail);
   return parsed;
 }
 
@@ -164,7 +166,7 @@ function readListener(block, at) {
   const first = readArgs(words, 'listener', fail);
   if (first.positionals.length !== 1) throw fail('a listen line names one address: listen [ADDRESS:]PORT [OPTIONS ...]');
   mergeValues(values, first.values);
-  tokens.push(...first.tokens);
+  tokens.push(...first.tokens.map((token) => ({ ...token, line: block.line })));
   const routes = [];
   for (const child of block.children) {
     if (child.words[0] === 'route') {
@@ -173,7 +175,7 @@ function readListener(block, at) {
       const more = readArgs(child.words, 'listener', at(child.line));
       if (more.positionals.length > 0) throw at(child.line)(`"${more.positionals[0]}": under a listen line go route lines and options`);
       mergeValues(values, more.values);
-      tokens.push(...more.tokens);
+      tokens.push(...more.tokens.map((token) => ({ ...token, line: child.line })));
     } else {
       throw at(child.line)(`"${child.words[0]}": under a listen line go route lines (route MATCH POOL) and options`);
     }
@@ -184,18 +186,29 @@ function readListener(block, at) {
   try {
     tls = tlsOf(options, tokens);
   } catch (err) {
-    throw fail(err.message);
+    // A --tls-key without its --tls-cert: the line of that key.
+    const key = tokens.find((token) => token.name === 'tls-key' && err.message.includes(token.value));
+    throw at(key === undefined ? block.line : key.line)(err.message);
   }
   if (routes.length === 0) throw fail(`listen ${first.positionals[0]} has no route: add "  route * POOL" below it`);
+  const layer = options.proxy.layer || 'http';
+  for (const route of routes) {
+    if (layer === 'tcp' && route.path !== null) {
+      throw at(route.line)(`route "${route.text}": a tcp listener routes by the TLS server name only, not by path`);
+    }
+  }
+  // Where each certificate file was named, for a file that does not read.
+  const fileLines = tokens.filter((token) => token.name === 'tls-cert' || token.name === 'tls-key').map((token) => [token.value, token.line]);
   return {
     line: block.line,
     text: first.positionals[0],
     host,
     port,
-    layer: options.proxy.layer || 'http',
+    layer,
     options: { ...options.proxy, tls },
     redirectHttp: options['redirect-http'],
-    routes
+    routes,
+    fileLines
   };
 }
 
@@ -264,7 +277,7 @@ function check(model, file) {
           throw at(file, route.line)(`route "${route.text}" names pool "${target.pool}", which is not defined (pools: ${names})`);
         }
         if (pool.layer !== listener.layer) {
-          throw at(file, route.line)(`route "${route.text}" names pool "${pool.name}", a ${pool.layer} pool, on a ${listener.layer} listener (--layer ${listener.layer} on the pool)`);
+          throw at(file, route.line)(`route "${route.text}" names pool "${pool.name}", a ${pool.layer} pool, on a${listener.layer === 'http' ? 'n' : ''} ${listener.layer} listener (--layer ${listener.layer} on the pool)`);
         }
         used.add(pool.name);
       }

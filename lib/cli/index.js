@@ -53,7 +53,8 @@ async function run(args, io = {}) {
     service = new Service({ ...parsed.service, logger: new Logger({ ...parsed.logger, stream: stderr }) });
   } catch (err) {
     if (!err.isUsageError) throw err;
-    stderr.write(`lila: ${err.message}\n${TRY_HELP}\n`);
+    // A config file's mistake names its line: the help has nothing to add.
+    stderr.write(err.code === codes.CONFIG ? `lila: ${err.message}\n` : `lila: ${err.message}\n${TRY_HELP}\n`);
     return 2;
   }
   service.handleSignals();

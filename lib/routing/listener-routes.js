@@ -26,7 +26,7 @@ class Route {
     if (spec.targets.length === 0) throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}" names no pool`);
     for (const { pool } of spec.targets) {
       if (pool.layer !== layer) {
-        throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}" names pool "${pool.name}", a ${pool.layer} pool, on a ${layer} listener`);
+        throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}" names pool "${pool.name}", a ${pool.layer} pool, on a${layer === 'http' ? 'n' : ''} ${layer} listener`);
       }
     }
     this.binding = spec.targets.length === 1 ? bindingOf(spec.targets[0].pool) : null;
