@@ -237,12 +237,14 @@ class Configuration {
   /**
    * One line per listener: where it listens and where its routes go.
    *
+   * @param {{proxy: Proxy, address?: object | null, spec: object}[]} [listeners] a plan's (the
+   *   primary of workers describes what they run), by default those running here
    * @returns {string[]}
    */
-  describe() {
-    return this.listeners.map(({ proxy, address, spec }) => {
+  describe(listeners = this.listeners) {
+    return listeners.map(({ proxy, address, spec }) => {
       const kind = proxy.certificates === null ? proxy.layer : proxy.layer === 'http' ? 'https' : 'tcp+tls';
-      const where = address === null ? spec.text : formatHostPort(address.address, address.port);
+      const where = address === null || address === undefined ? spec.text : formatHostPort(address.address, address.port);
       const pools = [...new Set(spec.routes.flatMap((route) => route.targets.map((target) => target.pool)))];
       const count = spec.routes.length;
       return `${kind} listening on ${where}: ${count} route${count === 1 ? '' : 's'} -> ${pools.join(', ')}`;

@@ -188,6 +188,11 @@ class Proxy {
       return binding;
     };
     const next = new ListenerRoutes(routes, bindingOf, this.layer);
+    // A route kept across a reload keeps its count, as a counter should.
+    if (this.routes !== null) {
+      const before = new Map(this.routes.list.map((route) => [route.text, route.requests]));
+      for (const route of next.list) route.requests = before.get(route.text) || 0;
+    }
     this.bindings = used;
     this.routes = next;
     this.server.useRoutes(next);

@@ -106,19 +106,22 @@ class Service {
     this.workersListening = null;
     // TLS session ticket keys: rotated here, or by the primary, which hands them to its workers.
     this.ticketKeys = null;
-    if (this.role === PRIMARY) {
-      this.workersListening = new Promise((resolve, reject) => {
-        this.primary = new Primary({
-          count: this.workers,
-          port: this.port,
-          logger: this.logger,
-          drainTimeout: this.drainTimeout,
-          onListening: resolve,
-          onFatal: (message) => reject(new LilaError(codes.LISTEN, message)),
-          exit: this.finish
-        });
+    if (this.role === PRIMARY) this.createPrimary(this.port);
+  }
+
+  // The primary of --workers, for workers sharing `port` (0: a port of the system's choice).
+  createPrimary(port) {
+    this.workersListening = new Promise((resolve, reject) => {
+      this.primary = new Primary({
+        count: this.workers,
+        port,
+        logger: this.logger,
+        drainTimeout: this.drainTimeout,
+        onListening: (address, addresses) => resolve(Object.assign({ ...address }, { all: addresses })),
+        onFatal: (message) => reject(new LilaError(codes.LISTEN, message)),
+        exit: this.finish
       });
-    }
+    });
   }
 
   // A config file's pools and listeners: checked whole now, opened by start().
@@ -129,12 +132,10 @@ class Service {
     this.drainTimeout = options.drainTimeout === undefined ? DEFAULT_DRAIN_MS : options.drainTimeout;
     const admin = options.admin;
     this.admin = admin ? { host: admin.host === undefined ? DEFAULT_ADMIN_HOST : admin.host, port: admin.port, token: admin.token } : null;
-    this.workers = 0;
-    this.role = SINGLE;
-    if (options.workers !== undefined && options.workers > 0) {
-      throw new LilaError(codes.INVALID_OPTION, '"--workers" does not run a config file yet: run one lila per config file, or without --workers');
-    }
+    this.workers = options.workers === undefined ? 0 : options.workers;
+    this.role = this.workers === 0 ? SINGLE : cluster.isPrimary ? PRIMARY : WORKER;
     this.configuration = new Configuration({ logger: this.logger, drainTimeout: this.drainTimeout });
+    // The primary builds it too: everything is checked before a worker is forked.
     this.plan = this.configuration.prepare(options.config);
     this.proxy = null;
     this.adminServer = null;
@@ -145,6 +146,7 @@ class Service {
     this.reloading = Promise.resolve();
     this.stopping = false;
     this.primary = null;
+    this.workersListening = null;
     this.ticketKeys = null;
     this.exited = new Promise((resolve) => {
       this.finish = (code) => {
@@ -152,21 +154,39 @@ class Service {
         resolve(code);
       };
     });
+    if (this.role === PRIMARY) {
+      const ports = options.config.listeners.map((listener) => listener.port);
+      // Workers share every listener's port the same way: SO_REUSEPORT needs every port fixed.
+      this.createPrimary(ports.includes(0) ? 0 : ports[0]);
+    }
   }
 
   async startConfigured() {
-    this.checkOpenFilesLimit();
+    if (this.role !== WORKER) this.checkOpenFilesLimit();
     const plan = this.plan;
     this.plan = null;
-    for (const warning of plan.model.warnings) this.logger.warn(warning);
-    await this.configuration.commit(plan);
+    if (this.role !== WORKER) for (const warning of plan.model.warnings) this.logger.warn(warning);
+    if (this.role === PRIMARY) return this.startConfiguredPrimary(plan);
+    try {
+      await this.configuration.commit(plan, { reusePort: workerReusesPort() });
+    } catch (err) {
+      if (this.role === WORKER) await tellPrimary({ lila: 'fatal', message: err.message });
+      throw err;
+    }
     this.proxy = this.configuration.proxies[0];
-    this.ticketKeys = new TicketKeyRotation((keys) => {
-      for (const proxy of this.configuration.proxies) proxy.setTicketKeys(keys);
-    });
+    if (this.configuration.proxies.some((proxy) => proxy.certificates !== null)) this.shareTicketKeys();
     if (this.watch) this.watchConfigured();
+    const { address, port } = this.configuration.listeners[0].address;
     if (this.admin !== null) {
       this.adminServer = createAdminServer(this.proxy, { token: this.admin.token, logger: this.logger, configured: () => this.configuration.view() });
+    }
+    if (this.role === WORKER) {
+      if (this.adminServer !== null) this.listenPrivateAdmin();
+      const addresses = this.configuration.listeners.map((listener) => ({ address: listener.address.address, port: listener.address.port }));
+      await tellPrimary({ lila: 'listening', address: { address, port }, addresses });
+      return { address, port };
+    }
+    if (this.adminServer !== null) {
       try {
         await this.listenAdmin(this.adminServer);
       } catch (err) {
@@ -174,10 +194,35 @@ class Service {
         throw err;
       }
     }
-    const from = this.configFile === null ? '' : ` (${this.configFile}${this.watch ? ', watched' : ''})`;
-    for (const line of this.configuration.describe()) this.logger.info(`${line}${from}`);
-    const { address, port } = this.configuration.listeners[0].address;
+    for (const line of this.configuration.describe()) this.logger.info(`${line}${this.configuredFrom()}`);
     return { address, port };
+  }
+
+  // The primary of a config file's workers: it checked the file, each worker runs it.
+  async startConfiguredPrimary(plan) {
+    for (const pool of plan.made) pool.close();
+    if (plan.listeners.some((item) => item.proxy.certificates !== null)) this.shareTicketKeys();
+    if (this.primary.distribution === 'reuseport') {
+      for (const { spec } of plan.listeners) await portFree(spec.port, spec.host);
+    }
+    this.primary.start();
+    const { all, ...address } = await this.workersListening;
+    if (this.admin !== null) {
+      try {
+        await this.listenAdmin(createClusterAdminServer(this.primary, this.logger, { hasToken: this.admin.token !== undefined }));
+      } catch (err) {
+        this.primary.abort();
+        throw err;
+      }
+    }
+    const workers = `, ${this.workers} worker${this.workers === 1 ? '' : 's'}`;
+    const listening = plan.listeners.map((item, index) => ({ ...item, address: all[index] }));
+    for (const line of this.configuration.describe(listening)) this.logger.info(`${line}${this.configuredFrom()}${workers}`);
+    return address;
+  }
+
+  configuredFrom() {
+    return this.configFile === null ? '' : ` (${this.configFile}${this.watch ? ', watched' : ''})`;
   }
 
   // --watch with a config file: the file itself and every listener's certificates.
@@ -348,22 +393,29 @@ class Service {
     if (this.role === WORKER) {
       process.on('message', (message) => {
         if (message !== null && typeof message === 'object' && message.lila === 'ticket-keys') {
-          this.proxy.setTicketKeys(Buffer.from(message.keys, 'base64'));
+          this.setTicketKeys(Buffer.from(message.keys, 'base64'));
         }
       });
       return;
     }
     this.ticketKeys = new TicketKeyRotation((keys) => {
       if (this.role === PRIMARY) this.primary.shareTicketKeys(keys);
-      else this.proxy.setTicketKeys(keys);
+      else this.setTicketKeys(keys);
     });
+  }
+
+  // Every TLS listener's tickets: a config file's listeners, or the one proxy.
+  setTicketKeys(keys) {
+    if (this.configuration === null) this.proxy.setTicketKeys(keys);
+    else for (const proxy of this.configuration.proxies) proxy.setTicketKeys(keys);
   }
 
   async startPrimary() {
     // Workers binding with SO_REUSEPORT would share the port with anyone else bound so: it must be free.
     if (this.primary.distribution === 'reuseport') await portFree(this.port, this.host);
     this.primary.start();
-    const address = await this.workersListening;
+    // eslint-disable-next-line no-unused-vars
+    const { all, ...address } = await this.workersListening;
     if (this.admin !== null) {
       try {
         await this.listenAdmin(createClusterAdminServer(this.primary, this.logger, { hasToken: this.admin.token !== undefined }));

@@ -166,6 +166,37 @@ describe('workers', function () {
     assert.deepEqual(new Set(await bodies(lila.port, 10)), new Set(['B']));
   });
 
+  it('runs a config file in every worker: routes, a reload on SIGHUP, /status added up', async () => {
+    const [a, b] = await Promise.all(['A', 'B'].map((name) => startHttpBackend(name)));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-workers-'));
+    onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'lila.conf');
+    const config = (star) => `pool a round-robin ${a.address}\npool b round-robin ${b.address}\n` +
+      `listen 127.0.0.1:0\n  route a.test a\n  route * ${star}\n`;
+    fs.writeFileSync(file, config('b'));
+    const lila = spawnLila(['--config', file, '--workers', '2', '--admin', '127.0.0.1:0']);
+    await nextLine(lila, /lila: http listening on 127\.0\.0\.1:\d+: 2 routes -> a, b \(.*lila\.conf\), 2 workers/);
+    const port = Number(/listening on 127\.0\.0\.1:(\d+)/.exec(lila.stderr)[1]);
+    await eventually(async () => (await workerPids(lila)).length === 2, '2 workers');
+    const asked = async (host, count) => {
+      const result = [];
+      for (let i = 0; i < count; i++) result.push((await request(port, { agent: false, headers: { host } })).body);
+      return new Set(result);
+    };
+    assert.deepEqual([await asked('a.test', 6), await asked('b.test', 6)], [new Set(['A']), new Set(['B'])]);
+
+    fs.writeFileSync(file, config('a'));
+    process.kill(lila.child.pid, 'SIGHUP');
+    await until(() => (lila.stderr.match(/SIGHUP: reloaded .*lila\.conf: listeners 1 \(\+0 -0\), pools 2 \(\+0 -0 ~0\), routes 2/g) || []).length === 2,
+      'both workers reloaded');
+    assert.deepEqual(await asked('b.test', 6), new Set(['A']));
+
+    const status = JSON.parse((await request(adminPortOf(lila), { agent: false, path: '/status' })).body);
+    const routes = status.listeners[0].routes.map((route) => [route.match, route.requests]);
+    const pools = status.pools.map((pool) => [pool.name, pool.backends[0].requests]);
+    assert.deepEqual([status.workers, routes, pools], [2, [['a.test', 6], ['*', 12]], [['a', 12], ['b', 6]]]);
+  });
+
   it('drains every worker on SIGTERM and exits 0 once they have', async () => {
     const held = deferred();
     const arrived = deferred();

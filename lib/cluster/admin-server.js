@@ -195,9 +195,25 @@ function readBody(request) {
  */
 function mergeStatus(statuses) {
   const [first] = statuses;
+  return {
+    mode: first.mode,
+    layer: first.layer,
+    workers: statuses.length,
+    uptime_seconds: Math.max(...statuses.map((status) => status.uptime_seconds)),
+    connections: statuses.reduce((sum, status) => sum + status.connections, 0),
+    backends: mergeBackends(statuses.map((status) => status.backends)),
+    ...mergeTls(statuses),
+    ...mergeDiscovery(statuses),
+    ...mergeLimits(statuses),
+    ...mergeConfigured(statuses)
+  };
+}
+
+// The same backends in every worker: counts add up, up only where every worker has it up.
+function mergeBackends(lists) {
   const byName = new Map();
-  for (const status of statuses) {
-    for (const backend of status.backends) {
+  for (const backends of lists) {
+    for (const backend of backends) {
       const merged = byName.get(backend.name);
       if (merged === undefined) {
         byName.set(backend.name, { ...backend, up_in_workers: backend.state === 'up' ? 1 : 0 });
@@ -209,17 +225,29 @@ function mergeStatus(statuses) {
       if (merged.last_error === null) merged.last_error = backend.last_error;
     }
   }
-  return {
-    mode: first.mode,
-    layer: first.layer,
-    workers: statuses.length,
-    uptime_seconds: Math.max(...statuses.map((status) => status.uptime_seconds)),
-    connections: statuses.reduce((sum, status) => sum + status.connections, 0),
-    backends: [...byName.values()],
-    ...mergeTls(statuses),
-    ...mergeDiscovery(statuses),
-    ...mergeLimits(statuses)
-  };
+  return [...byName.values()];
+}
+
+// A config file's listeners and pools, the same in every worker: each route's requests and
+// each pool's backends add up. A worker that has not taken a reload yet keeps its own view.
+function mergeConfigured(statuses) {
+  const [first] = statuses;
+  if (first.pools === undefined) return {};
+  const pools = first.pools.map((pool) => ({
+    ...pool,
+    backends: mergeBackends(statuses.map((status) => (status.pools || []).find((other) => other.name === pool.name)?.backends || []))
+  }));
+  const listeners = first.listeners.map((listener) => ({
+    ...listener,
+    routes: listener.routes.map((route) => ({
+      ...route,
+      requests: statuses.reduce((sum, status) => {
+        const same = (status.listeners || []).find((other) => other.address === listener.address);
+        return sum + (same?.routes.find((other) => other.match === route.match)?.requests || 0);
+      }, 0)
+    }))
+  }));
+  return { listeners, pools, no_route: statuses.reduce((sum, status) => sum + (status.no_route || 0), 0) };
 }
 
 // The queue, rate limit and connection limit are per worker: their counts add

@@ -29,8 +29,8 @@ class Primary {
    * @param {number} options.port the port they serve: how they share it depends on it (distribution.js)
    * @param {import('../ops/logger')} options.logger
    * @param {number} options.drainTimeout ms the workers drain for on SIGTERM
-   * @param {(address: {address: string, port: number}) => void} options.onListening
-   *   called once every worker is listening
+   * @param {(address: {address: string, port: number}, addresses: {address: string, port: number}[]) => void} options.onListening
+   *   called once every worker is listening, with the first listener's address and every listener's
    * @param {(message: string) => void} options.onFatal called when a worker cannot serve,
    *   with its reason (`cannot listen on ...`); every worker is stopped then
    * @param {(code: number) => void} options.exit called when the primary is done: 0 once
@@ -110,7 +110,7 @@ class Primary {
     entry.listening = true;
     if (!this.announced && [...this.workers.values()].every((other) => other.listening)) {
       this.announced = true;
-      this.onListening(message.address);
+      this.onListening(message.address, Array.isArray(message.addresses) ? message.addresses : [message.address]);
     }
   }
 
