@@ -78,13 +78,17 @@ class Configuration {
         }));
         // Each route checked alone, so that a mistake names its line.
         for (const [index, route] of routes.entries()) built(model.file, spec.routes[index].line, () => Proxy.checkRoutes([route], spec.layer));
-        const key = JSON.stringify({ host: spec.host, port: spec.port, options: spec.options, redirect: spec.redirectHttp, engine });
+        // The same address (and engine, and --redirect-http): the running listener is kept when it can take the new options.
+        const key = JSON.stringify({ host: spec.host, port: spec.port, redirect: spec.redirectHttp, engine });
         const running = this.listeners.find((listener) => listener.key === key && !taken.has(listener));
-        if (running !== undefined) {
+        if (running !== undefined && Proxy.updatable(running.spec.options, spec.options)) {
           taken.add(running);
-          // Checked now, so that a bad route changes nothing; swapped in by commit().
-          built(model.file, spec.line, () => Proxy.checkRoutes(routes, running.proxy.layer));
-          plan.listeners.push({ spec, key, running, routes });
+          // New certificate files are read now, so that one that does not read changes nothing.
+          const sources = spec.options.tls === undefined ? null : spec.options.tls.certificates;
+          const certificates = sources === null || JSON.stringify(sources) === JSON.stringify(running.spec.options.tls.certificates)
+            ? null
+            : built(model.file, (err) => lineOfFile(spec, err), () => new Proxy.CertificateStore(sources, { ...spec.options.tls, logger: this.logger }));
+          plan.listeners.push({ spec, key, running, routes, certificates });
           continue;
         }
         const proxy = built(model.file, (err) => lineOfFile(spec, err), () => new Proxy({
@@ -147,8 +151,10 @@ class Configuration {
     }
     this.listeners = plan.listeners.map((item) => {
       if (item.running === null) return { spec: item.spec, key: item.key, proxy: item.proxy, redirect: item.redirect || null, address: item.address };
+      item.running.proxy.update(item.spec.options, item.certificates);
       item.running.proxy.setRoutes(item.routes);
-      item.running.proxy.reloadCertificates('reload');
+      // The same files: read again, as a SIGHUP always did.
+      if (item.certificates === null) item.running.proxy.reloadCertificates('reload');
       return Object.assign(item.running, { spec: item.spec });
     });
     this.pools = next;

@@ -198,6 +198,39 @@ class Proxy {
     this.server.useRoutes(next);
   }
 
+  /**
+   * Whether `options` differ from this listener's only where a running
+   * listener can take them (its certificate files, --rate-limit,
+   * --max-body-size): then `update()` applies them without closing anything.
+   *
+   * @param {object} before the options this listener was made with
+   * @param {object} after
+   * @returns {boolean}
+   */
+  static updatable(before, after) {
+    const fixed = (options) => JSON.stringify({
+      ...options,
+      tls: options.tls === undefined ? null : { ...options.tls, certificates: undefined },
+      rateLimit: undefined,
+      maxBodySize: undefined
+    });
+    return fixed(before) === fixed(after);
+  }
+
+  /**
+   * Takes what `updatable()` allows, at once: new connections and requests
+   * see the new certificates and limits.
+   *
+   * @param {object} options
+   * @param {CertificateStore | null} certificates read already (a reload checks them first)
+   */
+  update(options, certificates) {
+    const limits = limitSettings(options, this.layer);
+    if (this.settings.rateLimiter !== null) this.settings.rateLimiter.stop();
+    Object.assign(this.settings, limits);
+    if (certificates !== null && this.certificates !== null) this.certificates.adopt(certificates);
+  }
+
   /** @returns {Pool[]} the pools the routes send to, each once */
   get pools() {
     return [...this.bindings.keys()];
@@ -358,6 +391,7 @@ class Proxy {
 
 module.exports = Proxy;
 module.exports.listenError = listenError;
+module.exports.CertificateStore = CertificateStore;
 /**
  * Checks routes as `setRoutes` would (hosts, paths, weights, hash keys), binding nothing.
  *

@@ -577,6 +577,43 @@ describe('routing by a config file, end to end', function () {
   });
 
   describe('reloading on SIGHUP', () => {
+    it('adds a certificate and a body limit to a running listener without closing it or its connections', async () => {
+      const certA = pki.issue({ names: ['a.test'] });
+      const certB = pki.issue({ names: ['b.test'] });
+      const a = await namedBackend('A');
+      const port = await refusingPort();
+      const lines = (extra) => [`pool a round-robin ${a.address}`, `listen 127.0.0.1:${port}`,
+        `  --tls-cert ${certA.certFile} --tls-key ${certA.keyFile}`, ...extra, '  route * a'];
+      writeConfig(file, lines([]));
+      const lila = await startConfigured(file, 1);
+      const agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca: pki.ca, servername: 'a.test' });
+      onCleanup(() => agent.destroy());
+      const get = (servername, body) => new Promise((resolve, reject) => {
+        const req = https.request({ host: '127.0.0.1', port, servername, ca: pki.ca, agent: servername === 'a.test' ? agent : false,
+          // The name is checked below, by the certificate's subject: before the reload, b.test gets a.test's.
+          checkServerIdentity: () => undefined,
+          method: body === undefined ? 'GET' : 'POST', headers: { Host: servername } }, (res) => {
+          const socket = res.socket;
+          collect(res).then((data) => resolve({ status: res.statusCode, body: data.toString(), cn: socket.getPeerCertificate().subject.CN, socket }), reject);
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+      const before = await get('a.test');
+      const withoutB = await get('b.test');
+
+      const { line } = await reload(lila, file, lines([`  --tls-cert ${certB.certFile} --tls-key ${certB.keyFile}`, '  --max-body-size 10']));
+      const after = await get('a.test');
+      const withB = await get('b.test');
+      const tooLarge = await get('b.test', 'x'.repeat(100));
+
+      assert.match(line, /: listeners 1 \(\+0 -0\), pools 1 \(\+0 -0 ~0\), routes 1$/);
+      assert.deepEqual([before.cn, withoutB.cn, after.cn, withB.cn], ['a.test', 'a.test', 'a.test', 'b.test']);
+      // The kept-alive connection from before the reload served the request after it.
+      assert.equal(after.socket, before.socket);
+      assert.deepEqual([after.status, withB.status, tooLarge.status], [200, 200, 413]);
+    });
+
     it('fails no request of three loads while routes, pools and weights change 20 times, and moves the traffic each time', async () => {
       const backends = {};
       for (const name of ['A', 'B', 'C', 'D']) backends[name] = await namedBackend(name);

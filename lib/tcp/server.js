@@ -30,12 +30,12 @@ const EARLY_LIMIT = 64 * 1024;
  */
 function createTcpServer(logger, settings, traffic) {
   const context = { logger, settings, traffic, routes: null };
-  const rateLimiter = settings.rateLimiter;
   // Half-open on both sides forwards a half-close; pausing keeps the client's
   // first bytes unread until an upstream connection accepts them.
   const server = createListener(settings.tls, { allowHalfOpen: true, pauseOnConnect: true }, (client) => {
     traffic.connections++;
-    // --rate-limit: a new connection over the client's rate is closed at once.
+    // --rate-limit: a new connection over the client's rate is closed at once (read here: a reload may change it).
+    const rateLimiter = settings.rateLimiter;
     if (rateLimiter !== null && rateLimiter.take(peerAddressOf(client)) > 0) {
       logger.debug(`client ${peerAddressOf(client)}: over the rate limit, closed (${codes.RATE_LIMITED})`);
       client.on('error', noop);

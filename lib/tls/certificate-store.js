@@ -117,6 +117,18 @@ class CertificateStore {
   }
 
   /**
+   * Serves the certificates of another store from now on (a reload that
+   * changed which files a listener serves), keeping this store's ticket keys.
+   *
+   * @param {CertificateStore} other read already, with the same TLS settings
+   */
+  adopt(other) {
+    this.sources = other.sources;
+    this.install(other.current);
+    if (this.onChange !== null) this.onChange();
+  }
+
+  /**
    * Makes every context (the SNI ones; the listener's own is the server's)
    * encrypt session tickets with these keys, from now on and after reloads.
    *
