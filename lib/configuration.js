@@ -44,7 +44,7 @@ class Configuration {
    * did not change. Nothing running is touched: a mistake throws, naming the
    * file and line, and the plan is dropped.
    *
-   * @param {import('./cli/config-file').ConfigModel} model
+   * @param {import('./config/config-model').ConfigModel} model
    * @returns {object} the plan for `commit()`
    * @throws {LilaError} `LILA_ERR_CONFIG`
    */
@@ -56,7 +56,7 @@ class Configuration {
     try {
       for (const spec of model.pools) {
         const options = { ...spec.options, resolvers: model.global.proxy.resolvers, backendTls };
-        const key = JSON.stringify({ ...options, servers: undefined, engine });
+        const key = canonical({ ...options, layer: spec.layer, servers: undefined, engine });
         const running = this.pools.get(spec.name);
         if (running !== undefined && running.key === key) {
           plan.pools.set(spec.name, { pool: running.pool, key, servers: spec.options.servers, kept: true });
@@ -260,13 +260,21 @@ class Configuration {
 
 module.exports = Configuration;
 
+// The same definition, however its keys were ordered (a file's, or a program's object).
+function canonical(value) {
+  return JSON.stringify(value, (key, item) => (item === null || typeof item !== 'object' || Array.isArray(item)
+    ? item
+    : Object.fromEntries(Object.keys(item).sort().map((name) => [name, item[name]]))));
+}
+
 // Builds one thing of the file, naming its line (or the line an error points to) when it is wrong.
 function built(file, line, make) {
   try {
     return make();
   } catch (err) {
     if (!(err instanceof LilaError) || err.code === codes.CONFIG) throw err;
-    throw new LilaError(codes.CONFIG, `${file}:${typeof line === 'function' ? line(err) : line}: ${err.message}`);
+    const at = typeof line === 'function' ? line(err) : line;
+    throw new LilaError(codes.CONFIG, `${at === undefined ? file : `${file}:${at}`}: ${err.message}`);
   }
 }
 

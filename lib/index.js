@@ -54,28 +54,15 @@ function createBalancer(mode, servers, options) {
  * service.start().then(() => service.exited, () => 1).then((code) => process.exit(code));
  *
  * @example
- * // Pools, listeners and routes: the config file's text (or its model), and `reload(text)` to change them.
+ * // Pools, listeners and routes: a config file's text (or an object), and `reloadText(text)` to change them.
  * const service = createService({ config: 'pool web round-robin 10.0.0.1:80\nlisten 8080\n  route * web\n' });
  *
  * @param {ConstructorParameters<typeof Service>[0] & {config?: string | object}} options
  * @returns {Service}
  */
 function createService(options) {
-  if (typeof options.config !== 'string') return new Service(options);
-  const service = new Service({ ...options, config: parseConfig(options.config, 'config') });
-  // The same transaction as a SIGHUP: the whole text is checked, then swapped in at once.
-  service.reloadText = (text) => {
-    let model;
-    try {
-      model = parseConfig(text, 'config');
-    } catch (err) {
-      if (!(err instanceof LilaError)) throw err;
-      service.logger.error(`reload: ${err.message}; keeping the running configuration`);
-      return Promise.resolve({ ok: false, message: err.message });
-    }
-    return service.reloadConfigured('reload', model);
-  };
-  return service;
+  const config = typeof options.config === 'string' ? parseConfig(options.config, 'config') : options.config;
+  return new Service({ ...options, config, parseConfig: (text) => parseConfig(text, 'config') });
 }
 
 module.exports = {

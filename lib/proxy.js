@@ -208,12 +208,13 @@ class Proxy {
    * @returns {boolean}
    */
   static updatable(before, after) {
-    const fixed = (options) => JSON.stringify({
-      ...options,
-      tls: options.tls === undefined ? null : { ...options.tls, certificates: undefined },
-      rateLimit: undefined,
-      maxBodySize: undefined
-    });
+    const fixed = (options) => {
+      const kept = { ...options, tls: options.tls === undefined ? null : { ...options.tls, certificates: undefined } };
+      delete kept.rateLimit;
+      delete kept.maxBodySize;
+      // In one order, whoever wrote them.
+      return JSON.stringify(Object.keys(kept).sort().map((name) => [name, kept[name]]));
+    };
     return fixed(before) === fixed(after);
   }
 

@@ -4,6 +4,7 @@ const cluster = require('node:cluster');
 const net = require('node:net');
 const Proxy = require('./proxy');
 const Configuration = require('./configuration');
+const { modelOf, objectOf } = require('./config/config-model');
 const Logger = require('./ops/logger');
 const HostsReloader = require('./config/hosts-reloader');
 const { watchFiles } = require('./config/file-watch');
@@ -54,9 +55,9 @@ class Service {
    *   admin API there (host 127.0.0.1 by default); bind it to loopback, or give a token
    * @param {number} [options.workers] worker processes; 0 (default): this process serves
    * @param {Logger} [options.logger] defaults to info lines on stderr
-   * @param {import('./cli/config-file').ConfigModel} [options.config] pools, listeners and
+   * @param {import('./config/config-model').ConfigModel} [options.config] pools, listeners and
    *   routes (instead of `proxy`, `port`, `host`, `hostsFile` and `redirectHttp`)
-   * @param {() => import('./cli/config-file').ConfigModel} [options.loadConfig] reads the
+   * @param {() => import('./config/config-model').ConfigModel} [options.loadConfig] reads the
    *   config anew for `reload()` (SIGHUP, --watch)
    * @param {string} [options.configFile] the config file's name, for --watch and the log
    * @throws {LilaError} for invalid options, servers or hosts file
@@ -134,9 +135,12 @@ class Service {
     this.admin = admin ? { host: admin.host === undefined ? DEFAULT_ADMIN_HOST : admin.host, port: admin.port, token: admin.token } : null;
     this.workers = options.workers === undefined ? 0 : options.workers;
     this.role = this.workers === 0 ? SINGLE : cluster.isPrimary ? PRIMARY : WORKER;
+    // A config text's reader, for reloadText() (the library's: cli/config-file.js).
+    this.parseConfig = options.parseConfig === undefined ? null : options.parseConfig;
     this.configuration = new Configuration({ logger: this.logger, drainTimeout: this.drainTimeout });
-    // The primary builds it too: everything is checked before a worker is forked.
-    this.plan = this.configuration.prepare(options.config);
+    // A program's object, or a file's model. The primary builds it too: everything is checked before a worker is forked.
+    const model = Array.isArray(options.config.pools) ? options.config : modelOf(options.config);
+    this.plan = this.configuration.prepare(model);
     this.proxy = null;
     this.adminServer = null;
     this.reloader = null;
@@ -155,7 +159,7 @@ class Service {
       };
     });
     if (this.role === PRIMARY) {
-      const ports = options.config.listeners.map((listener) => listener.port);
+      const ports = model.listeners.map((listener) => listener.port);
       // Workers share every listener's port the same way: SO_REUSEPORT needs every port fixed.
       this.createPrimary(ports.includes(0) ? 0 : ports[0]);
     }
@@ -237,15 +241,16 @@ class Service {
    * Reloads run one at a time, in order.
    *
    * @param {string} why
-   * @param {import('./cli/config-file').ConfigModel} [model] given (PUT /config), else read
+   * @param {import('./config/config-model').ConfigModel | (() => import('./config/config-model').ConfigModel)} [model]
+   *   given (PUT /config, a program), else read from the file
    * @returns {Promise<{ok: true, line: string} | {ok: false, message: string}>}
    */
   reloadConfigured(why, model) {
     const run = async () => {
-      let plan;
       try {
-        const next = model !== undefined ? model : this.loadConfig();
-        plan = this.configuration.prepare(next);
+        // A function: the change of a program, made to the config that runs when its turn comes.
+        const next = model === undefined ? this.loadConfig() : typeof model === 'function' ? model() : model;
+        const plan = this.configuration.prepare(next);
         for (const warning of next.warnings) this.logger.warn(warning);
         const result = await this.configuration.commit(plan);
         this.proxy = this.configuration.proxies[0];
@@ -265,6 +270,84 @@ class Service {
     const done = this.reloading.then(run, run);
     this.reloading = done.catch(() => {});
     return done;
+  }
+
+  /**
+   * Runs a config text, as a SIGHUP runs the file: checked whole, then
+   * swapped in at once; a mistake changes nothing.
+   *
+   * @param {string} text
+   * @returns {Promise<{ok: true, line: string} | {ok: false, message: string}>}
+   */
+  reloadText(text) {
+    return this.reloadConfigured('reload', () => this.parseConfig(text));
+  }
+
+  /**
+   * Runs a config object (as `createService({ config })` takes one), as a reload.
+   *
+   * @param {{pools: Record<string, object>, listeners: object[]}} config
+   * @returns {Promise<{ok: true, line: string} | {ok: false, message: string}>}
+   */
+  reconfigure(config) {
+    return this.reloadConfigured('reconfigure', () => this.withGlobals(modelOf(config)));
+  }
+
+  /** @returns {{pools: Record<string, object>, listeners: object[]}} the config that runs, as an object */
+  get config() {
+    return objectOf(this.configuration.model);
+  }
+
+  /**
+   * The pools of a config, for a program: `get(name)` the running `Pool`, `names()`,
+   * `set(name, options)` adds or replaces one, `delete(name)` removes one; each
+   * change runs as a reload (the whole config checked, then swapped in at once).
+   */
+  get pools() {
+    return {
+      get: (name) => this.configuration.pools.get(name)?.pool,
+      names: () => [...this.configuration.pools.keys()],
+      set: (name, options) => this.change('pools.set', (config) => {
+        config.pools[name] = options;
+      }),
+      delete: (name) => this.change('pools.delete', (config) => {
+        delete config.pools[name];
+      })
+    };
+  }
+
+  /**
+   * The routes of a config's listeners, for a program: `get(listen)` and
+   * `set(listen, routes)` (`listen` as the listener was given: `8080`,
+   * `127.0.0.1:8080`; routes as `{ match, to, hashKey? }`), run as a reload.
+   */
+  get routes() {
+    const find = (config, listen) => {
+      const listener = config.listeners.find((item) => String(listen) === (item.host === undefined ? String(item.port) : `${item.host}:${item.port}`));
+      if (listener === undefined) throw new LilaError(codes.CONFIG, `config: no listener ${listen}`);
+      return listener;
+    };
+    return {
+      get: (listen) => find(this.config, listen).routes,
+      set: (listen, routes) => this.change('routes.set', (config) => {
+        find(config, listen).routes = routes;
+      })
+    };
+  }
+
+  // A program's change to the config that runs then: made in the reloads' turn, checked whole.
+  change(why, edit) {
+    return this.reloadConfigured(why, () => {
+      const config = objectOf(this.configuration.model);
+      edit(config);
+      return this.withGlobals(modelOf(config));
+    });
+  }
+
+  // A program's model keeps the global options (engine, resolvers, backend TLS) of the one that runs.
+  withGlobals(model) {
+    model.global = this.configuration.model.global;
+    return model;
   }
 
   /** Whether this process is one of the workers. */

@@ -12,7 +12,7 @@ const MAY_IMPORT = {
   net: [],
   'balancing/strategies': ['balancing', 'errors'],
   balancing: ['balancing/strategies', 'errors'],
-  config: ['balancing', 'errors'],
+  config: ['balancing', 'routing', 'errors'],
   discovery: ['balancing', 'errors'],
   health: ['net', 'errors'],
   http: ['net', 'errors'],

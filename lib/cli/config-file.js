@@ -7,8 +7,8 @@ const { OPTIONS, parseArgsOptions, readOptions, argumentProblem } = require('./o
 const { tlsOf } = require('./tls-options');
 const { parseServer } = require('../balancing/server-address');
 const { parseMatch } = require('../routing/route-table');
-const { validatePort } = require('../config/validate');
-const { LilaError, codes } = require('../errors');
+const { at, check, readAddress, POOL_NAME } = require('../config/config-model');
+const { codes } = require('../errors');
 
 // Where each kind of line takes options, as the option table's `scope` says.
 const PLACES = {
@@ -26,7 +26,7 @@ const WEIGHTED_TARGET = /^([^=]+)=(\d+)$/;
  * ../config/config-text.js for the words), one grammar with the option table.
  *
  * @param {string} file
- * @returns {ConfigModel}
+ * @returns {import('../config/config-model').ConfigModel}
  * @throws {LilaError} `LILA_ERR_CONFIG` naming `file:line`
  */
 function readConfigFile(file) {
@@ -34,22 +34,9 @@ function readConfigFile(file) {
 }
 
 /**
- * @typedef {object} ConfigModel what a config file says, as `createService({ config })` takes it
- * @property {string} file
- * @property {string} text
- * @property {Record<string, unknown>} global the global options, read (`readOptions`)
- * @property {{name: string, line: number, layer: string, options: object}[]} pools
- *   `options` as `createProxy` takes a pool's (mode, servers, ...)
- * @property {{line: number, host?: string, port: number, layer: string, options: object,
- *   redirectHttp?: {host?: string, port: number}, routes: {line: number, text: string, host: string | null,
- *   path: string | null, targets: {pool: string, weight: number}[], hashKey?: string}[]}[]} listeners
- * @property {string[]} warnings said at startup and on reloads (a pool no route uses)
- */
-
-/**
  * @param {string} text the file's content
  * @param {string} file its name, for messages
- * @returns {ConfigModel}
+ * @returns {import('../config/config-model').ConfigModel}
  * @throws {LilaError} `LILA_ERR_CONFIG` naming `file:line`
  */
 function parseConfig(text, file) {
@@ -80,10 +67,6 @@ function parseConfig(text, file) {
 }
 
 module.exports = { readConfigFile, parseConfig, summary };
-
-function at(file, line) {
-  return (problem) => new LilaError(codes.CONFIG, `${file}:${line}: ${problem}`);
-}
 
 // util.parseArgs over one line's words, with the options the place takes.
 function readArgs(words, place, fail) {
@@ -119,7 +102,7 @@ function readPool(block, at) {
   const { values, positionals, tokens } = readArgs(block.words.slice(1), 'pool', fail);
   const [name, mode, ...servers] = positionals;
   if (name === undefined) throw fail('a pool needs a name and a mode: pool NAME MODE [SERVER ...]');
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw fail(`pool name "${name}" may hold letters, digits, ".", "_" and "-"`);
+  if (!POOL_NAME.test(name)) throw fail(`pool name "${name}" may hold letters, digits, ".", "_" and "-"`);
   if (mode === undefined) throw fail(`pool "${name}" needs a mode: pool ${name} round-robin ...`);
   const given = { ...values };
   const serverLines = servers.map((server) => ({ line: block.line, text: server }));
@@ -236,64 +219,6 @@ function readRoute(child, fail) {
     return pair === null ? { pool: target, weight: 1 } : { pool: pair[1], weight: Number(pair[2]) };
   });
   return { line: child.line, text: match, host: where.host, path: where.path, targets: weighted, hashKey: values['hash-key'] };
-}
-
-// [ADDRESS:]PORT, [v6]:PORT included.
-function readAddress(text, fail) {
-  const colon = text.lastIndexOf(':');
-  let host = colon === -1 ? undefined : text.slice(0, colon);
-  if (host !== undefined && host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
-  if (host === '') throw fail(`listen "${text}": write [ADDRESS:]PORT`);
-  try {
-    return { host, port: validatePort(colon === -1 ? text : text.slice(colon + 1), 'listen') };
-  } catch (err) {
-    throw fail(err.message);
-  }
-}
-
-// What no single line can say: pools named and defined once, listeners apart, routes once each.
-function check(model, file) {
-  const pools = new Map();
-  for (const pool of model.pools) {
-    if (pools.has(pool.name)) throw at(file, pool.line)(`pool "${pool.name}" is already defined on line ${pools.get(pool.name).line}`);
-    pools.set(pool.name, pool);
-  }
-  const used = new Set();
-  const addresses = new Map();
-  for (const listener of model.listeners) {
-    const address = `${listener.host === undefined ? '*' : listener.host}:${listener.port}`;
-    const other = [...addresses.entries()].find(([key]) => samePort(key, address));
-    if (other !== undefined) throw at(file, listener.line)(`listen ${listener.text}: that port is already listened on, line ${other[1]}`);
-    addresses.set(address, listener.line);
-    const routes = new Map();
-    for (const route of listener.routes) {
-      const key = `${route.host}\n${route.path}`;
-      if (routes.has(key)) throw at(file, route.line)(`route "${route.text}" is already on line ${routes.get(key)}`);
-      routes.set(key, route.line);
-      for (const target of route.targets) {
-        const pool = pools.get(target.pool);
-        if (pool === undefined) {
-          const names = [...pools.keys()].join(', ') || 'none';
-          throw at(file, route.line)(`route "${route.text}" names pool "${target.pool}", which is not defined (pools: ${names})`);
-        }
-        if (pool.layer !== listener.layer) {
-          throw at(file, route.line)(`route "${route.text}" names pool "${pool.name}", a ${pool.layer} pool, on a${listener.layer === 'http' ? 'n' : ''} ${listener.layer} listener (--layer ${listener.layer} on the pool)`);
-        }
-        used.add(pool.name);
-      }
-    }
-  }
-  if (model.listeners.length === 0) throw new LilaError(codes.CONFIG, `${file}: no listen line: lila would serve nothing`);
-  for (const pool of model.pools) {
-    if (!used.has(pool.name)) model.warnings.push(`${file}:${pool.line}: pool "${pool.name}" is not used by any route`);
-  }
-}
-
-// Two listeners on one port clash unless both name different addresses.
-function samePort(a, b) {
-  const [hostA, portA] = [a.slice(0, a.lastIndexOf(':')), a.slice(a.lastIndexOf(':') + 1)];
-  const [hostB, portB] = [b.slice(0, b.lastIndexOf(':')), b.slice(b.lastIndexOf(':') + 1)];
-  return portA === portB && (hostA === hostB || hostA === '*' || hostB === '*');
 }
 
 /**

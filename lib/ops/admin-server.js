@@ -5,40 +5,43 @@ const http = require('node:http');
 const net = require('node:net');
 const Hash = require('../balancing/strategies/hash');
 const IpHash = require('../balancing/strategies/ip-hash');
-const { formatHostPort } = require('../net/address');
 const { parseHashKey } = require('../balancing/hash-key');
-const { parseServer, isValidName } = require('../balancing/server-address');
 const { renderMetrics, queueInUse, CONTENT_TYPE } = require('./metrics');
 const { readProcessStats } = require('./process-stats');
+const { backendChanges, describeBackend } = require('./admin-backends');
+const { ok, fail, readText, JSON_TYPE } = require('./admin-replies');
 const DashboardFeed = require('./dashboard/feed');
 const { Sampler } = require('./dashboard/sampler');
 const { dashboardPage } = require('./dashboard/page');
 const { refusePageChange } = require('./dashboard/browser-guard');
 const { LilaError, codes } = require('../errors');
 
-const JSON_TYPE = 'application/json';
-const BODY_LIMIT = 64 * 1024;
 // What an Authorization header carries after "Bearer ".
 const TOKEN = /^[\x21-\x7e]+$/;
-const BACKEND_FIELDS = ['address', 'weight', 'backup', 'name'];
 const LOOPBACK = new net.BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');
-// A path segment that is a backend name, percent-encoded.
+// Path segments that are a pool's and a backend's name, percent-encoded.
+const POOL_SEGMENT = Symbol('pool');
 const NAME_SEGMENT = Symbol('name');
+// Backend changes: under /backends for the only pool, under /pools/<pool>/backends for any.
+const BACKEND_ROUTES = [
+  { path: ['backends'], methods: { POST: backendChanges.addBackend } },
+  { path: ['backends', NAME_SEGMENT], methods: { DELETE: backendChanges.removeBackend, PATCH: backendChanges.changeBackend } },
+  { path: ['backends', NAME_SEGMENT, 'drain'], methods: { POST: backendChanges.drainBackend } },
+  { path: ['backends', NAME_SEGMENT, 'enable'], methods: { POST: backendChanges.enableBackend } }
+];
 const ROUTES = [
   { path: [''], methods: { GET: getDashboard } },
   { path: ['events'], methods: { GET: getEvents } },
   { path: ['status'], methods: { GET: getStatus } },
   { path: ['metrics'], methods: { GET: getMetrics } },
   { path: ['route'], methods: { GET: getRoute } },
-  { path: ['backends'], methods: { POST: addBackend } },
-  { path: ['backends', NAME_SEGMENT], methods: { DELETE: removeBackend, PATCH: changeBackend } },
-  { path: ['backends', NAME_SEGMENT, 'drain'], methods: { POST: drainBackend } },
-  { path: ['backends', NAME_SEGMENT, 'enable'], methods: { POST: enableBackend } }
+  { path: ['config'], methods: { GET: getConfig, PUT: putConfig }, absent: withoutConfig },
+  ...BACKEND_ROUTES,
+  ...BACKEND_ROUTES.map(({ path, methods }) => ({ path: ['pools', POOL_SEGMENT, ...path], methods }))
 ];
-// What PATCH /backends/<name> changes.
-const CHANGE_FIELDS = ['weight'];
+const TEXT_TYPE = 'text/plain; charset=utf-8';
 const CLIENT_ERRORS = {
   HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'the request head is too large'],
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'the request did not arrive in time']
@@ -47,18 +50,29 @@ const CLIENT_ERRORS = {
 /**
  * Creates the admin API's http server: `GET /` (the live dashboard), `GET
  * /events` (its Server-Sent Events), `GET /status`, `GET /metrics`
- * (Prometheus), `GET /route?key=`, `POST /backends`, `DELETE
- * /backends/<name>`, `PATCH /backends/<name>` (the weight), `POST
- * /backends/<name>/drain` and `POST /backends/<name>/enable`. With a token,
- * the requests that change something need `Authorization: Bearer <token>`;
- * reads stay open. Changes from a web page (with `Origin`) are taken only
- * with a token and from the admin API's own page. It does not listen: the
- * caller listens and closes it.
+ * (Prometheus), `GET /route?key=`, `GET` and `PUT /config` (the config
+ * file's text, and a reload with a new one), and the backend changes:
+ * `POST /pools/<pool>/backends`, `DELETE /pools/<pool>/backends/<name>`,
+ * `PATCH /pools/<pool>/backends/<name>` (the weight), `POST
+ * /pools/<pool>/backends/<name>/drain` and `.../enable`, the same under
+ * `/backends` while lila runs one pool. With a token, the requests that
+ * change something, and `GET /config`, need `Authorization: Bearer
+ * <token>`; other reads stay open. `PUT /config` needs a token. Changes
+ * from a web page (with `Origin`) are taken only with a token and from the
+ * admin API's own page. It does not listen: the caller listens and closes it.
  *
- * @param {import('../proxy')} proxy
- * @param {{token?: string, logger?: import('./logger')}} options the logger defaults to the proxy's
+ * @param {import('../proxy')} proxy the first listener's, with a config file
+ * @param {object} [options]
+ * @param {string} [options.token] what `Authorization: Bearer` must carry
+ * @param {import('./logger')} [options.logger] defaults to the proxy's
+ * @param {() => {proxy: object, listeners: object[], pools: object[]}} [options.configured]
+ *   with a config file: what runs now (`Configuration.view()`)
+ * @param {{text: () => string, reload: (text: string) => Promise<{ok: true, line: string} |
+ *   {ok: false, message: string}>}} [options.config] with a config file: its text as it runs,
+ *   and a reload with another text, all checked before any of it runs
  * @returns {http.Server & {dashboard: DashboardFeed}} `dashboard` is the feed of `/events`
- * @throws {LilaError} `LILA_ERR_INVALID_OPTION` for an empty token, or one with spaces or non-ASCII
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION` for an empty token, or one with spaces or
+ *   non-ASCII, and for a `config` without its two functions
  */
 function createAdminServer(proxy, options = {}) {
   const { token } = options;
@@ -67,18 +81,23 @@ function createAdminServer(proxy, options = {}) {
     throw new LilaError(codes.INVALID_OPTION, `"token" must be visible ASCII characters without spaces, received ${received}`);
   }
   const configured = options.configured === undefined ? null : options.configured;
+  const config = options.config === undefined || options.config === null ? null : options.config;
+  if (config !== null && (typeof config.text !== 'function' || typeof config.reload !== 'function')) {
+    throw new LilaError(codes.INVALID_OPTION, '"config" must be {text(), reload(text)}, received an object without them');
+  }
   // With a config file the first listener may be replaced by a reload: read through to the current one.
   if (configured !== null) proxy = new globalThis.Proxy({}, { get: (target, key) => configured().proxy[key] });
   const admin = {
     proxy,
     configured,
+    config,
     logger: options.logger || proxy.logger,
     tokenDigest: token === undefined ? null : sha256(token),
     // The weight a backend had before POST .../drain, for .../enable.
     drainedWeights: new WeakMap(),
     feed: null
   };
-  const sampler = new Sampler(proxy, () => getStatus(admin).body, { actions: admin.tokenDigest !== null });
+  const sampler = new Sampler(proxy, () => getStatus(admin).body, { actions: admin.tokenDigest !== null, configured });
   admin.feed = new DashboardFeed({ read: () => sampler.sample() }, { logger: admin.logger });
   const server = http.createServer({ requestTimeout: 10000, headersTimeout: 10000 });
   server.dashboard = admin.feed;
@@ -134,8 +153,11 @@ async function handle(admin, request) {
   const query = new URLSearchParams(queryAt === -1 ? '' : target.slice(queryAt + 1));
   const match = matchRoute(path.split('/').slice(1));
   if (match === null) return fail(404, `no such admin endpoint: ${path}`);
+  if (match.pool === undefined) return fail(400, 'the pool name in the path is not validly percent-encoded');
   if (match.name === undefined) return fail(400, 'the backend name in the path is not validly percent-encoded');
-  const { methods } = match.route;
+  const { methods, absent } = match.route;
+  const missing = absent === undefined ? null : absent(admin);
+  if (missing !== null) return missing;
   const method = request.method === 'HEAD' && methods.HEAD === undefined ? 'GET' : request.method;
   const handler = methods[method];
   if (handler === undefined) {
@@ -147,7 +169,7 @@ async function handle(admin, request) {
     const refusal = refuseChange(admin, request);
     if (refusal !== null) return refusal;
   }
-  return handler(admin, { request, query, name: match.name });
+  return handler(admin, { request, query, path, pool: match.pool, name: match.name });
 }
 
 // Changes need the token when there is one. A browser adds Origin: a page
@@ -155,11 +177,16 @@ async function handle(admin, request) {
 function refuseChange(admin, request) {
   const fromPage = refusePageChange(request, admin.tokenDigest !== null);
   if (fromPage !== null) return fail(403, fromPage);
+  return refuseWithoutToken(admin, request, 'this change needs');
+}
+
+// The token's check, when there is a token: 401 without it or with another.
+function refuseWithoutToken(admin, request, needs) {
   if (admin.tokenDigest === null) return null;
   const header = request.headers.authorization;
   const match = typeof header === 'string' ? /^Bearer +(\S+) *$/i.exec(header) : null;
   if (match === null) {
-    return fail(401, 'this change needs the admin token: send "Authorization: Bearer <token>"',
+    return fail(401, `${needs} the admin token: send "Authorization: Bearer <token>"`,
       { 'WWW-Authenticate': 'Bearer realm="lila"' });
   }
   // Digests have equal lengths: the comparison tells nothing about the token's.
@@ -167,6 +194,31 @@ function refuseChange(admin, request) {
     return fail(401, 'the admin token is wrong', { 'WWW-Authenticate': 'Bearer realm="lila", error="invalid_token"' });
   }
   return null;
+}
+
+// /config without a config file: nothing to read or replace.
+function withoutConfig(admin) {
+  if (admin.config !== null) return null;
+  return fail(404, 'lila runs without a config file (its servers come from the command line or a hosts file), so there is no config to read or replace');
+}
+
+// The text may hold --admin-token itself: with a token, reading it needs the token too.
+function getConfig(admin, { request }) {
+  const refusal = refuseWithoutToken(admin, request, 'reading the config needs');
+  if (refusal !== null) return refusal;
+  return { status: 200, type: TEXT_TYPE, text: admin.config.text() };
+}
+
+// A whole config text, checked whole and swapped in as SIGHUP does; a mistake changes nothing.
+async function putConfig(admin, { request }) {
+  if (admin.tokenDigest === null) {
+    return fail(403, 'replacing the config through the admin API needs --admin-token (or LILA_ADMIN_TOKEN), even on loopback');
+  }
+  const body = await readText(request, 'a whole config file');
+  if (body.reply !== undefined) return body.reply;
+  const result = await admin.config.reload(body.value);
+  if (!result.ok) return fail(400, result.message);
+  return ok(200, { reloaded: result.line });
 }
 
 function getDashboard() {
@@ -208,7 +260,13 @@ function configuredStatus(configured) {
         requests: route.requests
       }))
     })),
-    pools: pools.map((pool) => ({ name: pool.name, mode: pool.balancer.mode, layer: pool.layer, backends: pool.backends.map(describeBackend) })),
+    pools: pools.map((pool) => ({
+      name: pool.name,
+      mode: pool.balancer.mode,
+      layer: pool.layer,
+      backends: pool.backends.map(describeBackend),
+      ...(pool.discovery && pool.discovery.names.length > 0 ? { discovery: pool.discovery.describe() } : {})
+    })),
     no_route: listeners.length === 0 ? 0 : configured().proxy.traffic.noRoute
   };
 }
@@ -279,100 +337,6 @@ function getRoute(admin, { query }) {
   return ok(200, { key, backend: backend === null ? null : backend.name, hash_key: spec });
 }
 
-async function addBackend(admin, { request }) {
-  const body = await readJson(request);
-  if (body.reply !== undefined) return body.reply;
-  const server = toServer(body.value);
-  if (server.reply !== undefined) return server.reply;
-  const { balancer } = admin.proxy;
-  // The balancer says "listed twice" with the code of an invalid server; a conflict is told apart here.
-  if (balancer.backends.some((backend) => backend.name === server.name)) {
-    return fail(409, `there is already a backend named "${server.name}"`);
-  }
-  let backend;
-  try {
-    backend = balancer.add(server.value);
-  } catch (err) {
-    if (err instanceof LilaError) return fail(400, err.message);
-    throw err;
-  }
-  admin.logger.info(`backend ${backend.name} added through the admin API`);
-  return ok(201, describeBackend(backend));
-}
-
-function removeBackend(admin, { name }) {
-  const backend = admin.proxy.balancer.remove(name);
-  if (backend === null) return fail(404, `there is no backend named "${name}"`);
-  admin.logger.info(`backend ${backend.name} removed through the admin API`);
-  return ok(200, describeBackend(backend));
-}
-
-function drainBackend(admin, { name }) {
-  const member = admin.proxy.balancer.backends.find((backend) => backend.name === name);
-  if (member === undefined) return fail(404, `there is no backend named "${name}"`);
-  if (member.weight > 0) admin.drainedWeights.set(member, member.weight);
-  const backend = admin.proxy.balancer.setWeight(name, 0);
-  admin.logger.info(`backend ${backend.name} drained through the admin API`);
-  return ok(200, describeBackend(backend));
-}
-
-// HAProxy's "enable server": a drained backend gets back the weight it had
-// before its drain (1 when it was drained otherwise: weight=0 in the hosts file).
-function enableBackend(admin, { name }) {
-  const member = admin.proxy.balancer.backends.find((backend) => backend.name === name);
-  if (member === undefined) return fail(404, `there is no backend named "${name}"`);
-  if (member.weight > 0) return ok(200, describeBackend(member));
-  const weight = admin.drainedWeights.get(member) || 1;
-  admin.drainedWeights.delete(member);
-  const backend = admin.proxy.balancer.setWeight(name, weight);
-  admin.logger.info(`backend ${backend.name} enabled through the admin API, weight ${weight}`);
-  return ok(200, describeBackend(backend));
-}
-
-async function changeBackend(admin, { request, name }) {
-  const body = await readJson(request);
-  if (body.reply !== undefined) return body.reply;
-  const change = body.value;
-  if (change === null || typeof change !== 'object' || Array.isArray(change)) {
-    return fail(400, 'the body must be a JSON object, as in {"weight": 2}');
-  }
-  const unknown = Object.keys(change).find((field) => !CHANGE_FIELDS.includes(field));
-  if (unknown !== undefined) {
-    return fail(400, `"${unknown}" cannot be changed (only ${CHANGE_FIELDS.join(', ')}); remove the backend and add it again for that`);
-  }
-  const { weight } = change;
-  if (!Number.isInteger(weight) || weight < 0 || weight > 1000) {
-    return fail(400, `"weight" must be an integer between 0 and 1000, received ${JSON.stringify(weight)}`);
-  }
-  const member = admin.proxy.balancer.backends.find((backend) => backend.name === name);
-  if (member === undefined) return fail(404, `there is no backend named "${name}"`);
-  if (weight === 0 && member.weight > 0) admin.drainedWeights.set(member, member.weight);
-  const backend = admin.proxy.balancer.setWeight(name, weight);
-  admin.logger.info(`backend ${backend.name} weight set to ${weight} through the admin API`);
-  return ok(200, describeBackend(backend));
-}
-
-function describeBackend(backend) {
-  return {
-    name: backend.name,
-    address: formatHostPort(backend.host, backend.port),
-    weight: backend.weight,
-    effective_weight: backend.effectiveWeight,
-    backup: backend.backup,
-    state: backend.state,
-    reason: backend.reason,
-    since: new Date(backend.since).toISOString(),
-    active: backend.active,
-    max_conns: backend.maxConns,
-    // Busy, not down: requests wait in the queue for it.
-    at_limit: backend.maxConns > 0 && backend.active >= backend.maxConns,
-    requests: backend.stats.requests,
-    connections: backend.stats.connections,
-    failures: backend.failuresTotal,
-    last_error: backend.lastError === '' ? null : backend.lastError
-  };
-}
-
 // The --hash-key the strategy reads, or null when it does not hash.
 function hashKeyOf(balancer) {
   if (balancer.Strategy === IpHash) return 'ip';
@@ -388,80 +352,6 @@ function pickContext({ source, name }, key) {
   if (source === 'query') return { request: { url: `/?${name}=${encodeURIComponent(key)}`, headers: {} } };
   if (source === 'cookie') return { request: { url: '/', headers: { cookie: `${name}=${key}` } } };
   return { request: { url: key, headers: {} } };
-}
-
-// A POST body as a server for balancer.add, or the reply that refuses it.
-function toServer(body) {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    return { reply: fail(400, 'the body must be a JSON object, as in {"address": "host:port", "weight": 1}') };
-  }
-  const unknown = Object.keys(body).find((field) => !BACKEND_FIELDS.includes(field));
-  if (unknown !== undefined) {
-    return { reply: fail(400, `unknown field "${unknown}" (known: ${BACKEND_FIELDS.join(', ')})`) };
-  }
-  const { address, weight, backup, name } = body;
-  if (typeof address !== 'string' || address === '' || address.includes(',')) {
-    return { reply: fail(400, `"address" must be "host:port", received ${JSON.stringify(address)}`) };
-  }
-  if (weight !== undefined && typeof weight !== 'number') {
-    return { reply: fail(400, `"weight" must be an integer between 0 and 1000, received ${JSON.stringify(weight)}`) };
-  }
-  if (backup !== undefined && typeof backup !== 'boolean') {
-    return { reply: fail(400, `"backup" must be true or false, received ${JSON.stringify(backup)}`) };
-  }
-  if (name !== undefined && (typeof name !== 'string' || !isValidName(name))) {
-    return { reply: fail(400, `"name" must be 1 to 128 letters, digits and . _ : - [ ], received ${JSON.stringify(name)}`) };
-  }
-  let parsed;
-  try {
-    parsed = parseServer(address);
-  } catch (err) {
-    if (err instanceof LilaError) return { reply: fail(400, err.message) };
-    throw err;
-  }
-  if (parsed.srv !== undefined) {
-    return { reply: fail(400, `"${address}" is found through DNS; list srv: servers on the command line or in the hosts file`) };
-  }
-  const value = { host: parsed.host, port: parsed.port, weight, backup: backup === true, name };
-  return { value, name: name === undefined ? parsed.name : name };
-}
-
-// The request's JSON body as {value}, or {reply} refusing it.
-function readJson(request) {
-  const type = String(request.headers['content-type'] || '').split(';')[0].trim().toLowerCase();
-  if (type !== JSON_TYPE) {
-    return { reply: fail(415, `the body must be JSON, sent with "Content-Type: ${JSON_TYPE}"`) };
-  }
-  const declared = Number(request.headers['content-length']);
-  if (declared > BODY_LIMIT) return { reply: tooLarge() };
-  return new Promise((resolve) => {
-    const chunks = [];
-    let size = 0;
-    const onData = (chunk) => {
-      size += chunk.length;
-      if (size <= BODY_LIMIT) {
-        chunks.push(chunk);
-        return;
-      }
-      request.removeListener('data', onData);
-      request.pause();
-      resolve({ reply: tooLarge() });
-    };
-    request.on('data', onData);
-    request.on('end', () => {
-      try {
-        resolve({ value: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
-      } catch (err) {
-        resolve({ reply: fail(400, `the body is not valid JSON: ${err.message}`) });
-      }
-    });
-    // A client gone mid-body gets no answer; send() finds its socket closed.
-    request.on('close', () => resolve({ reply: fail(400, 'the request body was cut short') }));
-  });
-}
-
-function tooLarge() {
-  return fail(413, `the body is larger than ${BODY_LIMIT} bytes`);
 }
 
 function send(admin, request, response, reply) {
@@ -485,24 +375,19 @@ function send(admin, request, response, reply) {
   response.end(body);
 }
 
-function ok(status, body) {
-  return { status, body };
-}
-
-function fail(status, message, headers) {
-  return { status, body: { error: message }, headers };
-}
-
+// The route of a path's segments and the names in it: null when absent, undefined when not
+// validly percent-encoded.
 function matchRoute(segments) {
   for (const route of ROUTES) {
     if (route.path.length !== segments.length) continue;
-    let name = null;
+    const names = { pool: null, name: null };
     const matches = route.path.every((part, i) => {
-      if (part !== NAME_SEGMENT) return part === segments[i];
-      name = decodeSegment(segments[i]);
+      if (part === POOL_SEGMENT) names.pool = decodeSegment(segments[i]);
+      else if (part === NAME_SEGMENT) names.name = decodeSegment(segments[i]);
+      else return part === segments[i];
       return segments[i] !== '';
     });
-    if (matches) return { route, name };
+    if (matches) return { route, ...names };
   }
   return null;
 }

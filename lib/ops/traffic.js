@@ -10,9 +10,13 @@ const { TrafficStats } = require('../balancing/traffic-stats');
 class Traffic {
   /**
    * @param {import('./logger')} logger
+   * @param {{routes?: boolean}} [options] routes: access lines name each request's (or
+   *   connection's) route and pool, as a config file's listeners have them
    */
-  constructor(logger) {
+  constructor(logger, options = {}) {
     this.logger = logger;
+    /** Whether access lines have `route` and `pool` fields (when the engine gives them). */
+    this.namesRoutes = options.routes === true;
     this.startedAt = Date.now();
     /** Client connections accepted, both layers. */
     this.connections = 0;
@@ -37,19 +41,18 @@ class Traffic {
    * @param {string | undefined} client the client's address
    * @param {number} bytes response body bytes sent (counted with --access-log only)
    * @param {import('node:net').Socket} socket the client's, for its TLS version and server name
+   * @param {{text: string} | null} [route] the route that chose its pool; null: none did
+   * @param {{name: string} | null} [pool] that pool; null: none
    */
-  request(backend, status, ms, request, client, bytes, socket) {
+  request(backend, status, ms, request, client, bytes, socket, route, pool) {
     (backend === null ? this.unrouted : backend.stats).request(status, ms / 1000);
     if (!this.logger.accessEnabled) return;
-    this.logger.access(withTls({
-      client,
-      method: request.method,
-      path: request.url,
-      status,
-      backend: backend === null ? null : backend.name,
-      duration_ms: Math.round(ms * 10) / 10,
-      bytes
-    }, socket));
+    const fields = { client, method: request.method, path: request.url, status };
+    if (this.namesRoutes && route !== undefined) withRoute(fields, route, pool);
+    fields.backend = backend === null ? null : backend.name;
+    fields.duration_ms = Math.round(ms * 10) / 10;
+    fields.bytes = bytes;
+    this.logger.access(withTls(fields, socket));
   }
 
   /**
@@ -61,21 +64,30 @@ class Traffic {
    * @param {number} fromClient bytes
    * @param {number} toClient bytes
    * @param {import('node:net').Socket} socket the client's, for its TLS version and server name
+   * @param {{text: string} | null} [route] the route that chose its pool; null: none did
+   * @param {{name: string} | null} [pool] that pool; null: none
    */
-  session(backend, ms, client, fromClient, toClient, socket) {
+  session(backend, ms, client, fromClient, toClient, socket, route, pool) {
     (backend === null ? this.unrouted : backend.stats).connection(ms / 1000, fromClient, toClient);
     if (!this.logger.accessEnabled) return;
-    this.logger.access(withTls({
-      client,
-      backend: backend === null ? null : backend.name,
-      duration_ms: Math.round(ms * 10) / 10,
-      bytes_from_client: fromClient,
-      bytes_to_client: toClient
-    }, socket));
+    const fields = { client };
+    if (this.namesRoutes && route !== undefined) withRoute(fields, route, pool);
+    fields.backend = backend === null ? null : backend.name;
+    fields.duration_ms = Math.round(ms * 10) / 10;
+    fields.bytes_from_client = fromClient;
+    fields.bytes_to_client = toClient;
+    this.logger.access(withTls(fields, socket));
   }
 }
 
 module.exports = Traffic;
+
+// The route's text and the pool's name, `-` (null) for none: a request no route matched,
+// or one lila refused before looking.
+function withRoute(fields, route, pool) {
+  fields.route = route === null ? null : route.text;
+  fields.pool = pool === undefined || pool === null ? null : pool.name;
+}
 
 // The TLS version and server name of a client on a TLS listener.
 function withTls(fields, socket) {

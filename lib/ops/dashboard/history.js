@@ -14,21 +14,21 @@ class History {
   constructor(capacity, interval) {
     this.capacity = capacity;
     this.interval = interval;
-    /** @type {{time: number, totals: (number | null)[], backends: [string, number | null, number | null, number | null][]}[]} */
+    /** @type {{time: number, totals: (number | null)[], backends: [string, string | undefined, number | null, number | null, number | null][]}[]} */
     this.points = [];
   }
 
   /**
    * Adds a frame's figures; a frame with no rates yet (the first) adds nothing.
    *
-   * @param {{time: number, totals: object, backends: object[]}} frame
+   * @param {{time: number, totals: object, backends: {name: string, pool?: string}[]}} frame
    */
   push(frame) {
     if (frame.totals.per_second === null) return;
     this.points.push({
       time: frame.time,
       totals: figures(frame.totals),
-      backends: frame.backends.map((backend) => [backend.name, ...figures(backend)])
+      backends: frame.backends.map((backend) => [backend.name, backend.pool, ...figures(backend)])
     });
     this.forget(frame.time);
     if (this.points.length > this.capacity) this.points.splice(0, this.points.length - this.capacity);
@@ -36,8 +36,9 @@ class History {
 
   /**
    * The points in columns, as the `history` event carries them: `times` (ms since the
-   * epoch), `totals` and every backend seen with `per_second`, `errors_per_second` and
-   * `p99_seconds` arrays aligned with `times` (null where it had none).
+   * epoch), `totals` and every backend seen (with its `pool`, with a config file) with
+   * `per_second`, `errors_per_second` and `p99_seconds` arrays aligned with `times` (null
+   * where it had none).
    *
    * @param {number} [now] ms since the epoch
    * @returns {object}
@@ -49,11 +50,13 @@ class History {
     const backends = new Map();
     this.points.forEach((point, i) => {
       [totals.per_second[i], totals.errors_per_second[i], totals.p99_seconds[i]] = point.totals;
-      for (const [name, perSecond, errors, p99] of point.backends) {
-        let backend = backends.get(name);
+      for (const [name, pool, perSecond, errors, p99] of point.backends) {
+        // A backend's name is unique within its pool only.
+        const key = pool === undefined ? name : JSON.stringify([pool, name]);
+        let backend = backends.get(key);
         if (backend === undefined) {
-          backend = { name, ...columns(this.points.length) };
-          backends.set(name, backend);
+          backend = pool === undefined ? { name, ...columns(this.points.length) } : { name, pool, ...columns(this.points.length) };
+          backends.set(key, backend);
         }
         backend.per_second[i] = perSecond;
         backend.errors_per_second[i] = errors;

@@ -31,8 +31,15 @@ function dashboardScript() {
     totals: emptySeries(0),
     backends: new Map(),
     rows: new Map(),
-    groups: new Map()
+    groups: new Map(),
+    pools: new Map()
   };
+
+  // A backend's name is unique within its pool only: with a config file, rows and series
+  // are the pool's and the name's.
+  function keyOf(backend) {
+    return backend.pool === undefined ? backend.name : JSON.stringify([backend.pool, backend.name]);
+  }
 
   function emptySeries(length) {
     const series = {};
@@ -79,7 +86,7 @@ function dashboardScript() {
     for (const backend of history.backends) {
       const series = {};
       for (const metric of METRICS) series[metric] = backend[metric].slice();
-      view.backends.set(backend.name, series);
+      view.backends.set(keyOf(backend), series);
     }
   }
 
@@ -98,13 +105,14 @@ function dashboardScript() {
     for (const metric of METRICS) view.totals[metric].push(frame.totals[metric]);
     const seen = new Set();
     for (const backend of frame.backends) {
-      let series = view.backends.get(backend.name);
+      const key = keyOf(backend);
+      let series = view.backends.get(key);
       if (series === undefined) {
         series = emptySeries(view.times.length - 1);
-        view.backends.set(backend.name, series);
+        view.backends.set(key, series);
       }
       for (const metric of METRICS) series[metric].push(backend[metric]);
-      seen.add(backend.name);
+      seen.add(key);
     }
     for (const [name, series] of view.backends) {
       if (!seen.has(name)) for (const metric of METRICS) series[metric].push(null);
@@ -124,10 +132,19 @@ function dashboardScript() {
   // ---- rendering --------------------------------------------------------------------------
 
   function render(frame) {
-    const tcp = frame.layer === 'tcp';
+    const pools = poolsOf(frame);
+    // With a config file, requests and connections are counted together: connections only
+    // when every pool is tcp.
+    const tcp = pools === null ? frame.layer === 'tcp' : pools.length > 0 && pools.every((pool) => pool.layer === 'tcp');
     const unit = tcp ? 'connections/s' : 'requests/s';
-    setText($('mode'), `${frame.mode} · ${frame.layer}`);
-    setText($('listen'), frame.listen || '–');
+    if (pools === null) {
+      setText($('mode'), `${frame.mode} · ${frame.layer}`);
+      setText($('listen'), frame.listen || '–');
+    } else {
+      const listeners = Array.isArray(frame.listeners) ? frame.listeners : [];
+      setText($('mode'), `${counted(pools.length, 'pool')} · ${counted(listeners.length, 'listener')}`);
+      setText($('listen'), listeners.length === 0 ? '–' : listeners.map((listener) => listener.address).join(', '));
+    }
     setText($('version'), frame.version);
     setText($('workers'), frame.workers === null || frame.workers === undefined ? '1 process' : `${frame.workers} workers`);
     setText($('rate-label'), unit);
@@ -166,52 +183,29 @@ function dashboardScript() {
     showTokenState();
   }
 
+  // With a config file, the frame's pools (`name`, `mode`, `layer`, `discovery`); else null.
+  function poolsOf(frame) {
+    return Array.isArray(frame.pools) ? frame.pools : null;
+  }
+
   function renderRows(frame, range) {
     const tbody = document.querySelector('#backends tbody');
-    const metric = $('row-chart').value;
-    const workers = typeof frame.workers === 'number' ? frame.workers : null;
-    // Members found through DNS are shown under the name they were found
-    // under, where its first member is (or at the end, while it has none).
-    const discovered = new Map();
-    for (const name of Array.isArray(frame.discovery) ? frame.discovery : []) {
-      for (const member of name.members) discovered.set(member, name);
-    }
-    const groups = new Map();
-    const order = [];
-    const addGroup = (name) => {
-      groups.set(name.name, { name, members: [] });
-      order.push({ group: name.name });
-    };
-    for (const backend of frame.backends) {
-      const name = discovered.get(backend.name);
-      if (name === undefined) {
-        order.push(backend);
-        continue;
-      }
-      if (!groups.has(name.name)) addGroup(name);
-      groups.get(name.name).members.push(backend);
-    }
-    for (const name of Array.isArray(frame.discovery) ? frame.discovery : []) if (!groups.has(name.name)) addGroup(name);
+    const pools = poolsOf(frame);
+    // One section: the proxy's backends; or one per pool, under its heading.
+    const sections = pools === null
+      ? [{ pool: null, layer: frame.layer, backends: frame.backends, discovery: frame.discovery }]
+      : pools.map((pool) => ({
+        pool,
+        layer: pool.layer,
+        backends: frame.backends.filter((backend) => backend.pool === pool.name),
+        discovery: pool.discovery
+      }));
     const wanted = [];
     const names = new Set();
-    for (const entry of order) {
-      const group = entry.group === undefined ? null : groups.get(entry.group);
-      const members = group === null ? [entry] : group.members;
-      if (group !== null) wanted.push(groupRow(group.name, members.length));
-      for (const backend of members) {
-        names.add(backend.name);
-        let row = view.rows.get(backend.name);
-        if (row === undefined) {
-          row = createRow(backend.name, frame.actions);
-          view.rows.set(backend.name, row);
-        }
-        updateRow(row, backend, frame, workers);
-        const series = view.backends.get(backend.name);
-        const top = draw(row.spark, series === undefined ? [] : series[metric], range, 120, 28);
-        row.spark.setAttribute('class', `spark ${metric === 'errors_per_second' ? 'errors' : metric === 'p99_seconds' ? 'latency' : ''}`);
-        row.spark.setAttribute('aria-label', `${metric === 'p99_seconds' ? 'p99' : metric === 'errors_per_second' ? 'errors/s' : 'requests/s'}, last 5 minutes, max ${metric === 'p99_seconds' ? duration(top) : rate(top)}`);
-        wanted.push(row.tr);
-      }
+    const groups = new Set();
+    for (const section of sections) {
+      if (section.pool !== null) wanted.push(poolRow(section.pool, section.backends.length));
+      renderSection(section, frame, range, wanted, names, groups);
     }
     for (const [name, row] of view.rows) {
       if (!names.has(name)) {
@@ -224,15 +218,91 @@ function dashboardScript() {
       tr.remove();
       view.groups.delete(group);
     }
+    for (const [name, tr] of view.pools) {
+      if (pools !== null && pools.some((pool) => pool.name === name)) continue;
+      tr.remove();
+      view.pools.delete(name);
+    }
     const current = tbody.children;
     const same = current.length === wanted.length && wanted.every((tr, i) => current[i] === tr);
     if (!same) tbody.replaceChildren(...wanted);
   }
 
+  // The rows of one pool's backends (or of the proxy's), added to `wanted`; the keys of the
+  // rows and DNS groups shown are added to `names` and `groups`.
+  function renderSection(section, frame, range, wanted, names, groups) {
+    const metric = $('row-chart').value;
+    const workers = typeof frame.workers === 'number' ? frame.workers : null;
+    const prefix = section.pool === null ? '' : `${JSON.stringify(section.pool.name)} `;
+    // Members found through DNS are shown under the name they were found
+    // under, where its first member is (or at the end, while it has none).
+    const discovered = new Map();
+    for (const name of Array.isArray(section.discovery) ? section.discovery : []) {
+      for (const member of name.members) discovered.set(member, name);
+    }
+    const found = new Map();
+    const order = [];
+    const addGroup = (name) => {
+      found.set(name.name, { name, members: [] });
+      order.push({ group: name.name });
+    };
+    for (const backend of section.backends) {
+      const name = discovered.get(backend.name);
+      if (name === undefined) {
+        order.push(backend);
+        continue;
+      }
+      if (!found.has(name.name)) addGroup(name);
+      found.get(name.name).members.push(backend);
+    }
+    for (const name of Array.isArray(section.discovery) ? section.discovery : []) if (!found.has(name.name)) addGroup(name);
+    for (const entry of order) {
+      const group = entry.group === undefined ? null : found.get(entry.group);
+      const members = group === null ? [entry] : group.members;
+      if (group !== null) {
+        groups.add(prefix + group.name.name);
+        wanted.push(groupRow(prefix + group.name.name, group.name, members.length));
+      }
+      for (const backend of members) {
+        const key = keyOf(backend);
+        names.add(key);
+        let row = view.rows.get(key);
+        if (row === undefined) {
+          row = createRow(backend, frame.actions);
+          view.rows.set(key, row);
+        }
+        updateRow(row, backend, section.layer, workers);
+        const series = view.backends.get(key);
+        const top = draw(row.spark, series === undefined ? [] : series[metric], range, 120, 28);
+        row.spark.setAttribute('class', `spark ${metric === 'errors_per_second' ? 'errors' : metric === 'p99_seconds' ? 'latency' : ''}`);
+        row.spark.setAttribute('aria-label', `${metric === 'p99_seconds' ? 'p99' : metric === 'errors_per_second' ? 'errors/s' : 'requests/s'}, last 5 minutes, max ${metric === 'p99_seconds' ? duration(top) : rate(top)}`);
+        wanted.push(row.tr);
+      }
+    }
+  }
+
+  // The heading of a pool's backends: its name, mode and layer, how many backends it has.
+  function poolRow(pool, size) {
+    let tr = view.pools.get(pool.name);
+    if (tr === undefined) {
+      tr = document.createElement('tr');
+      tr.className = 'group pool';
+      const th = document.createElement('th');
+      th.colSpan = COLUMNS.length;
+      th.append(span('', ''), span('small', ''));
+      tr.append(th);
+      view.pools.set(pool.name, tr);
+    }
+    const [title, detail] = tr.firstChild.children;
+    setText(title, `pool ${pool.name}`);
+    setText(detail, ` · ${pool.mode} · ${pool.layer} · ${counted(size, 'backend')}`);
+    return tr;
+  }
+
   // The heading of the members of a DNS name: the name, its record type,
   // how many members it has, and its lookups' trouble if any.
-  function groupRow(name, count) {
-    let tr = view.groups.get(name.name);
+  function groupRow(key, name, count) {
+    let tr = view.groups.get(key);
     if (tr === undefined) {
       tr = document.createElement('tr');
       tr.className = 'group';
@@ -240,7 +310,7 @@ function dashboardScript() {
       th.colSpan = COLUMNS.length;
       th.append(span('', ''), span('small', ''), span('error-text', ''));
       tr.append(th);
-      view.groups.set(name.name, tr);
+      view.groups.set(key, tr);
     }
     const [title, detail, trouble] = tr.firstChild.children;
     setText(title, name.name);
@@ -249,7 +319,7 @@ function dashboardScript() {
     return tr;
   }
 
-  function createRow(name, actions) {
+  function createRow(backend, actions) {
     const tr = document.createElement('tr');
     const cells = {};
     for (const [key, label] of COLUMNS) {
@@ -295,12 +365,15 @@ function dashboardScript() {
     row.spark.setAttribute('preserveAspectRatio', 'none');
     row.spark.setAttribute('role', 'img');
     cells.chart.append(row.spark);
-    if (actions) addActions(row, cells.actions, name);
+    if (actions) addActions(row, cells.actions, backend);
     return row;
   }
 
-  function addActions(row, cell, name) {
-    const path = `/backends/${encodeURIComponent(name)}`;
+  function addActions(row, cell, backend) {
+    // With a config file, the backend is addressed in its pool, and named with it.
+    const inPool = backend.pool === undefined ? '' : `/pools/${encodeURIComponent(backend.pool)}`;
+    const path = `${inPool}/backends/${encodeURIComponent(backend.name)}`;
+    const name = backend.pool === undefined ? backend.name : `${backend.name} (pool ${backend.pool})`;
     row.toggle = document.createElement('button');
     row.toggle.type = 'button';
     row.toggle.addEventListener('click', () => {
@@ -335,7 +408,7 @@ function dashboardScript() {
     cell.append(row.toggle, form);
   }
 
-  function updateRow(row, backend, frame, workers) {
+  function updateRow(row, backend, layer, workers) {
     const [kind, word] = stateOf(backend);
     row.tr.className = kind === 'down' ? 'down' : '';
     setText(row.name, backend.name);
@@ -343,7 +416,7 @@ function dashboardScript() {
     row.state.className = `state state-${kind}`;
     setText(row.state, word);
     let reason = backend.reason;
-    if (kind === 'draining') reason = `weight 0: no new ${frame.layer === 'tcp' ? 'connections' : 'requests'}`;
+    if (kind === 'draining') reason = `weight 0: no new ${layer === 'tcp' ? 'connections' : 'requests'}`;
     if (workers !== null && typeof backend.up_in_workers === 'number' && backend.up_in_workers < workers) {
       reason += ` (up in ${backend.up_in_workers} of ${workers} workers)`;
     }
@@ -353,7 +426,7 @@ function dashboardScript() {
     setText(row.weight, `${backend.weight}${effective}`);
     setText(row.active, activeText(backend));
     setText(row.rate, rate(backend.per_second));
-    const total = frame.layer === 'tcp' ? backend.connections : backend.requests;
+    const total = layer === 'tcp' ? backend.connections : backend.requests;
     setText(row.requests, `${total} in all`);
     setText(row.errors, `${rate(backend.errors_per_second)}/s`);
     setText(row.errorShare, percent(backend.error_rate));
@@ -538,6 +611,10 @@ function dashboardScript() {
     const live = $('live');
     if (silent > STALE_MS && live.dataset.live === 'live') setLive('lost', `no update for ${Math.round(silent / 1000)} s`);
     else if (silent <= STALE_MS && live.dataset.live === 'lost' && live.textContent.startsWith('no update')) setLive('live', 'live');
+  }
+
+  function counted(n, noun) {
+    return `${n} ${noun}${n === 1 ? '' : 's'}`;
   }
 
   function rate(value) {

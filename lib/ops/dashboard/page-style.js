@@ -52,6 +52,7 @@ th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line
 thead th { font-size: 11px; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; font-weight: 600; white-space: nowrap; }
 tbody tr:last-child td { border-bottom: 0; }
 tr.group th { background: var(--bg); font-size: 12px; }
+tr.pool th { font-size: 14px; padding-top: 12px; }
 .name { font-weight: 600; overflow-wrap: anywhere; }
 .address, .since, .reason, .small { font-size: 12px; color: var(--muted); overflow-wrap: anywhere; }
 .col-backend > .cell { min-width: 8em; }

@@ -33,15 +33,18 @@ const STALE_MS = 2500;
 class Sampler {
   /**
    * @param {import('../../proxy')} proxy
-   * @param {() => {backends: object[]}} describe the proxy's `/status`, whose
-   *   `backends` are `proxy.backends` in the same order
-   * @param {{actions?: boolean}} [options] actions: whether the admin API takes changes
-   *   from the page (a token is set)
+   * @param {() => {backends: object[], pools?: {backends: object[]}[]}} describe the proxy's
+   *   `/status`, whose `backends` are `proxy.backends` in the same order (and, with a config
+   *   file, whose `pools` are the configured pools, each with its backends, in the same order)
+   * @param {{actions?: boolean, configured?: (() => {pools: object[]}) | null}} [options]
+   *   actions: whether the admin API takes changes from the page (a token is set);
+   *   configured: with a config file, what runs now (`Configuration.view()`)
    */
   constructor(proxy, describe, options = {}) {
     this.proxy = proxy;
     this.describe = describe;
     this.actions = options.actions === true;
+    this.configured = typeof options.configured === 'function' ? options.configured : null;
     // By Backend (or lila's own TrafficStats): the counters of the previous sample.
     this.previous = new WeakMap();
     this.previousAt = 0;
@@ -51,34 +54,39 @@ class Sampler {
    * @param {number} [now] ms since the epoch
    * @returns {object} a frame: the `/status` fields, `version`, `listen`,
    *   `open_connections`, `actions`, `duration_bounds`, `totals` ({@link Rates} and
-   *   `active`) and every backend with its {@link Rates} and `check`
+   *   `active`) and every backend with its {@link Rates} and `check`; with a config file,
+   *   every pool's backends, each with its `pool`, and `pools` (`name`, `mode`, `layer`,
+   *   and `discovery` with servers found through DNS)
    */
   sample(now = Date.now()) {
     const { proxy } = this;
-    const members = proxy.balancer.backends;
     const status = this.describe();
     const seconds = (now - this.previousAt) / 1000;
     const comparable = this.previousAt > 0 && seconds > 0 && now - this.previousAt <= STALE_MS;
     this.previousAt = now;
-    const tcp = proxy.layer === 'tcp';
     const { unrouted } = proxy.traffic;
     const bounds = unrouted.durations.buckets;
     // What ended in the whole: every backend's, and lila's own answers.
     const sums = { count: 0, errors: 0, attempts: 0, durations: new Array(bounds.length + 1).fill(0) };
     let active = 0;
-    const backends = status.backends.map((described, i) => {
-      const backend = members[i];
-      active += backend.active;
-      const delta = this.delta(backend, backend.stats, tcp ? backend.failuresTotal : fivexx(backend.stats), tcp);
-      if (delta !== null) add(sums, delta, !tcp);
-      const check = proxy.health.checks === null ? null : proxy.health.checks.resultOf(backend);
-      return { ...described, ...rates(delta, seconds, comparable, bounds), check };
-    });
-    // What clients saw as a whole: in tcp, a connection no backend took.
-    const own = this.delta(unrouted, unrouted, tcp ? unrouted.connections : fivexx(unrouted), false);
+    const backends = [];
+    for (const group of this.groups(status)) {
+      const tcp = group.layer === 'tcp';
+      group.described.forEach((described, i) => {
+        const backend = group.members[i];
+        active += backend.active;
+        const delta = this.delta(backend, backend.stats, tcp ? backend.failuresTotal : fivexx(backend.stats), tcp);
+        if (delta !== null) add(sums, delta, !tcp);
+        const check = group.health.checks === null ? null : group.health.checks.resultOf(backend);
+        const rated = { ...described, ...rates(delta, seconds, comparable, bounds), check };
+        backends.push(group.pool === null ? rated : { pool: group.pool.name, ...rated });
+      });
+    }
+    // What clients saw as a whole: lila's own 5xx, and tcp connections no backend took.
+    const own = this.delta(unrouted, unrouted, fivexx(unrouted) + unrouted.connections, false);
     if (own !== null) add(sums, own, true);
     const address = proxy.server.listening ? proxy.server.address() : null;
-    return {
+    const frame = {
       time: now,
       version,
       ...status,
@@ -90,6 +98,26 @@ class Sampler {
       totals: { ...rates(own === null ? null : sums, seconds, comparable, bounds), active },
       backends
     };
+    if (this.configured !== null) frame.pools = status.pools.map(describePool);
+    return frame;
+  }
+
+  // The backends to sample, by pool: the proxy's own, or every configured pool's, each with
+  // the /status descriptions of its backends, in the same order.
+  groups(status) {
+    const { proxy } = this;
+    if (this.configured === null) {
+      return [{ pool: null, layer: proxy.layer, health: proxy.health, members: proxy.balancer.backends, described: status.backends }];
+    }
+    const { pools } = this.configured();
+    return pools.map((pool, i) => ({
+      pool,
+      layer: pool.layer,
+      health: pool.health,
+      members: pool.balancer.backends,
+      // Read in the same turn as /status was: the same pools, the same backends.
+      described: status.pools[i].backends
+    }));
   }
 
   // What ended since the previous sample ({count, errors, attempts, durations}),
@@ -150,6 +178,13 @@ function rates(delta, seconds, comparable, bounds) {
 }
 
 module.exports = { Sampler, rates, errorRate };
+
+// A pool as the frame lists it (its backends are in the frame's `backends`).
+function describePool(pool) {
+  const described = { name: pool.name, mode: pool.mode, layer: pool.layer };
+  if (pool.discovery !== undefined) described.discovery = pool.discovery;
+  return described;
+}
 
 // Answers 5xx, lila's own 502, 503 and 504 among them.
 function fivexx(stats) {

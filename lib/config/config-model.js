@@ -1,0 +1,180 @@
+'use strict';
+
+const { parseMatch } = require('../routing/route-table');
+const { validatePort } = require('./validate');
+const { LilaError, codes } = require('../errors');
+
+const POOL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/**
+ * @typedef {object} ConfigModel what a config says, as a file (cli/config-file.js) or a
+ *   program (`modelOf`) gives it, and as `createService({ config })` runs it
+ * @property {string} file what messages call it
+ * @property {string | null} text a file's text; null for a program's
+ * @property {Record<string, unknown>} global the global options, read (`readOptions`)
+ * @property {{name: string, line?: number, layer: string, options: object}[]} pools
+ *   `options` as `createProxy` takes a pool's (mode, servers, ...)
+ * @property {{line?: number, text: string, host?: string, port: number, layer: string, options: object,
+ *   redirectHttp?: {host?: string, port: number}, fileLines: [string, number][], routes: {line?: number, text: string,
+ *   host: string | null, path: string | null, targets: {pool: string, weight: number}[], hashKey?: string}[]}[]} listeners
+ * @property {string[]} warnings said at startup and on reloads (a pool no route uses)
+ */
+
+/**
+ * The model of a config a program gives as an object, checked as a file is:
+ * `{ pools: { NAME: { mode, servers, ...createProxy's pool options } },
+ *    listeners: [{ port, host?, ...createProxy's listener options, redirectHttp?,
+ *    routes: [{ match: 'HOST/PATH' | '*', to: 'POOL' | { POOL: weight, ... }, hashKey? }] }] }`.
+ *
+ * @param {{pools: Record<string, object>, listeners: object[]}} config
+ * @param {string} [name] what messages call it
+ * @returns {ConfigModel}
+ * @throws {LilaError} `LILA_ERR_CONFIG`
+ */
+function modelOf(config, name = 'config') {
+  const fail = at(name);
+  if (config === null || typeof config !== 'object' || typeof config.pools !== 'object' || !Array.isArray(config.listeners)) {
+    throw fail('a config object has pools (by name) and listeners (a list)');
+  }
+  const model = { file: name, text: null, global: { proxy: {} }, pools: [], listeners: [], warnings: [], source: config };
+  for (const [poolName, options] of Object.entries(config.pools)) {
+    if (!POOL_NAME.test(poolName)) throw fail(`pool name "${poolName}" may hold letters, digits, ".", "_" and "-"`);
+    if (options === null || typeof options !== 'object' || options.mode === undefined) throw fail(`pool "${poolName}" needs a mode`);
+    model.pools.push({ name: poolName, layer: options.layer || 'http', options: { ...options } });
+  }
+  for (const listener of config.listeners) {
+    const { routes, redirectHttp, host, port, ...options } = listener || {};
+    const text = host === undefined ? String(port) : `${host}:${port}`;
+    if (!Array.isArray(routes) || routes.length === 0) throw fail(`listen ${text} has no route`);
+    model.listeners.push({
+      text,
+      host,
+      port: readAddress(String(port), fail).port,
+      layer: options.layer || 'http',
+      options,
+      redirectHttp,
+      fileLines: [],
+      routes: routes.map((route) => routeOf(route, fail, options.layer || 'http'))
+    });
+  }
+  check(model, name);
+  return model;
+}
+
+
+/**
+ * A model as a program's config object again (what `modelOf` takes): for
+ * changes at runtime (a pool added, a route replaced), run as a reload.
+ *
+ * @param {ConfigModel} model
+ * @returns {{pools: Record<string, object>, listeners: object[]}}
+ */
+function objectOf(model) {
+  const pools = {};
+  for (const pool of model.pools) pools[pool.name] = { ...pool.options, layer: pool.layer };
+  const listeners = model.listeners.map((listener) => ({
+    ...listener.options,
+    host: listener.host,
+    port: listener.port,
+    redirectHttp: listener.redirectHttp,
+    routes: listener.routes.map((route) => ({
+      match: route.text,
+      to: route.targets.length === 1 && route.targets[0].weight === 1
+        ? route.targets[0].pool
+        : Object.fromEntries(route.targets.map((target) => [target.pool, target.weight])),
+      hashKey: route.hashKey
+    }))
+  }));
+  return { pools, listeners };
+}
+
+module.exports = { modelOf, objectOf, check, at, readAddress, POOL_NAME };
+
+// A route of a program's config: { match, to, hashKey }.
+function routeOf(route, fail, layer) {
+  const match = route === null || typeof route !== 'object' ? undefined : route.match;
+  if (typeof match !== 'string') throw fail('a route has a match: "HOST", "HOST/PATH", "/PATH" or "*"');
+  let where;
+  try {
+    where = parseMatch(match);
+  } catch (err) {
+    throw fail(err.message);
+  }
+  if (layer === 'tcp' && where.path !== null) throw fail(`route "${match}": a tcp listener routes by the TLS server name only, not by path`);
+  const to = route.to;
+  const targets = typeof to === 'string'
+    ? [{ pool: to, weight: 1 }]
+    : to !== null && typeof to === 'object' ? Object.entries(to).map(([pool, weight]) => ({ pool, weight })) : [];
+  if (targets.length === 0) throw fail(`route "${match}" needs a pool: to: "POOL", or { POOL: weight, ... }`);
+  return { text: match, host: where.host, path: where.path, targets, hashKey: route.hashKey };
+}
+
+
+// A mistake of the file, at a line (a model a program built has none).
+function at(file, line) {
+  return (problem) => new LilaError(codes.CONFIG, line === undefined ? `${file}: ${problem}` : `${file}:${line}: ${problem}`);
+}
+
+// Where the first of two clashing things is: ` on line 3`, or nothing for a program's model.
+function onLine(line) {
+  return line === undefined ? '' : ` on line ${line}`;
+}
+
+// [ADDRESS:]PORT, [v6]:PORT included.
+function readAddress(text, fail) {
+  const colon = text.lastIndexOf(':');
+  let host = colon === -1 ? undefined : text.slice(0, colon);
+  if (host !== undefined && host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
+  if (host === '') throw fail(`listen "${text}": write [ADDRESS:]PORT`);
+  try {
+    return { host, port: validatePort(colon === -1 ? text : text.slice(colon + 1), 'listen') };
+  } catch (err) {
+    throw fail(err.message);
+  }
+}
+
+// What no single line can say: pools named and defined once, listeners apart, routes once each.
+function check(model, file) {
+  const pools = new Map();
+  for (const pool of model.pools) {
+    if (pools.has(pool.name)) throw at(file, pool.line)(`pool "${pool.name}" is already defined${onLine(pools.get(pool.name).line)}`);
+    pools.set(pool.name, pool);
+  }
+  const used = new Set();
+  const addresses = new Map();
+  for (const listener of model.listeners) {
+    const address = `${listener.host === undefined ? '*' : listener.host}:${listener.port}`;
+    const other = [...addresses.entries()].find(([key]) => samePort(key, address));
+    if (other !== undefined) throw at(file, listener.line)(`listen ${listener.text}: that port is already listened on${other[1] === undefined ? '' : `, line ${other[1]}`}`);
+    addresses.set(address, listener.line);
+    const routes = new Map();
+    for (const route of listener.routes) {
+      const key = `${route.host}\n${route.path}`;
+      if (routes.has(key)) throw at(file, route.line)((routes.get(key) === undefined ? `route "${route.text}" is given twice` : `route "${route.text}" is already on line ${routes.get(key)}`));
+      routes.set(key, route.line);
+      for (const target of route.targets) {
+        const pool = pools.get(target.pool);
+        if (pool === undefined) {
+          const names = [...pools.keys()].join(', ') || 'none';
+          throw at(file, route.line)(`route "${route.text}" names pool "${target.pool}", which is not defined (pools: ${names})`);
+        }
+        if (pool.layer !== listener.layer) {
+          throw at(file, route.line)(`route "${route.text}" names pool "${pool.name}", a ${pool.layer} pool, on a${listener.layer === 'http' ? 'n' : ''} ${listener.layer} listener (--layer ${listener.layer} on the pool)`);
+        }
+        used.add(pool.name);
+      }
+    }
+  }
+  if (model.listeners.length === 0) throw new LilaError(codes.CONFIG, `${file}: no listen line: lila would serve nothing`);
+  for (const pool of model.pools) {
+    if (!used.has(pool.name)) model.warnings.push(at(file, pool.line)(`pool "${pool.name}" is not used by any route`).message);
+  }
+}
+
+// Two listeners on one port clash unless both name different addresses.
+function samePort(a, b) {
+  const [hostA, portA] = [a.slice(0, a.lastIndexOf(':')), a.slice(a.lastIndexOf(':') + 1)];
+  const [hostB, portB] = [b.slice(0, b.lastIndexOf(':')), b.slice(b.lastIndexOf(':') + 1)];
+  // Port 0: each listener gets a free port of its own.
+  return portA === portB && portA !== '0' && (hostA === hostB || hostA === '*' || hostB === '*');
+}

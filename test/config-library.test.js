@@ -1,0 +1,101 @@
+'use strict';
+
+const assert = require('node:assert/strict');
+const { createService, Logger } = require('../lib');
+const { cleanup, onCleanup, startHttpBackend, request, refusingPort } = require('./helpers');
+
+// A service of a config, started; stopped after the test.
+async function started(config) {
+  const lines = [];
+  const logger = new Logger({ stream: { write: (line) => lines.push(line.trimEnd()) } });
+  const service = createService({ config, logger });
+  const address = await service.start();
+  onCleanup(async () => {
+    service.stop();
+    await service.exited;
+  });
+  return { service, port: address.port, lines };
+}
+
+// The bodies of `count` requests for `host` and `path`, as a set.
+async function answers(port, host, path = '/', count = 4) {
+  const bodies = new Set();
+  for (let i = 0; i < count; i++) bodies.add((await request(port, { agent: false, path, headers: { host } })).body);
+  return bodies;
+}
+
+describe('a config from a program', function () {
+  this.timeout(20000);
+  afterEach(cleanup);
+
+  it('runs a config object: pools by name, listeners with routes, a weighted split', async () => {
+    const [a, b] = await Promise.all(['A', 'B'].map((name) => startHttpBackend(name)));
+    const { port } = await started({
+      pools: { a: { mode: 'round-robin', servers: [a.address] }, b: { mode: 'least-connections', servers: [b.address] } },
+      listeners: [{ host: '127.0.0.1', port: 0, routes: [{ match: 'a.test', to: 'a' }, { match: '*', to: { a: 1, b: 1 } }] }]
+    });
+
+    assert.deepEqual(await answers(port, 'a.test'), new Set(['A']));
+    assert.deepEqual(await answers(port, 'other.test'), new Set(['A', 'B']));
+  });
+
+  it('refuses a config object with the mistake in one line, as a file\'s', () => {
+    assert.throws(() => createService({
+      pools: {},
+      config: { pools: { a: { mode: 'round-robin', servers: ['127.0.0.1:1'] } }, listeners: [{ port: 0, routes: [{ match: '*', to: 'nope' }] }] }
+    }), { code: 'LILA_ERR_CONFIG', message: 'config: route "*" names pool "nope", which is not defined (pools: a)' });
+  });
+
+  it('adds a pool, routes to it and removes it at runtime, each change a reload; a change that would break the config changes nothing', async () => {
+    const [a, b] = await Promise.all(['A', 'B'].map((name) => startHttpBackend(name)));
+    const { service, port, lines } = await started({
+      pools: { a: { mode: 'round-robin', servers: [a.address] } },
+      listeners: [{ host: '127.0.0.1', port: 0, routes: [{ match: '*', to: 'a' }] }]
+    });
+    const listen = '127.0.0.1:0';
+
+    const added = await service.pools.set('b', { mode: 'round-robin', servers: [b.address] });
+    const routed = await service.routes.set(listen, [{ match: '*', to: 'a' }, { match: '/b', to: 'b' }]);
+    const viaB = await answers(port, 'x.test', '/b/1');
+    const refused = await service.pools.delete('b');
+    const stillB = await answers(port, 'x.test', '/b/1');
+    const unrouted = await service.routes.set(listen, [{ match: '*', to: 'a' }]);
+    const removed = await service.pools.delete('b');
+
+    assert.deepEqual([added.ok, routed.ok, refused.ok, unrouted.ok, removed.ok], [true, true, false, true, true]);
+    assert.equal(refused.message, 'config: route "/b" names pool "b", which is not defined (pools: a)');
+    assert.deepEqual([viaB, stillB, await answers(port, 'x.test', '/b/1')], [new Set(['B']), new Set(['B']), new Set(['A'])]);
+    assert.deepEqual(service.pools.names(), ['a']);
+    assert.ok(lines.includes('lila: pools.set: reloaded the config: listeners 1 (+0 -0), pools 2 (+1 -0 ~0), routes 1'), lines.join('\n'));
+    assert.ok(lines.some((line) => line.startsWith('lila: warn: config: pool "b" is not used by any route')), lines.join('\n'));
+  });
+
+  it('keeps a pool\'s backends and their counts across a change of the routes', async () => {
+    const a = await startHttpBackend('A');
+    const { service, port } = await started({
+      pools: { a: { mode: 'round-robin', servers: [a.address] } },
+      listeners: [{ host: '127.0.0.1', port: 0, routes: [{ match: '*', to: 'a' }] }]
+    });
+    await answers(port, 'x.test');
+    const backend = service.pools.get('a').backends[0];
+
+    await service.routes.set('127.0.0.1:0', [{ match: 'x.test', to: 'a' }]);
+
+    assert.equal(service.pools.get('a').backends[0], backend);
+    assert.equal(backend.stats.requests, 4);
+    assert.deepEqual(await answers(port, 'y.test', '/', 1), new Set(['lila: 404 Not Found: no route for host "y.test" and path "/"\n']));
+  });
+
+  it('reloads a config text, and keeps what runs when the text is wrong', async () => {
+    const [a, b] = await Promise.all(['A', 'B'].map((name) => startHttpBackend(name)));
+    const listen = await refusingPort();
+    const text = (server) => `pool web round-robin ${server}\nlisten 127.0.0.1:${listen}\n  route * web\n`;
+    const { service, port } = await started(text(a.address));
+
+    const good = await service.reloadText(text(b.address));
+    const bad = await service.reloadText('pool web round-robin\n');
+
+    assert.deepEqual([good.ok, bad.ok, bad.message], [true, false, 'config:1: pool "web" has no server: give them after the mode, or one a line below it']);
+    assert.deepEqual(await answers(port, 'x.test'), new Set(['B']));
+  });
+});
