@@ -2,7 +2,7 @@
 
 const assert = require('node:assert/strict');
 const { createService, Logger } = require('../lib');
-const { cleanup, onCleanup, startHttpBackend, request, refusingPort } = require('./helpers');
+const { cleanup, onCleanup, deferred, startHttpBackend, request, refusingPort, takenPort } = require('./helpers');
 
 // A service of a config, started; stopped after the test.
 async function started(config) {
@@ -84,6 +84,44 @@ describe('a config from a program', function () {
     assert.equal(service.pools.get('a').backends[0], backend);
     assert.equal(backend.stats.requests, 4);
     assert.deepEqual(await answers(port, 'y.test', '/', 1), new Set(['lila: 404 Not Found: no route for host "y.test" and path "/"\n']));
+  });
+
+  it('keeps what runs when a new listener\'s port cannot be opened, and says why', async () => {
+    const [a, b] = await Promise.all(['A', 'B'].map((name) => startHttpBackend(name)));
+    const taken = await takenPort();
+    const listen = await refusingPort();
+    const text = (server, more = '') => `pool web round-robin ${server}\nlisten 127.0.0.1:${listen}\n  route * web\n${more}`;
+    const { service, port } = await started(text(a.address));
+
+    const result = await service.reloadText(text(b.address, `listen 127.0.0.1:${taken}\n  route * web\n`));
+
+    assert.deepEqual([result.ok, result.message], [false, `cannot listen on 127.0.0.1:${taken}: address already in use`]);
+    assert.deepEqual(await answers(port, 'x.test'), new Set(['A']));
+    assert.deepEqual(service.config.listeners.map((listener) => listener.port), [listen]);
+  });
+
+  it('replaces a listener whose listen line changed otherwise, on the same port, letting its requests in flight finish', async () => {
+    const held = deferred();
+    const arrived = deferred();
+    const a = await startHttpBackend('A', (req, res) => {
+      req.resume();
+      if (req.url !== '/hold') return res.end('A');
+      arrived.resolve();
+      held.promise.then(() => res.end('held'));
+    });
+    const listen = await refusingPort();
+    const text = (timeout) => `pool web round-robin ${a.address}\nlisten 127.0.0.1:${listen} --header-timeout ${timeout}\n  route * web\n`;
+    const { service, port } = await started(text('5s'));
+    const holding = request(port, { agent: false, path: '/hold' });
+    await arrived.promise;
+
+    const result = await service.reloadText(text('6s'));
+    const after = await answers(port, 'x.test');
+    held.resolve();
+
+    assert.equal(result.line, 'reload: reloaded the config: listeners 1 (+1 -1), pools 1 (+0 -0 ~0), routes 1');
+    assert.deepEqual(after, new Set(['A']));
+    assert.deepEqual([(await holding).status, (await holding).body], [200, 'held']);
   });
 
   it('reloads a config text, and keeps what runs when the text is wrong', async () => {
