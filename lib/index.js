@@ -1,7 +1,7 @@
 'use strict';
 
 const Proxy = require('./proxy');
-const Service = require('./service');
+const { Service, ConfiguredService, createService: serviceFor } = require('./service');
 const Balancer = require('./balancing/balancer');
 const Backend = require('./balancing/backend');
 const Logger = require('./ops/logger');
@@ -62,7 +62,7 @@ function createBalancer(mode, servers, options) {
  */
 function createService(options) {
   const config = typeof options.config === 'string' ? parseConfig(options.config, 'config') : options.config;
-  return new Service({ ...options, config, parseConfig: (text) => parseConfig(text, 'config') });
+  return serviceFor({ ...options, config, parseConfig: (text) => parseConfig(text, 'config') });
 }
 
 module.exports = {
@@ -72,6 +72,7 @@ module.exports = {
   createAdminServer,
   Proxy,
   Service,
+  ConfiguredService,
   Balancer,
   Backend,
   Logger,

@@ -2,7 +2,7 @@
 
 const fs = require('node:fs');
 const { parseArgs } = require('node:util');
-const Service = require('../service');
+const { createService } = require('../service');
 const Logger = require('../ops/logger');
 const { isLoopback } = require('../ops/admin-server');
 const { strategies } = require('../balancing/strategies');
@@ -10,7 +10,7 @@ const { parseArgsOptions, readOptions, argumentProblem } = require('./options');
 const { helpText } = require('./help');
 const { tlsOf } = require('./tls-options');
 const { readConfigFile, summary } = require('./config-file');
-const Configuration = require('../configuration');
+const Configuration = require('../service/configuration');
 const { OPTIONS } = require('./options');
 const { LilaError, codes } = require('../errors');
 const { version } = require('../../package.json');
@@ -50,7 +50,7 @@ async function run(args, io = {}) {
       stdout.write(summary(parsed.service.config).map((line) => `${line}\n`).join('') + `lila: ${parsed.service.configFile}: good\n`);
       return 0;
     }
-    service = new Service({ ...parsed.service, logger: new Logger({ ...parsed.logger, stream: stderr }) });
+    service = createService({ ...parsed.service, logger: new Logger({ ...parsed.logger, stream: stderr }) });
   } catch (err) {
     if (!err.isUsageError) throw err;
     // A config file's mistake names its line: the help has nothing to add.

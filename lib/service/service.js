@@ -2,23 +2,21 @@
 
 const cluster = require('node:cluster');
 const net = require('node:net');
-const Proxy = require('./proxy');
-const Configuration = require('./configuration');
-const { modelOf, objectOf } = require('./config/config-model');
-const Logger = require('./ops/logger');
-const HostsReloader = require('./config/hosts-reloader');
-const { watchFiles } = require('./config/file-watch');
-const { createRedirectServer } = require('./tls/redirect-server');
-const { readHostsFile } = require('./config/hosts-file');
-const { createAdminServer } = require('./ops/admin-server');
-const Primary = require('./cluster/primary');
-const { createClusterAdminServer } = require('./cluster/admin-server');
-const { tellPrimary } = require('./cluster/worker');
-const { TicketKeyRotation } = require('./tls/ticket-keys');
-const { workerReusesPort } = require('./cluster/distribution');
-const { formatHostPort } = require('./net/address');
-const { openFilesLimit } = require('./net/local-errors');
-const { LilaError, codes } = require('./errors');
+const Proxy = require('../proxy');
+const Logger = require('../ops/logger');
+const HostsReloader = require('../config/hosts-reloader');
+const { watchFiles } = require('../config/file-watch');
+const { createRedirectServer } = require('../tls/redirect-server');
+const { readHostsFile } = require('../config/hosts-file');
+const { createAdminServer } = require('../ops/admin-server');
+const Primary = require('../cluster/primary');
+const { createClusterAdminServer } = require('../cluster/admin-server');
+const { tellPrimary } = require('../cluster/worker');
+const { TicketKeyRotation } = require('../tls/ticket-keys');
+const { workerReusesPort } = require('../cluster/distribution');
+const { formatHostPort } = require('../net/address');
+const { openFilesLimit } = require('../net/local-errors');
+const { LilaError, codes } = require('../errors');
 
 const DEFAULT_DRAIN_MS = 10000;
 const DEFAULT_ADMIN_HOST = '127.0.0.1';
@@ -63,38 +61,23 @@ class Service {
    * @throws {LilaError} for invalid options, servers or hosts file
    */
   constructor(options) {
+    this.setUp(options);
+    this.build(options);
+  }
+
+  // What every service has: its logger, drain, admin API and workers, and how it ends.
+  setUp(options) {
     this.logger = options.logger || new Logger();
-    this.configuration = null;
-    if (options.config !== undefined) {
-      this.constructConfigured(options);
-      return;
-    }
-    this.hostsFile = options.hostsFile === undefined ? null : options.hostsFile;
-    this.watch = options.watch === true;
-    const tls = options.proxy.tls !== undefined && options.proxy.tls !== null;
-    if (this.watch && this.hostsFile === null && !tls) {
-      throw new LilaError(codes.INVALID_OPTION, '"watch" follows a hosts file or certificates; give hostsFile or proxy.tls');
-    }
-    this.redirectHttp = options.redirectHttp === undefined ? null : options.redirectHttp;
-    if (this.redirectHttp !== null && !tls) throw new LilaError(codes.INVALID_OPTION, '"redirectHttp" is for a TLS listener; give proxy.tls');
-    this.redirectServer = null;
-    this.certificateWatch = null;
-    this.port = options.port === undefined ? Proxy.DEFAULTS.port : options.port;
-    this.host = options.host;
     this.drainTimeout = options.drainTimeout === undefined ? DEFAULT_DRAIN_MS : options.drainTimeout;
     const admin = options.admin;
     this.admin = admin ? { host: admin.host === undefined ? DEFAULT_ADMIN_HOST : admin.host, port: admin.port, token: admin.token } : null;
     this.workers = options.workers === undefined ? 0 : options.workers;
     this.role = this.workers === 0 ? SINGLE : cluster.isPrimary ? PRIMARY : WORKER;
-    const servers = this.hostsFile === null ? options.proxy.servers : readHostsFile(this.hostsFile);
-    // The primary builds its proxy only to check the options and servers before forking.
-    this.proxy = new Proxy({ logger: this.logger, ...options.proxy, servers });
-    this.adminServer = this.admin !== null && this.role !== PRIMARY
-      ? createAdminServer(this.proxy, { token: this.admin.token, logger: this.logger })
-      : null;
-    this.reloader = this.hostsFile !== null && this.role !== PRIMARY
-      ? new HostsReloader(this.hostsFile, this.proxy.discovery || this.proxy.balancer, this.logger)
-      : null;
+    this.watch = options.watch === true;
+    this.adminServer = null;
+    this.redirectServer = null;
+    this.certificateWatch = null;
+    this.reloader = null;
     this.stopping = false;
     /** Resolves with the exit code once the service has stopped: 0, or 1 when its workers kept dying. */
     this.exited = new Promise((resolve) => {
@@ -107,6 +90,28 @@ class Service {
     this.workersListening = null;
     // TLS session ticket keys: rotated here, or by the primary, which hands them to its workers.
     this.ticketKeys = null;
+  }
+
+  // The one proxy of a command line: its hosts file, redirect, admin API.
+  build(options) {
+    this.hostsFile = options.hostsFile === undefined ? null : options.hostsFile;
+    const tls = options.proxy.tls !== undefined && options.proxy.tls !== null;
+    if (this.watch && this.hostsFile === null && !tls) {
+      throw new LilaError(codes.INVALID_OPTION, '"watch" follows a hosts file or certificates; give hostsFile or proxy.tls');
+    }
+    this.redirectHttp = options.redirectHttp === undefined ? null : options.redirectHttp;
+    if (this.redirectHttp !== null && !tls) throw new LilaError(codes.INVALID_OPTION, '"redirectHttp" is for a TLS listener; give proxy.tls');
+    this.port = options.port === undefined ? Proxy.DEFAULTS.port : options.port;
+    this.host = options.host;
+    const servers = this.hostsFile === null ? options.proxy.servers : readHostsFile(this.hostsFile);
+    // The primary builds its proxy only to check the options and servers before forking.
+    this.proxy = new Proxy({ logger: this.logger, ...options.proxy, servers });
+    this.adminServer = this.admin !== null && this.role !== PRIMARY
+      ? createAdminServer(this.proxy, { token: this.admin.token, logger: this.logger })
+      : null;
+    this.reloader = this.hostsFile !== null && this.role !== PRIMARY
+      ? new HostsReloader(this.hostsFile, this.proxy.discovery || this.proxy.balancer, this.logger)
+      : null;
     if (this.role === PRIMARY) this.createPrimary(this.port);
   }
 
@@ -123,231 +128,6 @@ class Service {
         exit: this.finish
       });
     });
-  }
-
-  // A config file's pools and listeners: checked whole now, opened by start().
-  constructConfigured(options) {
-    this.watch = options.watch === true;
-    this.configFile = options.configFile === undefined ? null : options.configFile;
-    this.loadConfig = options.loadConfig === undefined ? null : options.loadConfig;
-    this.drainTimeout = options.drainTimeout === undefined ? DEFAULT_DRAIN_MS : options.drainTimeout;
-    const admin = options.admin;
-    this.admin = admin ? { host: admin.host === undefined ? DEFAULT_ADMIN_HOST : admin.host, port: admin.port, token: admin.token } : null;
-    this.workers = options.workers === undefined ? 0 : options.workers;
-    this.role = this.workers === 0 ? SINGLE : cluster.isPrimary ? PRIMARY : WORKER;
-    // A config text's reader, for reloadText() (the library's: cli/config-file.js).
-    this.parseConfig = options.parseConfig === undefined ? null : options.parseConfig;
-    this.configuration = new Configuration({ logger: this.logger, drainTimeout: this.drainTimeout });
-    // A program's object, or a file's model. The primary builds it too: everything is checked before a worker is forked.
-    const model = Array.isArray(options.config.pools) ? options.config : modelOf(options.config);
-    this.plan = this.configuration.prepare(model);
-    this.proxy = null;
-    this.adminServer = null;
-    this.reloader = null;
-    this.redirectServer = null;
-    this.certificateWatch = null;
-    this.configWatch = null;
-    this.reloading = Promise.resolve();
-    this.stopping = false;
-    this.primary = null;
-    this.workersListening = null;
-    this.ticketKeys = null;
-    this.exited = new Promise((resolve) => {
-      this.finish = (code) => {
-        this.logger.flush();
-        resolve(code);
-      };
-    });
-    if (this.role === PRIMARY) {
-      const ports = model.listeners.map((listener) => listener.port);
-      // Workers share every listener's port the same way: SO_REUSEPORT needs every port fixed.
-      this.createPrimary(ports.includes(0) ? 0 : ports[0]);
-    }
-  }
-
-  async startConfigured() {
-    if (this.role !== WORKER) this.checkOpenFilesLimit();
-    const plan = this.plan;
-    this.plan = null;
-    if (this.role !== WORKER) for (const warning of plan.model.warnings) this.logger.warn(warning);
-    if (this.role === PRIMARY) return this.startConfiguredPrimary(plan);
-    try {
-      await this.configuration.commit(plan, { reusePort: workerReusesPort() });
-    } catch (err) {
-      if (this.role === WORKER) await tellPrimary({ lila: 'fatal', message: err.message });
-      throw err;
-    }
-    this.proxy = this.configuration.proxies[0];
-    if (this.configuration.proxies.some((proxy) => proxy.certificates !== null)) this.shareTicketKeys();
-    if (this.watch) this.watchConfigured();
-    const { address, port } = this.configuration.listeners[0].address;
-    if (this.admin !== null) {
-      this.adminServer = createAdminServer(this.proxy, { token: this.admin.token, logger: this.logger, configured: () => this.configuration.view() });
-    }
-    if (this.role === WORKER) {
-      if (this.adminServer !== null) this.listenPrivateAdmin();
-      const addresses = this.configuration.listeners.map((listener) => ({ address: listener.address.address, port: listener.address.port }));
-      await tellPrimary({ lila: 'listening', address: { address, port }, addresses });
-      return { address, port };
-    }
-    if (this.adminServer !== null) {
-      try {
-        await this.listenAdmin(this.adminServer);
-      } catch (err) {
-        this.configuration.close();
-        throw err;
-      }
-    }
-    for (const line of this.configuration.describe()) this.logger.info(`${line}${this.configuredFrom()}`);
-    return { address, port };
-  }
-
-  // The primary of a config file's workers: it checked the file, each worker runs it.
-  async startConfiguredPrimary(plan) {
-    for (const pool of plan.made) pool.close();
-    if (plan.listeners.some((item) => item.proxy.certificates !== null)) this.shareTicketKeys();
-    if (this.primary.distribution === 'reuseport') {
-      for (const { spec } of plan.listeners) await portFree(spec.port, spec.host);
-    }
-    this.primary.start();
-    const { all, ...address } = await this.workersListening;
-    if (this.admin !== null) {
-      try {
-        await this.listenAdmin(createClusterAdminServer(this.primary, this.logger, { hasToken: this.admin.token !== undefined }));
-      } catch (err) {
-        this.primary.abort();
-        throw err;
-      }
-    }
-    const workers = `, ${this.workers} worker${this.workers === 1 ? '' : 's'}`;
-    const listening = plan.listeners.map((item, index) => ({ ...item, address: all[index] }));
-    for (const line of this.configuration.describe(listening)) this.logger.info(`${line}${this.configuredFrom()}${workers}`);
-    return address;
-  }
-
-  configuredFrom() {
-    return this.configFile === null ? '' : ` (${this.configFile}${this.watch ? ', watched' : ''})`;
-  }
-
-  // --watch with a config file: the file itself and every listener's certificates.
-  watchConfigured() {
-    const files = this.configFile === null ? [] : [this.configFile];
-    if (this.configWatch !== null) this.configWatch.close();
-    this.configWatch = watchFiles([...files, ...this.configuration.certificateFiles()], () => this.reload('file changed'), this.logger);
-  }
-
-  /**
-   * Reads the config anew and swaps it in whole; a mistake changes nothing.
-   * Reloads run one at a time, in order.
-   *
-   * @param {string} why
-   * @param {import('./config/config-model').ConfigModel | (() => import('./config/config-model').ConfigModel)} [model]
-   *   given (PUT /config, a program), else read from the file
-   * @returns {Promise<{ok: true, line: string} | {ok: false, message: string}>}
-   */
-  reloadConfigured(why, model) {
-    const run = async () => {
-      try {
-        // A function: the change of a program, made to the config that runs when its turn comes.
-        const next = model === undefined ? this.loadConfig() : typeof model === 'function' ? model() : model;
-        const plan = this.configuration.prepare(next);
-        for (const warning of next.warnings) this.logger.warn(warning);
-        const result = await this.configuration.commit(plan);
-        this.proxy = this.configuration.proxies[0];
-        if (this.watch && why !== 'file changed') this.watchConfigured();
-        const { listeners, pools } = result;
-        const line = `${why}: reloaded ${this.configFile === null ? 'the config' : this.configFile}: ` +
-          `listeners ${this.configuration.listeners.length} (+${listeners.added} -${listeners.removed}), ` +
-          `pools ${this.configuration.pools.size} (+${pools.added} -${pools.removed} ~${pools.changed}), routes ${result.routes}`;
-        this.logger.info(line);
-        return { ok: true, line };
-      } catch (err) {
-        if (!(err instanceof LilaError)) throw err;
-        this.logger.error(`${why}: ${err.message}; keeping the running configuration`);
-        return { ok: false, message: err.message };
-      }
-    };
-    const done = this.reloading.then(run, run);
-    this.reloading = done.catch(() => {});
-    return done;
-  }
-
-  /**
-   * Runs a config text, as a SIGHUP runs the file: checked whole, then
-   * swapped in at once; a mistake changes nothing.
-   *
-   * @param {string} text
-   * @returns {Promise<{ok: true, line: string} | {ok: false, message: string}>}
-   */
-  reloadText(text) {
-    return this.reloadConfigured('reload', () => this.parseConfig(text));
-  }
-
-  /**
-   * Runs a config object (as `createService({ config })` takes one), as a reload.
-   *
-   * @param {{pools: Record<string, object>, listeners: object[]}} config
-   * @returns {Promise<{ok: true, line: string} | {ok: false, message: string}>}
-   */
-  reconfigure(config) {
-    return this.reloadConfigured('reconfigure', () => this.withGlobals(modelOf(config)));
-  }
-
-  /** @returns {{pools: Record<string, object>, listeners: object[]}} the config that runs, as an object */
-  get config() {
-    return objectOf(this.configuration.model);
-  }
-
-  /**
-   * The pools of a config, for a program: `get(name)` the running `Pool`, `names()`,
-   * `set(name, options)` adds or replaces one, `delete(name)` removes one; each
-   * change runs as a reload (the whole config checked, then swapped in at once).
-   */
-  get pools() {
-    return {
-      get: (name) => this.configuration.pools.get(name)?.pool,
-      names: () => [...this.configuration.pools.keys()],
-      set: (name, options) => this.change('pools.set', (config) => {
-        config.pools[name] = options;
-      }),
-      delete: (name) => this.change('pools.delete', (config) => {
-        delete config.pools[name];
-      })
-    };
-  }
-
-  /**
-   * The routes of a config's listeners, for a program: `get(listen)` and
-   * `set(listen, routes)` (`listen` as the listener was given: `8080`,
-   * `127.0.0.1:8080`; routes as `{ match, to, hashKey? }`), run as a reload.
-   */
-  get routes() {
-    const find = (config, listen) => {
-      const listener = config.listeners.find((item) => String(listen) === (item.host === undefined ? String(item.port) : `${item.host}:${item.port}`));
-      if (listener === undefined) throw new LilaError(codes.CONFIG, `config: no listener ${listen}`);
-      return listener;
-    };
-    return {
-      get: (listen) => find(this.config, listen).routes,
-      set: (listen, routes) => this.change('routes.set', (config) => {
-        find(config, listen).routes = routes;
-      })
-    };
-  }
-
-  // A program's change to the config that runs then: made in the reloads' turn, checked whole.
-  change(why, edit) {
-    return this.reloadConfigured(why, () => {
-      const config = objectOf(this.configuration.model);
-      edit(config);
-      return this.withGlobals(modelOf(config));
-    });
-  }
-
-  // A program's model keeps the global options (engine, resolvers, backend TLS) of the one that runs.
-  withGlobals(model) {
-    model.global = this.configuration.model.global;
-    return model;
   }
 
   /** Whether this process is one of the workers. */
@@ -376,7 +156,6 @@ class Service {
    *   in a worker, its primary is told why and says it
    */
   async start() {
-    if (this.configuration !== null) return this.startConfigured();
     if (this.role !== WORKER) this.checkOpenFilesLimit();
     if (this.proxy.certificates !== null) this.shareTicketKeys();
     if (this.role === PRIMARY) return this.startPrimary();
@@ -426,8 +205,7 @@ class Service {
     }
     this.stopping = true;
     if (this.ticketKeys !== null) this.ticketKeys.stop();
-    if (this.reloader !== null) this.reloader.close();
-    if (this.certificateWatch !== null) this.certificateWatch.close();
+    this.closeWatches();
     if (this.redirectServer !== null) {
       this.redirectServer.close();
       this.redirectServer.closeAllConnections();
@@ -436,15 +214,29 @@ class Service {
       this.adminServer.close();
       this.adminServer.closeAllConnections();
     }
-    if (this.configWatch) this.configWatch.close();
     this.logger.info(`${why} received, draining for up to ${this.drainTimeout} ms`);
-    const draining = this.configuration !== null ? this.configuration.drain(this.drainTimeout) : this.proxy.drain(this.drainTimeout);
-    draining.then(({ closed }) => {
+    this.drainAll(this.drainTimeout).then(({ closed }) => {
       this.logger.info(closed === 0
         ? 'stopped: every request and connection finished'
         : `stopped: closed ${closed} connection${closed === 1 ? '' : 's'} still open at the drain timeout`);
       this.finish(0);
     });
+  }
+
+  // Stops following files (--watch, the hosts file).
+  closeWatches() {
+    if (this.reloader !== null) this.reloader.close();
+    if (this.certificateWatch !== null) this.certificateWatch.close();
+  }
+
+  /**
+   * Drains what serves here.
+   *
+   * @param {number} timeout ms
+   * @returns {Promise<{closed: number}>}
+   */
+  drainAll(timeout) {
+    return this.proxy.drain(timeout);
   }
 
   /**
@@ -456,11 +248,6 @@ class Service {
   reload(why = 'reload') {
     if (this.primary !== null) {
       this.primary.reload();
-      return;
-    }
-    if (this.configuration !== null) {
-      if (this.loadConfig === null) this.logger.warn(`${why} received: no config file to reload`);
-      else this.reloadConfigured(why);
       return;
     }
     if (this.reloader === null && this.proxy.certificates === null) {
@@ -487,10 +274,9 @@ class Service {
     });
   }
 
-  // Every TLS listener's tickets: a config file's listeners, or the one proxy.
+  // Every TLS listener's tickets.
   setTicketKeys(keys) {
-    if (this.configuration === null) this.proxy.setTicketKeys(keys);
-    else for (const proxy of this.configuration.proxies) proxy.setTicketKeys(keys);
+    this.proxy.setTicketKeys(keys);
   }
 
   async startPrimary() {
@@ -587,6 +373,8 @@ class Service {
 
 module.exports = Service;
 module.exports.DEFAULT_DRAIN_MS = DEFAULT_DRAIN_MS;
+module.exports.ROLES = { SINGLE, PRIMARY, WORKER };
+module.exports.portFree = portFree;
 
 // Resolves once a plain listen on the port succeeded (and closed); rejects as Proxy.listen does.
 function portFree(port, host) {

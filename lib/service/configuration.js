@@ -1,11 +1,11 @@
 'use strict';
 
-const Proxy = require('./proxy');
-const Pool = require('./pool');
-const Traffic = require('./ops/traffic');
-const { createRedirectServer } = require('./tls/redirect-server');
-const { formatHostPort } = require('./net/address');
-const { LilaError, codes } = require('./errors');
+const Proxy = require('../proxy');
+const Pool = require('../pool');
+const Traffic = require('../ops/traffic');
+const { createRedirectServer } = require('../tls/redirect-server');
+const { formatHostPort } = require('../net/address');
+const { LilaError, codes } = require('../errors');
 
 // How often a pool taken out of service is looked at until nothing is in flight on it.
 const RETIRE_POLL_MS = 250;
@@ -44,7 +44,7 @@ class Configuration {
    * did not change. Nothing running is touched: a mistake throws, naming the
    * file and line, and the plan is dropped.
    *
-   * @param {import('./config/config-model').ConfigModel} model
+   * @param {import('../config/config-model').ConfigModel} model
    * @returns {object} the plan for `commit()`
    * @throws {LilaError} `LILA_ERR_CONFIG`
    */
