@@ -88,6 +88,8 @@ class RouteTable {
    */
   match(host, path) {
     if (typeof path !== 'string') path = '';
+    // No route names a host (a one-line lila): the Host is not even read.
+    if (this.exact.size === 0 && this.wildcards.size === 0) return this.anyHost === null ? null : matchPath(this.anyHost, path);
     const name = normalizeHost(host);
     if (name === null) return this.anyHost === null ? null : matchPath(this.anyHost, path);
     const entries = this.exact.get(name);
@@ -164,6 +166,8 @@ function parseMatch(text) {
 module.exports = { RouteTable, normalizeHost, parseMatch };
 
 function matchPath(entries, path) {
+  // Longest first, any path last: when the first takes any path, so do all.
+  if (entries[0].path === null) return entries[0].route;
   let end = path.indexOf('?');
   if (end === -1) end = path.length;
   for (let i = 0; i < entries.length; i++) {
