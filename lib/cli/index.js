@@ -9,7 +9,7 @@ const { strategies } = require('../balancing/strategies');
 const { parseArgsOptions, readOptions, argumentProblem } = require('./options');
 const { helpText } = require('./help');
 const { tlsOf } = require('./tls-options');
-const { readConfigFile, summary } = require('./config-file');
+const { readConfigFile, parseConfig, summary } = require('./config-file');
 const Configuration = require('../service/configuration');
 const { OPTIONS } = require('./options');
 const { LilaError, codes } = require('../errors');
@@ -146,6 +146,8 @@ function parseConfigured(file, values, env) {
       config: model,
       configFile: file,
       loadConfig: () => readConfigFile(file),
+      // PUT /config: a text run as the file is (its mistakes named by line).
+      parseConfig: (text) => parseConfig(text, file),
       watch: options.watch === true,
       drainTimeout: options['drain-timeout'],
       admin: adminOf(options, env),

@@ -274,14 +274,15 @@ const OPTIONS = [
   {
     name: 'admin', arg: '<[host:]port>', group: 'admin', scope: 'global', default: 'off',
     help: 'serve the admin API on this port: GET / (the live dashboard), GET /events, GET /status, GET /metrics (Prometheus), ' +
-      'GET /route?key=, POST /backends, DELETE and PATCH /backends/<name>, POST /backends/<name>/drain and /enable; ' +
+      'GET /route?key=, GET and PUT /config (with a config file), POST /pools/<pool>/backends, DELETE and PATCH ' +
+      '/pools/<pool>/backends/<name>, POST .../drain and .../enable (/backends/... while one pool runs); ' +
       'host 127.0.0.1 unless given',
     read: hostAndPort
   },
   {
     name: 'admin-token', arg: '<t>', group: 'admin', scope: 'global', default: 'none',
-    help: 'changes through the admin API need Authorization: Bearer <t>; also from LILA_ADMIN_TOKEN; ' +
-      'required when the admin host is not loopback'
+    help: 'changes through the admin API, and GET /config, need Authorization: Bearer <t>; PUT /config needs one set; ' +
+      'also from LILA_ADMIN_TOKEN; required when the admin host is not loopback'
   },
   {
     name: 'log-format', arg: '<text|json>', group: 'logging', scope: 'global', default: 'text',

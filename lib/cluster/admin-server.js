@@ -214,9 +214,11 @@ function mergeBackends(lists) {
   const byName = new Map();
   for (const backends of lists) {
     for (const backend of backends) {
-      const merged = byName.get(backend.name);
+      // Within its pool, when a config file names pools (the dashboard's frames carry it).
+      const key = backend.pool === undefined ? backend.name : `${backend.pool}\n${backend.name}`;
+      const merged = byName.get(key);
       if (merged === undefined) {
-        byName.set(backend.name, { ...backend, up_in_workers: backend.state === 'up' ? 1 : 0 });
+        byName.set(key, { ...backend, up_in_workers: backend.state === 'up' ? 1 : 0 });
         continue;
       }
       for (const field of SUMMED_STATUS_FIELDS) merged[field] += backend[field];

@@ -109,8 +109,8 @@ function mergeFrames(frames, mergeStatus, now = Date.now()) {
   const byName = new Map();
   for (const frame of frames) {
     for (const backend of frame.backends) {
-      const merged = byName.get(backend.name);
-      if (merged === undefined) byName.set(backend.name, { rates: [backend], check: backend.check });
+      const merged = byName.get(backendKey(backend));
+      if (merged === undefined) byName.set(backendKey(backend), { rates: [backend], check: backend.check });
       else {
         merged.rates.push(backend);
         merged.check = worseCheck(merged.check, backend.check);
@@ -119,7 +119,7 @@ function mergeFrames(frames, mergeStatus, now = Date.now()) {
   }
   const status = mergeStatus(frames);
   const backends = status.backends.map((backend) => {
-    const { rates, check } = byName.get(backend.name);
+    const { rates, check } = byName.get(backendKey(backend));
     return { ...backend, ...addRates(rates, bounds, tcp), check };
   });
   const totals = addRates(frames.map((frame) => frame.totals), bounds, false);
@@ -189,4 +189,9 @@ function sum(list, of) {
   let total = 0;
   for (const item of list) total += of(item);
   return total;
+}
+
+// A backend across workers: its name, within its pool when a config file names pools.
+function backendKey(backend) {
+  return backend.pool === undefined ? backend.name : `${backend.pool}\n${backend.name}`;
 }

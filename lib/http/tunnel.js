@@ -274,7 +274,8 @@ function clientOnClose() {
   }
   const { balancer, traffic } = tunnel.context;
   // Bytes the client received after the upgrade head, as for a tcp connection.
-  traffic.request(tunnel.servedBy, tunnel.status, balancer.now() - tunnel.startedAt, tunnel.request, tunnel.clientAddress, this.bytesWritten, this);
+  traffic.request(tunnel.servedBy, tunnel.status, balancer.now() - tunnel.startedAt, tunnel.request, tunnel.clientAddress, this.bytesWritten, this,
+    tunnel.route, tunnel.context.pool);
 }
 
 // Tunnels never share upstream sockets (agent: false), so each one connects.

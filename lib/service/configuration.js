@@ -26,7 +26,8 @@ class Configuration {
   constructor(options) {
     this.logger = options.logger;
     this.drainTimeout = options.drainTimeout;
-    this.traffic = new Traffic(this.logger);
+    // Access lines name the route and the pool.
+    this.traffic = new Traffic(this.logger, { routes: true });
     /** @type {Map<string, {pool: Pool, key: string, servers: string[]}>} */
     this.pools = new Map();
     /** @type {{spec: object, key: string, proxy: Proxy, redirect: object | null, address: object | null}[]} */

@@ -74,7 +74,16 @@ class ConfiguredService extends Service {
     if (this.watch) this.watchConfigured();
     const { address, port } = this.configuration.listeners[0].address;
     if (this.admin !== null) {
-      this.adminServer = createAdminServer(this.proxy, { token: this.admin.token, logger: this.logger, configured: () => this.configuration.view() });
+      this.adminServer = createAdminServer(this.proxy, {
+        token: this.admin.token,
+        logger: this.logger,
+        configured: () => this.configuration.view(),
+        // GET /config: the text that runs (a program's object has none); PUT /config: a reload with another.
+        config: this.parseConfig === null ? undefined : {
+          text: () => this.configuration.model.text || '',
+          reload: (text) => this.reloadText(text, 'PUT /config')
+        }
+      });
     }
     if (this.role === WORKER) {
       if (this.adminServer !== null) this.listenPrivateAdmin();
@@ -169,10 +178,11 @@ class ConfiguredService extends Service {
    * swapped in at once; a mistake changes nothing.
    *
    * @param {string} text
+   * @param {string} [why] what asked for it, for the log
    * @returns {Promise<{ok: true, line: string} | {ok: false, message: string}>}
    */
-  reloadText(text) {
-    return this.reloadConfigured('reload', () => this.parseConfig(text));
+  reloadText(text, why = 'reload') {
+    return this.reloadConfigured(why, () => this.parseConfig(text));
   }
 
   /**

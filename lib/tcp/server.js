@@ -73,7 +73,7 @@ function serve(context, routes, client, name) {
     client.on('error', noop);
     client.destroy();
     context.traffic.noRoute++;
-    context.traffic.session(null, 0, address, 0, 0, client);
+    context.traffic.session(null, 0, address, 0, 0, client, null, null);
     return;
   }
   // The client's address is a system call: read only for a split by ip.
@@ -97,6 +97,7 @@ class Session {
     this.settings = binding.settings;
     this.health = binding.health;
     this.traffic = binding.traffic;
+    this.pool = binding.pool;
     this.route = null;
     this.startedAt = this.balancer.now();
     // The last backend acquired, kept after release for the traffic record.
@@ -226,7 +227,7 @@ function clientOnClose() {
   const backend = session.connected ? session.servedBy : null;
   const ms = session.balancer.now() - session.startedAt;
   // Known already when the access log wants it; the record needs it for nothing else.
-  session.traffic.session(backend, ms, session.address ?? undefined, this.bytesRead, this.bytesWritten, this);
+  session.traffic.session(backend, ms, session.address ?? undefined, this.bytesRead, this.bytesWritten, this, session.route, session.pool);
 }
 
 function upstreamOnConnect() {

@@ -436,7 +436,8 @@ class FastExchange extends ResponseRelay {
     }
     const { balancer, traffic } = this.context;
     const status = this.finalStatus !== 0 ? this.finalStatus : this.headWritten ? this.status : CLIENT_LEFT;
-    traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent, this.connection.socket);
+    traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent, this.connection.socket,
+      this.route, this.context.pool);
   }
 }
 

@@ -38,7 +38,8 @@ class Refusal {
     this.done = true;
     if (this.request === null || !this.headWritten) return;
     const { traffic } = this.connection.context;
-    traffic.request(null, this.status, 0, this.request, this.connection.clientAddress, 0, this.connection.socket);
+    // Refused before any route was asked.
+    traffic.request(null, this.status, 0, this.request, this.connection.clientAddress, 0, this.connection.socket, null, null);
   }
 }
 

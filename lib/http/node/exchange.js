@@ -420,7 +420,8 @@ class Exchange {
     }
     const { balancer, traffic } = this.context;
     const status = this.finalStatus !== 0 ? this.finalStatus : this.response.headersSent ? this.response.statusCode : CLIENT_LEFT;
-    traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent, this.request.socket);
+    traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent, this.request.socket,
+      this.route, this.context.pool);
   }
 }
 

@@ -147,7 +147,7 @@ function accepted(context, request, response) {
   const body = errorBody(problem.status, problem.reason);
   response.writeHead(problem.status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
   response.end(body);
-  context.traffic.request(null, problem.status, 0, request, client, 0, socket);
+  context.traffic.request(null, problem.status, 0, request, client, 0, socket, null, null);
   return false;
 }
 
