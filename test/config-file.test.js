@@ -545,6 +545,30 @@ describe('the config file', function () {
     });
   });
 
+  describe('--watch', () => {
+    it('reloads the file when it changes, and a certificate file a reload added when it changes', async () => {
+      const [a, b] = [await startHttpBackend('A'), await startHttpBackend('B')];
+      const port = await refusingPort();
+      const other = pki.issue({ names: ['other.test'] });
+      const certFile = path.join(dir, 'other.pem');
+      fs.copyFileSync(other.certFile, certFile);
+      const file = writeConfig(dir, 'lila.conf', [`pool a round-robin ${a.address}`, `listen 127.0.0.1:${port}`, '  route * a']);
+      const lila = await startConfigured(['--config', file, '--watch'], 1);
+      assert.match(lila.stderr, new RegExp(`listening on 127\\.0\\.0\\.1:${port}: 1 route -> a \\(${escape(file)}, watched\\)`));
+
+      const reloaded = nextLine(lila, /lila: file changed: reloaded .*/);
+      writeConfig(dir, 'lila.conf', [`pool b round-robin ${b.address}`, `listen 127.0.0.1:${port}`,
+        `  --tls-cert ${certFile} --tls-key ${other.keyFile}`, '  route * b']);
+      assert.equal((await reloaded).line, `lila: file changed: reloaded ${file}: listeners 1 (+1 -1), pools 1 (+1 -1 ~0), routes 1`);
+
+      // The certificate named by the reload is followed from then on.
+      const again = nextLine(lila, /lila: file changed: reloaded .*/);
+      fs.copyFileSync(other.certFile, certFile);
+      fs.appendFileSync(certFile, '\n');
+      assert.match((await again).line, /^lila: file changed: reloaded /);
+    });
+  });
+
   describe('reloading on SIGHUP', () => {
     it('says what changed: listeners, pools added, removed and changed, and routes', async () => {
       const [a, b, c] = [await startHttpBackend('A'), await startHttpBackend('B'), await startHttpBackend('C')];

@@ -43,6 +43,7 @@ class ConfiguredService extends Service {
     // The first listener, for the admin API's top-level fields.
     this.proxy = null;
     this.configWatch = null;
+    this.watchedFiles = null;
     this.reloading = Promise.resolve();
     if (this.role === PRIMARY) {
       const ports = model.listeners.map((listener) => listener.port);
@@ -131,10 +132,14 @@ class ConfiguredService extends Service {
   }
 
   // --watch with a config file: the file itself and every listener's certificates.
+  // Followed anew only when a reload changed which files there are (a certificate added).
   watchConfigured() {
-    const files = this.configFile === null ? [] : [this.configFile];
+    const files = [...(this.configFile === null ? [] : [this.configFile]), ...this.configuration.certificateFiles()];
+    const key = JSON.stringify(files);
+    if (this.configWatch !== null && this.watchedFiles === key) return;
     if (this.configWatch !== null) this.configWatch.close();
-    this.configWatch = watchFiles([...files, ...this.configuration.certificateFiles()], () => this.reload('file changed'), this.logger);
+    this.watchedFiles = key;
+    this.configWatch = watchFiles(files, () => this.reload('file changed'), this.logger);
   }
 
   /**
@@ -155,7 +160,7 @@ class ConfiguredService extends Service {
         for (const warning of next.warnings) this.logger.warn(warning);
         const result = await this.configuration.commit(plan);
         this.proxy = this.configuration.proxies[0];
-        if (this.watch && why !== 'file changed') this.watchConfigured();
+        if (this.watch) this.watchConfigured();
         const { listeners, pools } = result;
         const line = `${why}: reloaded ${this.configFile === null ? 'the config' : this.configFile}: ` +
           `listeners ${this.configuration.listeners.length} (+${listeners.added} -${listeners.removed}), ` +
