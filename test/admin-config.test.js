@@ -17,6 +17,8 @@ const {
   until,
   collect,
   spawnLila,
+  refusingPort,
+  keepAliveAgent,
   nextLine
 } = require('./helpers');
 const { needChromium, launchChromium, openPage } = require('./chromium');
@@ -463,6 +465,20 @@ describe('admin API with a config file', () => {
       const later = await openEvents(lila.admin);
       const history = await later.next('history');
       assert.deepEqual(history.backends.map((backend) => [backend.pool, backend.name]), [['a', 'X'], ['b', 'X']]);
+    });
+
+    it('counts the open connections of every listener', async () => {
+      const x = await startHttpBackend('X');
+      const second = await refusingPort();
+      const lila = await startConfigured([`pool a round-robin ${x.address}`, 'listen 127.0.0.1:0', '  route * a', `listen 127.0.0.1:${second}`, '  route * a']);
+      const agent = keepAliveAgent();
+      await request(second, { agent });
+      const events = await openEvents(lila.admin);
+
+      const frame = await events.next('snapshot');
+
+      // The kept-alive connection is the second listener's; the first has none.
+      assert.equal(frame.open_connections, 1);
     });
 
     it('keeps a one-line lila\'s frames without pools', async () => {

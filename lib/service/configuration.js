@@ -217,7 +217,8 @@ class Configuration {
    * What the admin API shows of it: the first listener (its top-level fields), every
    * listener with its routes, every pool.
    *
-   * @returns {{proxy: Proxy, listeners: {address: string, layer: string, tls: boolean, routes: object[]}[], pools: Pool[]}}
+   * @returns {{proxy: Proxy, listeners: {address: string, layer: string, tls: boolean, routes: object[]}[], pools: Pool[],
+   *   openConnections: number}} openConnections: every listener's client connections
    */
   view() {
     return {
@@ -228,7 +229,8 @@ class Configuration {
         tls: proxy.certificates !== null,
         routes: proxy.routes.list
       })),
-      pools: [...this.pools.values()].map((item) => item.pool)
+      pools: [...this.pools.values()].map((item) => item.pool),
+      openConnections: this.listeners.reduce((sum, { proxy }) => sum + proxy.connections.size, 0)
     };
   }
 

@@ -92,7 +92,8 @@ class Sampler {
       ...status,
       listen: address === null || typeof address === 'string' ? address : formatHostPort(address.address, address.port),
       workers: null,
-      open_connections: proxy.connections.size,
+      // With a config file, every listener's.
+      open_connections: this.configured === null ? proxy.connections.size : this.configured().openConnections,
       actions: this.actions,
       duration_bounds: bounds,
       totals: { ...rates(own === null ? null : sums, seconds, comparable, bounds), active },
