@@ -49,9 +49,10 @@ class RouteTable {
     this.exact = new Map();
     this.wildcards = new Map();
     this.anyHost = null;
-    // Host suffixes outside these lengths need no lookup.
+    // Host suffixes outside these lengths need no lookup, nor those of a length no wildcard has.
     this.shortestSuffix = Infinity;
     this.longestSuffix = 0;
+    this.suffixLengths = new Set();
     for (const route of routes) {
       if (route === null || typeof route !== 'object') throw invalid(`a route must be an object, received ${route}`);
       const host = readHost(route.host, 'route host');
@@ -64,14 +65,16 @@ class RouteTable {
         addTo(this.wildcards, suffix, entry);
         this.shortestSuffix = Math.min(this.shortestSuffix, suffix.length);
         this.longestSuffix = Math.max(this.longestSuffix, suffix.length);
+        this.suffixLengths.add(suffix.length);
       } else {
         addTo(this.exact, host, entry);
       }
     }
     // Longest path first, null last; the sort is stable, so equals keep file order.
-    for (const entries of this.exact.values()) entries.sort(longerFirst);
-    for (const entries of this.wildcards.values()) entries.sort(longerFirst);
-    if (this.anyHost !== null) this.anyHost.sort(longerFirst);
+    // Each host's routes become an index of their paths.
+    for (const [host, entries] of this.exact) this.exact.set(host, pathIndex(entries));
+    for (const [suffix, entries] of this.wildcards) this.wildcards.set(suffix, pathIndex(entries));
+    if (this.anyHost !== null) this.anyHost = pathIndex(this.anyHost);
     this.size = routes.length;
   }
 
@@ -100,7 +103,7 @@ class RouteTable {
         const length = name.length - dot - 1;
         if (length < this.shortestSuffix) break;
         // At dot 0 the label before the suffix would be empty.
-        if (dot === 0 || length > this.longestSuffix) continue;
+        if (dot === 0 || length > this.longestSuffix || !this.suffixLengths.has(length)) continue;
         const found = this.wildcards.get(name.slice(dot + 1));
         if (found !== undefined) return matchPath(found, path);
       }
@@ -165,11 +168,48 @@ function parseMatch(text) {
 
 module.exports = { RouteTable, normalizeHost, parseMatch };
 
-function matchPath(entries, path) {
+/**
+ * A host's routes by path: those under a first segment (`/api`, `/api/v1` under `api`) in a
+ * map, each list longest first; those that take any first segment (`/`, any path) apart. A
+ * request's path is looked up by its own first segment: on segment boundaries, only routes
+ * under that segment can match it, and all of them are longer than the others.
+ *
+ * @param {{path: string | null, route: object}[]} entries in file order
+ * @returns {{bySegment: Map<string, object[]> | null, general: object[]}}
+ */
+function pathIndex(entries) {
+  const sorted = entries.slice().sort(longerFirst);
+  const general = [];
+  let bySegment = null;
+  for (const entry of sorted) {
+    const segment = entry.path === null ? '' : firstSegment(entry.path, entry.path.length);
+    if (segment === '') {
+      general.push(entry);
+      continue;
+    }
+    bySegment ??= new Map();
+    addTo(bySegment, segment, entry);
+  }
+  return { bySegment, general };
+}
+
+function matchPath(index, path) {
   // Longest first, any path last: when the first takes any path, so do all.
-  if (entries[0].path === null) return entries[0].route;
+  if (index.bySegment === null && index.general[0].path === null) return index.general[0].route;
   let end = path.indexOf('?');
   if (end === -1) end = path.length;
+  if (index.bySegment !== null) {
+    const under = index.bySegment.get(firstSegment(path, end));
+    if (under !== undefined) {
+      const found = firstPrefix(under, path, end);
+      if (found !== null) return found;
+    }
+  }
+  return index.general.length === 0 ? null : firstPrefix(index.general, path, end);
+}
+
+// The first route of `entries` (longest first) whose path is a prefix of `path` up to `end`, on a segment boundary.
+function firstPrefix(entries, path, end) {
   for (let i = 0; i < entries.length; i++) {
     const prefix = entries[i].path;
     if (prefix === null) return entries[i].route;
@@ -182,6 +222,14 @@ function matchPath(entries, path) {
     }
   }
   return null;
+}
+
+// `api` of `/api/v1` (up to `end`); '' for `/`, and for what does not start with `/`.
+function firstSegment(path, end) {
+  if (path.charCodeAt(0) !== CHAR_SLASH) return '';
+  let stop = path.indexOf('/', 1);
+  if (stop === -1 || stop > end) stop = end;
+  return path.slice(1, stop);
 }
 
 // A route's host, normalized as normalizeHost() normalizes a request's: null for any host.
