@@ -4,7 +4,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { parseArgs, promisify } = require('node:util');
 const { execFile } = require('node:child_process');
-const { createBalancer, strategies } = require('../lib');
+const { createBalancer, strategies, pools } = require('../lib');
 
 const SIZES = [3, 100, 1000];
 const MODES = Object.keys(strategies);
@@ -12,6 +12,12 @@ const MODES = Object.keys(strategies);
 const COUNTING_MODES = ['least-connections', 'p2c', 'ewma'];
 const WEIGHTED_MODES = ['round-robin', 'random'];
 const WEIGHTED_SIZE = 1000;
+// `pools.get(name).pick()`: erlpool's round-robin pool pick through lila's registry of pools,
+// at erlpool's benchmark size (20) too, against erlpool's published figure.
+const POOL_SIZES = [3, 20, 1000];
+const POOL_NAME = 'bench';
+const ERLPOOL_M = 0.333;
+const OPS = ['pick', 'acq+rel', 'pools'];
 const HASH_KEY = 'query:id';
 // Distinct client addresses (ip-hash) and request URLs (hash) the picks rotate through.
 const CONTEXTS = 4096;
@@ -51,16 +57,18 @@ main().catch((err) => {
   process.exitCode = 1;
 });
 
-// `npm run bench:picks [-- --duration <s>]`: picks per second of every strategy, one line per configuration.
+// `npm run bench:picks [-- --duration <s>] [-- --op pick|acq+rel|pools]`: picks per second of every
+// strategy (or only the rows of one op), one line per configuration.
 async function main() {
-  const { duration, config } = optionsFrom(process.argv.slice(2));
+  const { duration, config, op } = optionsFrom(process.argv.slice(2));
   if (config !== undefined) {
-    process.stdout.write(`${JSON.stringify(measure(CONFIGS[config], duration))}\n`);
+    process.stdout.write(`${JSON.stringify(await measure(CONFIGS[config], duration))}\n`);
     return;
   }
   printHeader(duration);
   const misses = [];
   for (let i = 0; i < CONFIGS.length; i++) {
+    if (op !== undefined && CONFIGS[i].op !== op) continue;
     const result = await runChild(i, duration);
     const row = printRow(CONFIGS[i], result);
     if (row.result === 'MISS') misses.push(row);
@@ -80,7 +88,7 @@ async function main() {
 }
 
 // The configurations, in the order printed: the floor, every mode at every size,
-// then mixed weights, then acquire + release.
+// then mixed weights, then acquire + release, then the registry of pools.
 function configurations() {
   const configs = [{ mode: 'floor', size: 3, weights: '1', op: 'pick' }];
   for (const mode of MODES) {
@@ -90,15 +98,18 @@ function configurations() {
   for (const mode of COUNTING_MODES) {
     for (const size of SIZES) configs.push({ mode, size, weights: '1', op: 'acq+rel' });
   }
+  for (const size of POOL_SIZES) configs.push({ mode: 'round-robin', size, weights: '1', op: 'pools' });
   return configs;
 }
 
 /**
  * The issue's targets in millions of picks per second, or null: round-robin
  * and random at least 20 M at every size, every strategy at least 1 M at
- * 1000 backends. Acquire + release rows are for reading only.
+ * 1000 backends, a pick from the registry of pools at least erlpool's
+ * 0.333 M. Acquire + release rows are for reading only.
  */
 function targetFor(config) {
+  if (config.op === 'pools') return ERLPOOL_M;
   if (config.op !== 'pick' || config.mode === 'floor') return null;
   if (WEIGHTED_MODES.includes(config.mode)) return TARGETS.fast;
   return config.size === 1000 ? TARGETS.everyStrategy : null;
@@ -118,9 +129,10 @@ async function runChild(index, duration) {
  *
  * @returns {{median: number, min: number, max: number, sink: number}} picks per second
  */
-function measure(config, duration) {
-  const { balancer, contexts } = setUp(config);
-  const loop = config.op === 'pick' ? pickLoop(balancer, contexts) : acquireReleaseLoop(balancer, contexts);
+async function measure(config, duration) {
+  const { balancer, contexts } = config.op === 'pools' ? await setUpPool(config) : setUp(config);
+  const loop = config.op === 'pick' ? pickLoop(balancer, contexts)
+    : config.op === 'pools' ? poolLoop() : acquireReleaseLoop(balancer, contexts);
   check(balancer, contexts);
 
   let batch = 1024;
@@ -179,6 +191,23 @@ function setUp(config) {
   return { balancer, contexts };
 }
 
+// A pool of the process's registry, as erlpool users make one: `size` members
+// whose values are distinct numbers, made by start(i).
+async function setUpPool(config) {
+  const pool = await pools.start(POOL_NAME, { size: config.size, start: (i) => 1000 + i });
+  return { balancer: pool.balancer, contexts: [undefined] };
+}
+
+// What erlpool's users call per pick (`erlpool:pid(pool)`): the registry's lookup of the
+// pool by name, then its pick, with no context.
+function poolLoop() {
+  return (count) => {
+    let sink = 0;
+    for (let i = 0; i < count; i++) sink += pools.get(POOL_NAME).pick().value;
+    return sink;
+  };
+}
+
 // What users call: `balancer.pick(ctx)`, counting nothing.
 function pickLoop(balancer, contexts) {
   const mask = contexts.length - 1;
@@ -227,7 +256,7 @@ function check(balancer, contexts) {
 function optionsFrom(args) {
   const { values } = parseArgs({
     args,
-    options: { duration: { type: 'string', short: 'd' }, config: { type: 'string' } }
+    options: { duration: { type: 'string', short: 'd' }, config: { type: 'string' }, op: { type: 'string' } }
   });
   const text = values.duration !== undefined ? values.duration : String(DEFAULT_SECONDS);
   const duration = Number(text);
@@ -241,7 +270,10 @@ function optionsFrom(args) {
       throw new RangeError(`"--config" must be 0 to ${CONFIGS.length - 1}, received "${values.config}"`);
     }
   }
-  return { duration, config };
+  if (values.op !== undefined && !OPS.includes(values.op)) {
+    throw new RangeError(`"--op" must be one of ${OPS.join(', ')}, received "${values.op}"`);
+  }
+  return { duration, config, op: values.op };
 }
 
 function printHeader(duration) {

@@ -4,6 +4,7 @@ const Proxy = require('./proxy');
 const { Service, ConfiguredService, createService: serviceFor } = require('./service');
 const Balancer = require('./balancing/balancer');
 const Backend = require('./balancing/backend');
+const { MemberPools } = require('./balancing/member-pools');
 const Logger = require('./ops/logger');
 const { strategies } = require('./balancing/strategies');
 const { parseServer } = require('./balancing/server-address');
@@ -32,9 +33,14 @@ function createProxy(options) {
  * // ... use backend.host and backend.port, then:
  * balancer.release(backend);
  *
+ * @example
+ * // Members that are no address: any value, picked as the member that holds it.
+ * const workers = createBalancer('round-robin', [{ name: 'w1', value: worker1 }, { name: 'w2', value: worker2 }]);
+ * workers.pick().value.postMessage(job);
+ *
  * @param {string | Function} mode a strategy name, a path to a balancer module, or a strategy class
- * @param {(string | object)[]} servers `host:port[,weight=N][,backup]` strings or
- *   `{host, port, name?, weight?, backup?}` objects
+ * @param {(string | object)[]} servers `host:port[,weight=N][,backup]` strings,
+ *   `{host, port, name?, weight?, backup?, value?}` objects, or `{name, value, weight?, backup?}` members
  * @param {import('./balancing/balancer').BalancerOptions} [options]
  * @returns {Balancer}
  */
@@ -65,8 +71,18 @@ function createService(options) {
   return serviceFor({ ...options, config, parseConfig: (text) => parseConfig(text, 'config') });
 }
 
+/**
+ * The process's registry of named pools of values, erlpool's API:
+ * `start(name, {size, start, stop, group, mode})`, `get(name).pick()`, `map`,
+ * `stop`, `restart`, `stopGroup`, `restartGroup`, `names` (see
+ * lib/balancing/member-pools.js). `new MemberPools()` makes a registry of one's own.
+ */
+const pools = new MemberPools();
+
 module.exports = {
   createBalancer,
+  pools,
+  MemberPools,
   createProxy,
   createService,
   createAdminServer,

@@ -82,6 +82,11 @@ class Pool {
       : new Balancer(options.mode, found.length > 0 ? fixed : options.servers, {
         hashKey: options.hashKey, logger: this.logger, allowEmpty: found.length > 0, ...queueSettings(options)
       });
+    // Members that are values, not addresses, are for createBalancer and the library's pools.
+    const valueOnly = this.balancer.backends.find((backend) => backend.host === null);
+    if (valueOnly !== undefined) {
+      throw new LilaError(codes.INVALID_SERVER, `server "${valueOnly.name}" has no address: {name, value} members are for createBalancer and pools, not a proxy`);
+    }
     this.discovery = given ? null : new Discovery(this.balancer, found, discoverySettings(options, this.logger));
     const h2Server = [...this.balancer.backends, ...found].find((server) => server.h2 === true);
     if (h2Server !== undefined && (this.layer === 'tcp' || this.engine === 'node')) {

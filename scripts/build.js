@@ -2,7 +2,7 @@
 'use strict';
 
 // Builds dist/lila: the `lila` executable and every module it requires, in one file that runs
-// with nothing but Node.js beside it (the release asset behind the README's curl one-liner).
+// with nothing but Node.js beside it (README's "One file": copied anywhere, it runs there).
 //
 // Our own bundler rather than esbuild or ncc, because lila has zero dependencies and building it
 // should not add any: lila is a small CommonJS graph (`./` and `../` requires of .js files, one

@@ -26,8 +26,8 @@ describe('lila (command line)', () => {
   describe('bad input', () => {
     const cases = [
       {
-        name: 'no arguments at all',
-        args: [],
+        name: 'options but no mode',
+        args: ['--port', '80'],
         line: 'lila: no mode given; choose one of round-robin, least-connections, ip-hash, hash, random, p2c, ewma, or a path to a module'
       },
       {

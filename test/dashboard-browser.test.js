@@ -9,7 +9,8 @@ const {
   startProxy,
   request,
   until,
-  startLila
+  startLila,
+  refusingPort
 } = require('./helpers');
 const { needChromium, launchChromium, openPage } = require('./chromium');
 const { startDnsServer } = require('./dns');
@@ -91,8 +92,9 @@ describe('dashboard in a browser', function () {
   });
   afterEach(cleanup);
 
-  // A page, closed on cleanup; in a context of its own (a browser of its own) when asked.
-  async function open(url, { alone = false } = {}) {
+  // A page, closed on cleanup; in a context of its own (a browser of its own) when asked;
+  // `before(page)` runs before it loads (routes, viewport).
+  async function open(url, { alone = false, before } = {}) {
     let context = browser.context;
     if (alone) {
       // Every context has its own connections: a browser opens 6 at most to one site.
@@ -101,6 +103,7 @@ describe('dashboard in a browser', function () {
     }
     const opened = await openPage(context);
     onCleanup(() => opened.page.close());
+    if (before !== undefined) await before(opened.page);
     const response = await opened.page.goto(url);
     return { ...opened, response };
   }
@@ -124,6 +127,102 @@ describe('dashboard in a browser', function () {
     assert.doesNotMatch(headers['content-security-policy'], /unsafe-inline/);
     assert.equal(headers['x-content-type-options'], 'nosniff');
     assert.deepEqual(requests.map((r) => new URL(r.url()).origin).filter((origin) => origin !== new URL(url).origin), []);
+    assert.deepEqual(problems, []);
+  });
+
+  // The page's event stream, held: the request is never answered, so no event ever arrives.
+  const holdEvents = (page) => page.route('**/events', () => {});
+
+  it('has its figures the moment it opens, before any event arrives', async () => {
+    const { url, lila, admin } = await startDashboard();
+    await send(lila, 6);
+    await eventually(async () => ((await status(admin)).backends.every((backend) => backend.requests === 2) ? true : null), 'the requests are counted');
+
+    const { page, problems } = await open(url, { before: holdEvents });
+    // No waiting: what the page shows now, it showed when it loaded.
+    const shown = await rows(page);
+    const facts = await page.evaluate(() => Object.fromEntries(['mode', 'listen', 'version', 'workers', 'uptime', 'open-connections', 'total-active', 'live']
+      .map((id) => [id, document.getElementById(id).textContent])));
+
+    assert.deepEqual(shown.map((r) => [r.name, r.state, r.reason, r.served]), [['A', 'up', 'started', 2], ['B', 'up', 'started', 2], ['C', 'up', 'started', 2]]);
+    assert.deepEqual(facts, {
+      mode: 'round-robin · http',
+      listen: `127.0.0.1:${lila.port}`,
+      version: require('../package.json').version,
+      workers: '1 process',
+      uptime: facts.uptime,
+      'open-connections': facts['open-connections'],
+      'total-active': '0',
+      live: 'connecting…'
+    });
+    assert.match(facts.uptime, /^\d+ s$/);
+    assert.match(facts['open-connections'], /^\d+$/);
+    assert.deepEqual(problems, []);
+  });
+
+  it('has the rates and charts of the last seconds at once when another page is watching', async () => {
+    const { url, lila } = await startDashboard();
+    const watching = await open(url);
+    await send(lila, 30);
+    await watching.page.waitForFunction(() => document.getElementById('chart-rate-scale').textContent !== 'max 0' &&
+      document.getElementById('total-rate').textContent !== '–');
+
+    const { page, problems } = await open(url, { before: holdEvents });
+    const shown = await page.evaluate(() => ({
+      rate: document.getElementById('total-rate').textContent,
+      scale: document.getElementById('chart-rate-scale').textContent,
+      line: document.querySelector('#chart-rate path.line').getAttribute('d'),
+      live: document.getElementById('live').textContent
+    }));
+
+    assert.match(shown.rate, /^\d/);
+    assert.notEqual(shown.scale, 'max 0');
+    assert.match(shown.line, /^M/);
+    assert.equal(shown.live, 'connecting…');
+    assert.deepEqual(await page.$$eval('#backends .col-rate .small', (cells) => cells.map((cell) => cell.textContent)),
+      ['10 in all', '10 in all', '10 in all']);
+    assert.deepEqual(problems, []);
+  });
+
+  it('breaks a long backend name and error texts only at "." and ":", never inside a word', async () => {
+    const long = 'checkout-service-primary.eu-west-1.compute.internal:8080';
+    const refused = await refusingPort();
+    const { url, lila } = await startDashboard([], {
+      names: ['A'], servers: [`127.0.0.1:${refused},name=${long}`]
+    });
+    await send(lila, 2);
+    // One piece per line box: a piece broken across two lines has two rectangles.
+    const layout = (page) => page.$$eval('#backends tbody tr:not(.group)', (trs) => trs.map((tr) => {
+      const pieces = (selector) => [...tr.querySelectorAll(`${selector} .piece`)].map((piece) => ({
+        text: piece.textContent,
+        rects: piece.getClientRects().length,
+        top: Math.round(piece.getBoundingClientRect().top)
+      }));
+      return {
+        name: tr.querySelector('.name').textContent,
+        title: tr.querySelector('.name').title,
+        pieces: { name: pieces('.name'), reason: pieces('.reason'), error: pieces('.error-text') }
+      };
+    }));
+
+    const { page, problems } = await open(url, { before: (p) => p.setViewportSize({ width: 800, height: 900 }) });
+    await page.waitForFunction(() => document.querySelectorAll('#backends tbody tr .state')[1]?.textContent === 'down');
+    const wide = (await layout(page))[1];
+    await page.setViewportSize({ width: 380, height: 900 });
+    const phone = (await layout(page))[1];
+
+    for (const [width, shown] of [[800, wide], [380, phone]]) {
+      assert.equal(shown.name, long);
+      assert.equal(shown.title, long);
+      assert.deepEqual(shown.pieces.name.map((piece) => piece.text), ['checkout-service-primary.', 'eu-west-1.', 'compute.', 'internal:', '8080']);
+      assert.deepEqual(shown.pieces.error.map((piece) => piece.text), ['ECONNREFUSED']);
+      assert.deepEqual(shown.pieces.reason.map((piece) => piece.text), ['ECONNREFUSED']);
+      for (const piece of [...shown.pieces.name, ...shown.pieces.reason, ...shown.pieces.error]) {
+        assert.equal(piece.rects, 1, `at ${width} px, "${piece.text}" is on one line`);
+      }
+    }
+    // It did wrap, at the pieces' ends.
+    assert.ok(new Set(wide.pieces.name.map((piece) => piece.top)).size > 1, `on one line at 800 px: ${JSON.stringify(wide.pieces.name)}`);
     assert.deepEqual(problems, []);
   });
 

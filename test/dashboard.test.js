@@ -97,6 +97,13 @@ async function openEvents(port) {
   };
 }
 
+// The figures a page came with: the data block lila writes into it.
+function figuresOf(body) {
+  const match = /<script type="application\/json" id="figures">([\s\S]*?)<\/script>/.exec(body);
+  assert.ok(match !== null, 'the page has its figures');
+  return JSON.parse(match[1]);
+}
+
 async function sendRequests(proxy, count, path = '/') {
   for (let i = 0; i < count; i++) await request(proxy.port, { agent: false, path });
 }
@@ -140,6 +147,56 @@ describe('dashboard', () => {
       assert.equal(headers['cache-control'], 'no-store');
       assert.doesNotMatch(body, /(?:src|href)=["']?(?!data:)[a-z]+:/i, 'no external asset');
       assert.doesNotMatch(body, /\{\{(STYLE|SCRIPT)\}\}/);
+    });
+
+    it('writes the figures of the moment into the page: /status\'s backends before any event, without rates while no page watches', async () => {
+      const [a, b] = await Promise.all([startHttpBackend('A'), startHttpBackend('B')]);
+      const proxy = await startProxy({ mode: 'round-robin', servers: [`${a.address},name=A`, `${b.address},name=B`] });
+      const admin = await startAdmin(proxy);
+      await sendRequests(proxy, 4);
+      await until(() => proxy.backends.every((backend) => backend.stats.requests === 2), 'the requests are counted');
+
+      const { body } = await request(admin.port, { agent: false, path: '/' });
+      const status = JSON.parse((await request(admin.port, { agent: false, path: '/status' })).body);
+      const { snapshot, history } = figuresOf(body);
+
+      assert.deepEqual(snapshot.backends.map((backend) => [backend.name, backend.state, backend.reason, backend.requests]),
+        status.backends.map((backend) => [backend.name, backend.state, backend.reason, backend.requests]));
+      assert.deepEqual([snapshot.mode, snapshot.layer, snapshot.listen, snapshot.actions], ['round-robin', 'http', `127.0.0.1:${proxy.port}`, false]);
+      assert.equal(snapshot.totals.per_second, null);
+      assert.equal(snapshot.backends[0].check, null);
+      assert.deepEqual(history.times, []);
+      assert.equal(admin.dashboard.running, false, 'the page read the figures once, and started nothing');
+    });
+
+    it('writes the latest snapshot and the history into the page while another page watches', async () => {
+      const a = await startHttpBackend('A');
+      const proxy = await startProxy({ mode: 'round-robin', servers: [`${a.address},name=A`] });
+      const admin = await startAdmin(proxy);
+      const events = await openEvents(admin.port);
+      await events.next('snapshot');
+      await sendRequests(proxy, 5);
+      await events.next('snapshot', (f) => f.backends[0].requests === 5 && f.totals.per_second > 0);
+
+      const { snapshot, history } = figuresOf((await request(admin.port, { agent: false, path: '/' })).body);
+
+      assert.ok(snapshot.totals.per_second !== null, 'the snapshot has rates');
+      assert.equal(snapshot.backends[0].requests, 5);
+      assert.ok(history.times.includes(snapshot.time), 'the history ends with the snapshot');
+    });
+
+    it('keeps the figures from ending their element, whatever a name holds', async () => {
+      const proxy = await startProxy({ mode: 'round-robin', servers: ['127.0.0.1:9'] });
+      // No input of lila's takes such a name; the page must hold it all the same.
+      const name = '</script><script>alert(1)</script><!--';
+      proxy.backends[0].name = name;
+      const admin = await startAdmin(proxy);
+
+      const { body } = await request(admin.port, { agent: false, path: '/' });
+
+      assert.equal(body.match(/<\/script>/g).length, 2);
+      assert.doesNotMatch(body, /<!--/);
+      assert.equal(figuresOf(body).snapshot.backends[0].name, name);
     });
 
     it('answers HEAD with the headers only', async () => {
@@ -485,6 +542,7 @@ describe('dashboard', () => {
       const admin = Number(/admin API listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(lila.stderr)[1]);
 
       const page = await request(admin, { agent: false, path: '/' });
+      const figures = figuresOf(page.body);
       const events = await openEvents(admin);
       const both = await events.next('snapshot', (f) => f.workers === 2);
       for (let i = 0; i < 20; i++) await request(lila.port, { agent: false });
@@ -492,6 +550,8 @@ describe('dashboard', () => {
 
       assert.equal(page.status, 200);
       assert.match(page.headers['content-security-policy'], /script-src 'sha256-/);
+      // The page came with every worker's figures, before any event.
+      assert.deepEqual([figures.snapshot.workers, figures.snapshot.backends[0].name, figures.snapshot.backends[0].up_in_workers], [2, 'A', 2]);
       assert.equal(both.backends[0].up_in_workers, 2);
       assert.equal(counted.listen, `127.0.0.1:${lila.port}`);
       assert.equal(counted.actions, false);

@@ -7,6 +7,7 @@ const path = require('node:path');
 const { spawn, spawnSync } = require('node:child_process');
 const { version } = require('../package.json');
 const { onCleanup, cleanup, startHttpBackend, request, sha256 } = require('./helpers');
+const { formulaFor, repositoryUrl } = require('../scripts/homebrew-formula');
 
 const ROOT = path.join(__dirname, '..');
 const FORMULA = path.join(ROOT, 'packaging', 'homebrew', 'lila.rb');
@@ -44,6 +45,20 @@ describe('install paths', function () {
   });
 
   describe('npm package', () => {
+    it('names one repository: package.json\'s repository, homepage and bugs, and README\'s clone line', () => {
+      const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+      const repository = repositoryUrl(pkg);
+      assert.match(repository, /^https:\/\/github\.com\/[^/]+\/[^/]+$/);
+      assert.equal(pkg.homepage, `${repository}#readme`);
+      assert.deepEqual(pkg.bugs, { url: `${repository}/issues` });
+
+      const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+      assert.match(readme, new RegExp(`^git clone ${repository.replace(/[.]/g, '\\.')} `, 'm'));
+      const elsewhere = (readme.match(/https:\/\/github\.com\/[^\s)`'"]*/g) || []).filter((url) => !url.startsWith(repository));
+      assert.deepEqual(elsewhere, [], 'README names no other repository');
+      assert.doesNotMatch(readme, /<owner>|<this repository>/);
+    });
+
     it('contains only README.md, LICENSE, package.json, lila and lib/', () => {
       const allowed = new Set(['README.md', 'package.json', 'lila', 'LICENSE', 'LICENSE.md', 'LICENSE.txt']);
       const extra = packed.files.filter((file) => !allowed.has(file) && !file.startsWith('lib/'));
@@ -149,11 +164,13 @@ describe('install paths', function () {
       assert.match(formula, /^\s*depends_on "node"$/m);
     });
 
-    it('has the sha256 of the tarball npm pack makes (release check: LILA_RELEASE=1)', function () {
-      // Every change to lib/ or README.md changes the tarball, while the formula must keep the
-      // sha256 of what npm serves for this version; they match only when releasing.
-      if (!process.env.LILA_RELEASE) this.skip();
-      assert.equal(/^\s*sha256 "([0-9a-f]{64})"$/m.exec(formula)[1], packed.sha256);
+    it('has the sha256 of the tarball npm pack makes of this tree, as scripts/homebrew-formula.js writes it', () => {
+      // npm packs deterministically (fixed mtimes, same bytes on every Node version), so the
+      // tarball `npm publish` would send now is the one packed above. Any change to what is
+      // packed (lib/, README.md, package.json) changes it: `npm run formula` writes it again.
+      const stale = 'packaging/homebrew/lila.rb is not that of this tree: run "npm run formula"';
+      assert.equal(/^\s*sha256 "([0-9a-f]{64})"$/m.exec(formula)[1], packed.sha256, stale);
+      assert.equal(formula, formulaFor(packed.file), stale);
     });
 
     it('is valid Ruby', function () {

@@ -5,17 +5,21 @@ const { stickyId } = require('./sticky');
 
 /**
  * A configured server and its live state. Proxies and health write the
- * state, strategies only read it.
+ * state, strategies only read it. In the library a member may be any value
+ * rather than an address (`{name, value}`): its `host` is null and its port 0,
+ * and strategies, which never read addresses, balance it all the same.
  */
 class Backend {
   /**
-   * @param {{name: string, host: string, port: number, weight?: number, backup?: boolean}} server
-   *   as returned by `parseServer`
+   * @param {{name: string, host: string | null, port: number, weight?: number, backup?: boolean, value?: unknown}} server
+   *   as returned by `parseServer`, or a library member (`host` null)
    */
   constructor(server) {
     this.name = server.name;
     this.host = server.host;
     this.port = server.port;
+    // What the library's user gave with it (a connection, a worker): lila never reads it.
+    this.value = server.value;
     // The name Host headers give it: the DNS name its address came from
     // (a member found through DNS, see lib/discovery), else its host.
     this.hostname = server.hostname === undefined ? server.host : server.hostname;

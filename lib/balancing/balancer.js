@@ -52,8 +52,9 @@ class Balancer extends EventEmitter {
   /**
    * @param {string | Function} mode a strategy name (`round-robin`, ...), a path to a
    *   balancer module, or a strategy class
-   * @param {(string | object)[]} servers `host:port[,weight=N][,backup]` strings or
-   *   `{host, port, name?, weight?, backup?}` objects
+   * @param {(string | object)[]} servers `host:port[,weight=N][,backup]` strings,
+   *   `{host, port, name?, weight?, backup?, value?}` objects, or members that are no address:
+   *   `{name, value, weight?, backup?, maxConns?}` (any value: a connection, a worker)
    * @param {BalancerOptions} [options]
    * @throws {LilaError} for an unknown mode or module, no servers, or an invalid server
    */
@@ -313,7 +314,8 @@ class Balancer extends EventEmitter {
     for (const [name, backend] of current) {
       const want = wanted.get(name);
       if (want === undefined || want.host !== backend.host || want.port !== backend.port || want.backup !== backend.backup ||
-        (want.tls === true) !== backend.tls || want.sni !== backend.sni || (want.sendProxy || 0) !== backend.sendProxy) {
+        (want.tls === true) !== backend.tls || want.sni !== backend.sni || (want.sendProxy || 0) !== backend.sendProxy ||
+        want.value !== backend.value) {
         removed.push(this.remove(name));
         current.delete(name);
       }
@@ -485,7 +487,11 @@ function entryOf(server) {
 // A server object from library users: the same checks as a server argument.
 function normalizeServer(server) {
   if (server === null || typeof server !== 'object') {
-    throw new LilaError(codes.INVALID_SERVER, `server must be "host:port" or {host, port}, received ${String(server)}`);
+    throw new LilaError(codes.INVALID_SERVER, `server must be "host:port", {host, port} or {name, value}, received ${String(server)}`);
+  }
+  // No address (host null is how a member {name, value} comes back through add and sync).
+  if ((server.host === undefined || server.host === null) && (server.port === undefined || server.port === 0)) {
+    return valueMember(server);
   }
   const host = String(server.host);
   const parsed = parseServer(`${host.includes(':') ? `[${host}]` : host}:${server.port}`);
@@ -504,5 +510,22 @@ function normalizeServer(server) {
     }
     parsed.name = server.name;
   }
+  if ('value' in server) parsed.value = server.value;
   return parsed;
+}
+
+// A member that is no address (library use): a name, any value, and what balancing reads.
+function valueMember(server) {
+  if (!('value' in server)) {
+    throw new LilaError(codes.INVALID_SERVER, 'server must be "host:port", {host, port} or {name, value}, ' +
+      `received an object with neither host nor value (keys: ${Object.keys(server).join(', ') || 'none'})`);
+  }
+  if (!isValidName(server.name)) {
+    const problem = server.name === undefined ? 'has no name' : `has name "${server.name}"`;
+    throw new LilaError(codes.INVALID_SERVER, `a member {name, value} ${problem}; a name is 1 to 128 letters, digits and . _ : - [ ]`);
+  }
+  const member = { name: server.name, host: null, port: 0, weight: 1, backup: server.backup === true, value: server.value };
+  if (server.weight !== undefined) member.weight = checkWeight(server.weight, server.name);
+  if (server.maxConns !== undefined) member.maxConns = checkMaxConns(server.maxConns, server.name);
+  return member;
 }

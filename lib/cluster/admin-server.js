@@ -4,10 +4,14 @@ const http = require('node:http');
 const DashboardFeed = require('../ops/dashboard/feed');
 const { dashboardPage } = require('../ops/dashboard/page');
 const { refusePageChange } = require('../ops/dashboard/browser-guard');
-const { WorkerFrames } = require('./worker-frames');
+const { WorkerFrames, mergeFrames } = require('./worker-frames');
 
 const BODY_LIMIT = 64 * 1024;
 const ASK_TIMEOUT_MS = 5000;
+// How long the page waits for a worker's figures when no page is open (they are read then).
+const FIGURES_TIMEOUT_MS = 1000;
+// An event larger than this is no frame of lila's.
+const MAX_EVENT_CHARS = 8 * 1024 * 1024;
 // How a sample merges across workers when it is not a sum (as CPU time and
 // resident memory are: what lila's workers use together).
 const MERGE = {
@@ -37,7 +41,8 @@ const LIMIT_SUMS = {
 /**
  * The admin API of `--workers`, served by the primary: each worker runs its
  * own admin API on a private loopback port, and this one asks them all.
- * `GET /status` and `GET /metrics` add up what the workers report; a change
+ * `GET /status` and `GET /metrics` add up what the workers report, `GET
+ * /route` says the key's group is unavailable when any worker has it down; a change
  * (`POST`, `DELETE`, `PATCH`) goes to every worker, which checks the token
  * itself; other reads go to one worker. The dashboard (`GET /`) and its
  * events (`GET /events`) are the primary's own, with every worker's figures
@@ -53,7 +58,7 @@ function createClusterAdminServer(primary, logger, options = {}) {
   const hasToken = options.hasToken === true;
   const feed = new DashboardFeed(new WorkerFrames(primary, mergeStatus), { logger });
   const server = http.createServer((request, response) => {
-    if (answerHere(request, response, feed, hasToken, logger)) return;
+    if (answerHere(primary, request, response, feed, hasToken, logger)) return;
     answer(primary, request, logger).then((reply) => {
       logger.debug(`admin: ${request.method} ${request.url} ${reply.status} (workers)`);
       respond(request, response, reply);
@@ -72,15 +77,24 @@ module.exports = { createClusterAdminServer, mergeStatus, mergeMetrics };
 
 // The requests the primary answers itself: a web page's change it refuses,
 // the dashboard and its events. Returns whether it answered.
-function answerHere(request, response, feed, hasToken, logger) {
+function answerHere(primary, request, response, feed, hasToken, logger) {
   const path = request.url.split('?')[0];
   const read = request.method === 'GET' || request.method === 'HEAD';
   const refusal = read ? null : refusePageChange(request, hasToken);
   let reply = null;
   if (refusal !== null) reply = json(403, { error: refusal });
   else if (read && path === '/') {
-    const page = dashboardPage();
-    reply = { status: 200, type: 'text/html; charset=utf-8', body: page.body, headers: page.headers };
+    request.resume();
+    const figures = request.method === 'HEAD' ? Promise.resolve({}) : dashboardFigures(primary, feed);
+    figures.then((shown) => {
+      const page = dashboardPage(shown);
+      logger.debug(`admin: ${request.method} ${request.url} 200 (workers)`);
+      respond(request, response, { status: 200, type: 'text/html; charset=utf-8', body: page.body, headers: page.headers });
+    }, (err) => {
+      logger.warn(`admin: ${request.method} ${request.url}: ${err.message}`);
+      response.destroy();
+    });
+    return true;
   } else if (read && path === '/events') {
     if (request.method === 'GET') {
       logger.debug(`admin: ${request.method} ${request.url} 200 (workers)`);
@@ -128,6 +142,11 @@ async function answer(primary, request, logger) {
       if (ok.length === 0) return replies[0];
       return json(200, mergeStatus(ok.map((reply) => JSON.parse(reply.body))));
     }
+    if (read && path === '/route') {
+      const replies = await Promise.all(ports.map((port) => ask(port, request, body, 'GET')));
+      if (replies.some((reply) => reply.status !== 200)) return replies.find((reply) => reply.status !== 200);
+      return json(200, mergeRoutes(replies.map((reply) => JSON.parse(reply.body))));
+    }
     if (read && path === '/metrics') {
       const replies = await Promise.all(ports.map((port) => ask(port, request, body, 'GET')));
       const ok = replies.filter((reply) => reply.status === 200);
@@ -169,6 +188,61 @@ function ask(port, request, body, method) {
       }));
     });
     upstream.end(body);
+  });
+}
+
+// The workers answer alike, whatever their health: the group is unavailable when any
+// worker has it down, as /status has a backend down when any worker has it down.
+function mergeRoutes(routes) {
+  const merged = { ...routes[0] };
+  delete merged.available;
+  if (routes.some((route) => route.available === false)) merged.available = false;
+  return merged;
+}
+
+// The dashboard's figures for a page: while pages listen, the feed's; otherwise every
+// worker's first snapshot (read for the page, as the feed would), added up.
+async function dashboardFigures(primary, feed) {
+  const figures = feed.current();
+  if (figures.snapshot !== null) return figures;
+  const frames = (await Promise.all(primary.adminPorts().map(firstFrame))).filter((frame) => frame !== null);
+  return { history: figures.history, snapshot: frames.length === 0 ? null : mergeFrames(frames, mergeStatus) };
+}
+
+// The first snapshot of a worker's /events, or null when none comes in time.
+function firstFrame(port) {
+  return new Promise((resolve) => {
+    const upstream = http.get({ host: '127.0.0.1', port, path: '/events', agent: false, headers: { Accept: 'text/event-stream' } });
+    let text = '';
+    const done = (frame) => {
+      upstream.destroy();
+      resolve(frame);
+    };
+    upstream.on('error', () => done(null));
+    upstream.setTimeout(FIGURES_TIMEOUT_MS, () => done(null));
+    upstream.on('response', (response) => {
+      response.on('error', () => done(null));
+      response.on('end', () => done(null));
+      if (response.statusCode !== 200) {
+        done(null);
+        return;
+      }
+      response.setEncoding('utf8');
+      response.on('data', (chunk) => {
+        text += chunk;
+        const at = text.indexOf('event: snapshot\ndata: ');
+        const end = at === -1 ? -1 : text.indexOf('\n\n', at);
+        if (end === -1) {
+          if (text.length > MAX_EVENT_CHARS) done(null);
+          return;
+        }
+        try {
+          done(JSON.parse(text.slice(at + 'event: snapshot\ndata: '.length, end)));
+        } catch {
+          done(null);
+        }
+      });
+    });
   });
 }
 
@@ -223,7 +297,12 @@ function mergeBackends(lists) {
       }
       for (const field of SUMMED_STATUS_FIELDS) merged[field] += backend[field];
       if (backend.state === 'up') merged.up_in_workers++;
-      else if (merged.state === 'up') Object.assign(merged, { state: backend.state, reason: backend.reason, since: backend.since });
+      else if (merged.state === 'up') {
+        // Down in this worker: why, from the same worker, its check too.
+        Object.assign(merged, { state: backend.state, reason: backend.reason, since: backend.since });
+        if (backend.down_by !== undefined) merged.down_by = backend.down_by;
+        if (backend.check !== undefined) merged.check = backend.check;
+      }
       if (merged.last_error === null) merged.last_error = backend.last_error;
     }
   }

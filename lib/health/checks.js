@@ -63,24 +63,29 @@ class HealthChecks {
   }
 
   /**
-   * The last check of a backend, for the dashboard.
+   * The last check of a backend, for `/status` and the dashboard.
    *
    * @param {import('../balancing/backend')} backend
-   * @returns {{ok: boolean, good: number, bad: number, error: string | null, at: number} | null}
-   *   good and bad: checks in a row; at: ms since the epoch; null before the first check ends
+   * @returns {{ok: boolean | null, good: number, bad: number, error: string | null, at: number | null}}
+   *   good and bad: checks in a row; at: ms since the epoch; ok and at null before the
+   *   first check ends
    */
   resultOf(backend) {
     const run = this.runs.get(backend);
-    if (run === undefined || run.at === 0) return null;
+    if (run === undefined || run.at === 0) return { ok: null, good: 0, bad: 0, error: null, at: null };
     return { ok: run.error === null, good: run.good, bad: run.bad, error: run.error, at: run.at };
   }
 
-  /** @param {import('../balancing/backend')} backend whose good and failed checks count from zero again */
-  resetCounts(backend) {
+  /**
+   * A backend just went down: only good checks from now on bring it back. Failed
+   * checks keep counting, so that a backend passive health took down while its
+   * checks were failing is down by the checks after healthFall of them in all.
+   *
+   * @param {import('../balancing/backend')} backend
+   */
+  restartRise(backend) {
     const run = this.runs.get(backend);
-    if (run === undefined) return;
-    run.good = 0;
-    run.bad = 0;
+    if (run !== undefined) run.good = 0;
   }
 
   schedule(backend, delay) {
@@ -166,7 +171,9 @@ class HealthChecks {
     }
     run.good = 0;
     run.bad++;
-    if (backend.state === 'up' && run.bad >= healthFall) {
+    // Down by passive health and failing its checks too: the checks' from now on, so that
+    // it says so, and panic mode leaves it alone as it does any backend the checks took down.
+    if (run.bad >= healthFall && (backend.state === 'up' || !backend.downByCheck)) {
       this.health.markDown(backend, `${run.bad} health checks failed, the last: ${describeError(err)}`, false);
     }
   }

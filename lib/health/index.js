@@ -27,7 +27,7 @@ const LOCAL_BURST_MS = 5000;
 /**
  * Whether each backend is up or down, in one place: passive health (what
  * requests and connections report), active checks, the trial request after
- * a down window, slow start. Writes `state`, `reason`, `since`, `failures`
+ * a down window (without active checks: with them, the checks decide), slow start. Writes `state`, `reason`, `since`, `failures`
  * and `effectiveWeight` on backends; the balancer's strategies read them.
  * Logs every change once, and emits `up` and `down` on the balancer.
  */
@@ -156,8 +156,11 @@ class Health {
   }
 
   /**
-   * Takes a backend out of picks. Passive downs get a trial request after
-   * failTimeout; active ones wait for good checks.
+   * Takes a backend out of picks. Without active checks, a passive down
+   * gets a trial request after failTimeout. With them, no client request is
+   * a trial: the checks decide when it is back (healthRise good ones in a
+   * row from now, as HAProxy does), and healthFall failed ones make it down
+   * by the checks (see `HealthChecks.record`).
    *
    * @param {import('../balancing/backend')} backend
    * @param {string} reason
@@ -167,8 +170,7 @@ class Health {
     this.clearTimer(backend);
     if (this.stopRamp(backend)) this.balancer.changed();
     backend.trialOpen = false;
-    // Active checks bring it back only with healthRise good ones from now.
-    if (this.checks !== null) this.checks.resetCounts(backend);
+    if (this.checks !== null) this.checks.restartRise(backend);
     const wasUp = backend.state === 'up';
     backend.state = 'down';
     backend.reason = reason;
@@ -181,7 +183,7 @@ class Health {
     } else {
       this.logger.debug(`backend ${backend.name} stays down: ${reason}`);
     }
-    if (passive) {
+    if (passive && this.checks === null) {
       backend.retryAt = Date.now() + this.settings.failTimeout;
       const timer = setTimeout(() => this.openTrial(backend), this.settings.failTimeout);
       timer.unref();
@@ -212,6 +214,17 @@ class Health {
     this.logger.info(`backend ${backend.name} is up: ${reason}`);
     this.balancer.emit('up', backend);
     this.noteAvailability();
+  }
+
+  /**
+   * The last active check of a backend.
+   *
+   * @param {import('../balancing/backend')} backend
+   * @returns {{ok: boolean | null, good: number, bad: number, error: string | null, at: number | null} | null}
+   *   null without active checks; `ok` and `at` null before its first check ends
+   */
+  checkOf(backend) {
+    return this.checks === null ? null : this.checks.resultOf(backend);
   }
 
   /**

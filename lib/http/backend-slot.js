@@ -21,6 +21,7 @@ function takeBackend(request) {
   const balancer = request.context.balancer;
   const backend = balancer.acquire(request);
   if (backend !== null) {
+    if (request.context.logger.traceEnabled) tracePick(request, backend);
     request.use(backend);
     return;
   }
@@ -41,6 +42,7 @@ function takeBackend(request) {
 function takeAnotherBackend(request) {
   const backend = request.context.balancer.acquire(request);
   if (backend === null) return false;
+  if (request.context.logger.traceEnabled) tracePick(request, backend);
   request.use(backend);
   return true;
 }
@@ -54,7 +56,10 @@ function takeAnotherBackend(request) {
 function slotFound(request, backend) {
   request.waiting = false;
   if (backend === null) noBackend(request);
-  else request.use(backend);
+  else {
+    if (request.context.logger.traceEnabled) tracePick(request, backend);
+    request.use(backend);
+  }
 }
 
 /**
@@ -84,4 +89,11 @@ module.exports = { takeBackend, takeAnotherBackend, slotFound, slotTimedOut, lea
 function noBackend(request) {
   const { error, detail } = noBackendLeft(request.context.health, request.tried);
   request.fail(error, detail);
+}
+
+// --log-level trace: each pick, and a pick after a backend failed the request as a retry.
+function tracePick(request, backend) {
+  const fields = { client: request.clientAddress, backend: backend.name, mode: request.context.balancer.mode };
+  if (request.tried === null) request.context.logger.trace('pick', fields);
+  else request.context.logger.trace('retry', Object.assign(fields, { tried: [...request.tried].map((tried) => tried.name).join(',') }));
 }

@@ -19,12 +19,17 @@ const CHANGE_FIELDS = ['weight'];
 const backendChanges = { addBackend, removeBackend, changeBackend, drainBackend, enableBackend };
 
 /**
- * A backend as `/status` and the admin API's answers describe it.
+ * A backend as `/status`, the dashboard and the admin API's answers describe
+ * it: one description, so that they all say the same of why it is down.
+ * While it is down, `down_by` says what took it down; with active checks,
+ * `check` is its last one.
  *
  * @param {import('../balancing/backend')} backend
+ * @param {import('../health')} [health] its pool's, for its last active check
  * @returns {object}
  */
-function describeBackend(backend) {
+function describeBackend(backend, health) {
+  const check = health === undefined || health === null ? null : health.checkOf(backend);
   return {
     name: backend.name,
     address: formatHostPort(backend.host, backend.port),
@@ -34,6 +39,9 @@ function describeBackend(backend) {
     state: backend.state,
     reason: backend.reason,
     since: new Date(backend.since).toISOString(),
+    // Failed requests or connections (passive health), or failed active checks.
+    ...(backend.state === 'up' ? {} : { down_by: backend.downByCheck ? 'checks' : 'passive' }),
+    ...(check === null ? {} : { check }),
     active: backend.active,
     max_conns: backend.maxConns,
     // Busy, not down: requests wait in the queue for it.
@@ -67,7 +75,7 @@ async function addBackend(admin, params) {
     throw err;
   }
   admin.logger.info(`backend ${backend.name}${target.where} added through the admin API`);
-  return ok(201, describeBackend(backend));
+  return ok(201, describeBackend(backend, target.pool.health));
 }
 
 function removeBackend(admin, params) {
@@ -76,7 +84,7 @@ function removeBackend(admin, params) {
   const backend = target.pool.balancer.remove(params.name);
   if (backend === null) return unknown(params.name, target);
   admin.logger.info(`backend ${backend.name}${target.where} removed through the admin API`);
-  return ok(200, describeBackend(backend));
+  return ok(200, describeBackend(backend, target.pool.health));
 }
 
 function drainBackend(admin, params) {
@@ -88,7 +96,7 @@ function drainBackend(admin, params) {
   if (member.weight > 0) admin.drainedWeights.set(member, member.weight);
   const backend = balancer.setWeight(params.name, 0);
   admin.logger.info(`backend ${backend.name}${target.where} drained through the admin API`);
-  return ok(200, describeBackend(backend));
+  return ok(200, describeBackend(backend, target.pool.health));
 }
 
 // HAProxy's "enable server": a drained backend gets back the weight it had
@@ -99,12 +107,12 @@ function enableBackend(admin, params) {
   const { balancer } = target.pool;
   const member = balancer.backends.find((backend) => backend.name === params.name);
   if (member === undefined) return unknown(params.name, target);
-  if (member.weight > 0) return ok(200, describeBackend(member));
+  if (member.weight > 0) return ok(200, describeBackend(member, target.pool.health));
   const weight = admin.drainedWeights.get(member) || 1;
   admin.drainedWeights.delete(member);
   const backend = balancer.setWeight(params.name, weight);
   admin.logger.info(`backend ${backend.name}${target.where} enabled through the admin API, weight ${weight}`);
-  return ok(200, describeBackend(backend));
+  return ok(200, describeBackend(backend, target.pool.health));
 }
 
 async function changeBackend(admin, params) {
@@ -130,7 +138,7 @@ async function changeBackend(admin, params) {
   if (weight === 0 && member.weight > 0) admin.drainedWeights.set(member, member.weight);
   const backend = balancer.setWeight(params.name, weight);
   admin.logger.info(`backend ${backend.name}${target.where} weight set to ${weight} through the admin API`);
-  return ok(200, describeBackend(backend));
+  return ok(200, describeBackend(backend, target.pool.health));
 }
 
 // The pool a change is for, and how messages name it (` in pool "api"` with a config file), or

@@ -3,12 +3,10 @@
 const crypto = require('node:crypto');
 const http = require('node:http');
 const net = require('node:net');
-const Hash = require('../balancing/strategies/hash');
-const IpHash = require('../balancing/strategies/ip-hash');
-const { parseHashKey } = require('../balancing/hash-key');
 const { renderMetrics, queueInUse, CONTENT_TYPE } = require('./metrics');
 const { readProcessStats } = require('./process-stats');
 const { backendChanges, describeBackend } = require('./admin-backends');
+const { getRoute } = require('./admin-route');
 const { ok, fail, readText, JSON_TYPE } = require('./admin-replies');
 const DashboardFeed = require('./dashboard/feed');
 const { Sampler } = require('./dashboard/sampler');
@@ -50,7 +48,8 @@ const CLIENT_ERRORS = {
 /**
  * Creates the admin API's http server: `GET /` (the live dashboard), `GET
  * /events` (its Server-Sent Events), `GET /status`, `GET /metrics`
- * (Prometheus), `GET /route?key=`, `GET` and `PUT /config` (the config
+ * (Prometheus), `GET /route?key=` (or `?id=`: the group a key belongs to,
+ * see admin-route.js), `GET` and `PUT /config` (the config
  * file's text, and a reload with a new one), and the backend changes:
  * `POST /pools/<pool>/backends`, `DELETE /pools/<pool>/backends/<name>`,
  * `PATCH /pools/<pool>/backends/<name>` (the weight), `POST
@@ -98,7 +97,7 @@ function createAdminServer(proxy, options = {}) {
     feed: null
   };
   const sampler = new Sampler(proxy, () => getStatus(admin).body, { actions: admin.tokenDigest !== null, configured });
-  admin.feed = new DashboardFeed({ read: () => sampler.sample() }, { logger: admin.logger });
+  admin.feed = new DashboardFeed({ read: () => sampler.sample(), peek: () => sampler.peek() }, { logger: admin.logger });
   const server = http.createServer({ requestTimeout: 10000, headersTimeout: 10000 });
   server.dashboard = admin.feed;
   server.on('close', () => admin.feed.close());
@@ -221,8 +220,8 @@ async function putConfig(admin, { request }) {
   return ok(200, { reloaded: result.line });
 }
 
-function getDashboard() {
-  const page = dashboardPage();
+function getDashboard(admin) {
+  const page = dashboardPage(admin.feed.current());
   return { status: 200, type: 'text/html; charset=utf-8', text: page.body, headers: page.headers };
 }
 
@@ -236,7 +235,7 @@ function getStatus(admin) {
     mode: proxy.balancer.mode,
     layer: proxy.layer,
     uptime_seconds: (Date.now() - proxy.traffic.startedAt) / 1000,
-    backends: proxy.balancer.backends.map(describeBackend),
+    backends: proxy.balancer.backends.map((backend) => describeBackend(backend, proxy.health)),
     connections: proxy.traffic.connections,
     ...tlsStatus(proxy),
     ...discoveryStatus(proxy),
@@ -264,7 +263,7 @@ function configuredStatus(configured) {
       name: pool.name,
       mode: pool.balancer.mode,
       layer: pool.layer,
-      backends: pool.backends.map(describeBackend),
+      backends: pool.backends.map((backend) => describeBackend(backend, pool.health)),
       ...(pool.discovery && pool.discovery.names.length > 0 ? { discovery: pool.discovery.describe() } : {})
     })),
     no_route: listeners.length === 0 ? 0 : configured().proxy.traffic.noRoute
@@ -323,35 +322,6 @@ function tlsStatus(proxy) {
 async function getMetrics(admin) {
   const stats = await readProcessStats();
   return { status: 200, type: CONTENT_TYPE, text: renderMetrics(admin.proxy, stats, admin.configured === null ? undefined : admin.configured()) };
-}
-
-function getRoute(admin, { query }) {
-  const { balancer } = admin.proxy;
-  const spec = hashKeyOf(balancer);
-  if (spec === null) {
-    return fail(400, `mode "${balancer.mode}" does not route by key; /route answers for the hash and ip-hash modes`);
-  }
-  const key = query.get('key');
-  if (key === null || key === '') return fail(400, 'give the key to route as ?key=<key>');
-  const backend = balancer.pick(pickContext(parseHashKey(spec), key));
-  return ok(200, { key, backend: backend === null ? null : backend.name, hash_key: spec });
-}
-
-// The --hash-key the strategy reads, or null when it does not hash.
-function hashKeyOf(balancer) {
-  if (balancer.Strategy === IpHash) return 'ip';
-  if (balancer.Strategy !== Hash) return null;
-  const spec = balancer.strategyOptions.hashKey;
-  return spec === undefined ? 'ip' : spec;
-}
-
-// What a request or connection carrying `key` looks like to the strategy.
-function pickContext({ source, name }, key) {
-  if (source === 'ip') return { clientAddress: key };
-  if (source === 'header') return { request: { url: '/', headers: { [name]: key } } };
-  if (source === 'query') return { request: { url: `/?${name}=${encodeURIComponent(key)}`, headers: {} } };
-  if (source === 'cookie') return { request: { url: '/', headers: { cookie: `${name}=${key}` } } };
-  return { request: { url: key, headers: {} } };
 }
 
 function send(admin, request, response, reply) {

@@ -37,6 +37,7 @@ class WeightedSplit {
       throw invalid(`a weighted split needs an array of targets, received ${describe(targets)}`);
     }
     const names = new Set();
+    this.names = [];
     this.values = [];
     this.weights = [];
     this.seeds = [];
@@ -54,6 +55,7 @@ class WeightedSplit {
         throw invalid(`the weight of "${name}" must be an integer from 0 to ${MAX_WEIGHT}, received ${received}`);
       }
       if (weight === 0) continue;
+      this.names.push(name);
       this.values.push(target.value);
       this.weights.push(weight);
       this.seeds.push(hashString(name));
@@ -75,20 +77,8 @@ class WeightedSplit {
   pick(key) {
     const weights = this.weights;
     if (weights.length === 1) return this.values[0];
+    if (typeof key === 'string') return this.values[keyed(this, key)];
     let best = 0;
-    if (typeof key === 'string') {
-      let bestScore = -1;
-      for (let i = 0; i < weights.length; i++) {
-        // In (0, 1): never 0 (a score of 0) nor 1 (an infinite score).
-        const h = (hashString(key, this.seeds[i]) + 0.5) / TWO_32;
-        const score = -weights[i] / Math.log(h);
-        if (score > bestScore) {
-          bestScore = score;
-          best = i;
-        }
-      }
-      return this.values[best];
-    }
     const current = this.current;
     for (let i = 0; i < weights.length; i++) {
       current[i] += weights[i];
@@ -97,9 +87,37 @@ class WeightedSplit {
     current[best] -= this.total;
     return this.values[best];
   }
+
+  /**
+   * The name of the target a key goes to, as `pick(key)` picks it: weights and names
+   * decide, nothing else (the targets' health is none of the split's business).
+   *
+   * @param {string} key
+   * @returns {string}
+   */
+  nameOf(key) {
+    return this.names[this.weights.length === 1 ? 0 : keyed(this, key)];
+  }
 }
 
 module.exports = { WeightedSplit };
+
+// The index of a key's target: the highest weighted rendezvous score.
+function keyed(split, key) {
+  const { weights, seeds } = split;
+  let best = 0;
+  let bestScore = -1;
+  for (let i = 0; i < weights.length; i++) {
+    // In (0, 1): never 0 (a score of 0) nor 1 (an infinite score).
+    const h = (hashString(key, seeds[i]) + 0.5) / TWO_32;
+    const score = -weights[i] / Math.log(h);
+    if (score > bestScore) {
+      bestScore = score;
+      best = i;
+    }
+  }
+  return best;
+}
 
 function describe(value) {
   if (typeof value === 'string') return `"${value}"`;

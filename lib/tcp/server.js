@@ -135,6 +135,7 @@ class Session {
   connect() {
     const backend = this.balancer.acquire(this);
     if (backend !== null) {
+      if (this.logger.traceEnabled) this.tracePick(backend);
       this.connectTo(backend);
       return;
     }
@@ -158,7 +159,17 @@ class Session {
     this.client.removeListener('data', clientOnEarlyData);
     this.client.pause();
     if (backend === null) this.close('no backend accepted the connection');
-    else this.connectTo(backend);
+    else {
+      if (this.logger.traceEnabled) this.tracePick(backend);
+      this.connectTo(backend);
+    }
+  }
+
+  // --log-level trace: each pick, and a pick after a refused connect as a retry.
+  tracePick(backend) {
+    const fields = { client: this.clientAddress, backend: backend.name, mode: this.balancer.mode };
+    if (this.tried === null) this.logger.trace('pick', fields);
+    else this.logger.trace('retry', Object.assign(fields, { tried: [...this.tried].map((tried) => tried.name).join(',') }));
   }
 
   /** It waited past --queue-timeout: closed. */

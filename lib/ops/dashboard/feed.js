@@ -27,8 +27,9 @@ const HEADERS = {
  */
 class DashboardFeed {
   /**
-   * @param {{read: () => object | null, start?: () => void, stop?: () => void}} source
-   *   `read` gives a frame (see `Sampler`), or null when there is none yet; `start` and
+   * @param {{read: () => object | null, peek?: () => object | null, start?: () => void, stop?: () => void}} source
+   *   `read` gives a frame (see `Sampler`), or null when there is none yet; `peek` one
+   *   without rates that changes nothing (for a page while no page listens); `start` and
    *   `stop` are called when the first page comes and the last goes
    * @param {{interval?: number, logger?: {warn: (message: string) => void}}} [options]
    *   interval: ms between snapshots (1000)
@@ -41,8 +42,9 @@ class DashboardFeed {
     /** @type {Set<import('node:http').ServerResponse>} the pages listening */
     this.listeners = new Set();
     this.timer = null;
-    // The last snapshot event, as written.
+    // The last snapshot event, as written, and its frame.
     this.latest = null;
+    this.latestFrame = null;
     this.tick = this.tick.bind(this);
   }
 
@@ -68,6 +70,26 @@ class DashboardFeed {
     response.write(text);
   }
 
+  /**
+   * What a page shows before its first event, written into the page itself:
+   * the history, and the latest snapshot while pages listen (it has rates), or
+   * else the source's `peek()` (the figures of now, without rates).
+   *
+   * @returns {{history: object, snapshot: object | null}} snapshot null when the source
+   *   has none to give
+   */
+  current() {
+    let snapshot = this.running ? this.latestFrame : null;
+    if (snapshot === null && this.source.peek !== undefined) {
+      try {
+        snapshot = this.source.peek();
+      } catch (err) {
+        if (this.logger !== null) this.logger.warn(`dashboard: cannot read a snapshot: ${err instanceof Error ? err.message : err}`);
+      }
+    }
+    return { history: this.history.toJSON(), snapshot };
+  }
+
   /** Ends every page's stream (they reconnect to whoever listens next) and stops reading. */
   close() {
     for (const response of this.listeners) response.end();
@@ -81,6 +103,7 @@ class DashboardFeed {
     // The open streams keep the process alive, not this timer.
     this.timer.unref();
     this.latest = null;
+    this.latestFrame = null;
     this.tick();
   }
 
@@ -106,6 +129,7 @@ class DashboardFeed {
     }
     if (frame === null) return;
     this.history.push(frame);
+    this.latestFrame = frame;
     this.latest = event('snapshot', frame);
     for (const response of this.listeners) {
       if (response.writableLength > MAX_BACKLOG_BYTES) response.destroy();

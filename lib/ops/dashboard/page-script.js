@@ -294,7 +294,7 @@ function dashboardScript() {
       view.pools.set(pool.name, tr);
     }
     const [title, detail] = tr.firstChild.children;
-    setText(title, `pool ${pool.name}`);
+    setWrapped(title, `pool ${pool.name}`);
     setText(detail, ` · ${pool.mode} · ${pool.layer} · ${counted(size, 'backend')}`);
     return tr;
   }
@@ -313,9 +313,9 @@ function dashboardScript() {
       view.groups.set(key, tr);
     }
     const [title, detail, trouble] = tr.firstChild.children;
-    setText(title, name.name);
+    setWrapped(title, name.name);
     setText(detail, ` · ${name.type} · ${count} member${count === 1 ? '' : 's'}${name.state === 'resolved' ? '' : ` · ${name.state}`}`);
-    setText(trouble, name.last_error === null || name.last_error === undefined ? '' : ` · ${name.last_error}`);
+    setWrapped(trouble, name.last_error === null || name.last_error === undefined ? '' : ` · ${name.last_error}`);
     return tr;
   }
 
@@ -411,8 +411,8 @@ function dashboardScript() {
   function updateRow(row, backend, layer, workers) {
     const [kind, word] = stateOf(backend);
     row.tr.className = kind === 'down' ? 'down' : '';
-    setText(row.name, backend.name);
-    setText(row.address, backend.address === backend.name ? '' : backend.address);
+    setWrapped(row.name, backend.name);
+    setWrapped(row.address, backend.address === backend.name ? '' : backend.address);
     row.state.className = `state state-${kind}`;
     setText(row.state, word);
     let reason = backend.reason;
@@ -420,7 +420,7 @@ function dashboardScript() {
     if (workers !== null && typeof backend.up_in_workers === 'number' && backend.up_in_workers < workers) {
       reason += ` (up in ${backend.up_in_workers} of ${workers} workers)`;
     }
-    setText(row.reason, reason);
+    setWrapped(row.reason, reason);
     setText(row.since, since(backend.since));
     const effective = backend.effective_weight !== backend.weight ? ` (now ${backend.effective_weight}, slow start)` : '';
     setText(row.weight, `${backend.weight}${effective}`);
@@ -431,13 +431,17 @@ function dashboardScript() {
     setText(row.errors, `${rate(backend.errors_per_second)}/s`);
     setText(row.errorShare, percent(backend.error_rate));
     setText(row.latency, `${duration(backend.p50_seconds)} / ${duration(backend.p99_seconds)}`);
-    setText(row.lastError, backend.last_error === null || backend.last_error === undefined ? '–' : backend.last_error);
+    setWrapped(row.lastError, backend.last_error === null || backend.last_error === undefined ? '–' : backend.last_error);
+    // /status's own check: the page says what /status says.
     const { check } = backend;
     if (check === null || check === undefined) {
-      setText(row.check, 'off');
+      setWrapped(row.check, 'off');
+      setText(row.checkedAt, '');
+    } else if (check.ok === null || check.at === null) {
+      setWrapped(row.check, 'not checked yet');
       setText(row.checkedAt, '');
     } else {
-      setText(row.check, check.ok ? `passing (${check.good} in a row)` : `failing (${check.bad} in a row): ${check.error}`);
+      setWrapped(row.check, check.ok ? `passing (${check.good} in a row)` : `failing (${check.bad} in a row): ${check.error}`);
       setText(row.checkedAt, `checked ${ago(check.at)} ago`);
     }
     if (row.toggle !== null) {
@@ -665,6 +669,29 @@ function dashboardScript() {
     if (node.textContent !== text) node.textContent = text;
   }
 
+  // Names, addresses and error texts break only at spaces and after "." ":" "/" "@", never
+  // inside a word (ECONNREFUSED stays whole): each piece is kept whole, a <wbr> between two.
+  // The whole text is the title too, for a piece shortened on a narrow screen.
+  function setWrapped(node, text) {
+    if (node.dataset.text === text) return;
+    node.dataset.text = text;
+    if (text === '' || text === '–') node.removeAttribute('title');
+    else node.title = text.trim();
+    const children = [];
+    for (const word of text.split(/(\s+)/)) {
+      if (word === '') continue;
+      if (/^\s/.test(word)) {
+        children.push(document.createTextNode(word));
+        continue;
+      }
+      word.split(/(?<=[.:/@])/).forEach((piece, i) => {
+        if (i > 0) children.push(document.createElement('wbr'));
+        children.push(span('piece', piece));
+      });
+    }
+    node.replaceChildren(...children);
+  }
+
   function div(className) {
     const element = document.createElement('div');
     if (className !== '') element.className = className;
@@ -678,8 +705,23 @@ function dashboardScript() {
     return element;
   }
 
+  // The figures the page came with (lila writes them in it): shown before the first event.
+  function showFigures() {
+    const block = $('figures');
+    if (block === null) return;
+    let figures;
+    try {
+      figures = JSON.parse(block.textContent);
+    } catch {
+      return;
+    }
+    if (figures.history !== null && typeof figures.history === 'object') onHistory(figures.history);
+    if (figures.snapshot !== null && typeof figures.snapshot === 'object') onSnapshot(figures.snapshot);
+  }
+
   document.addEventListener('visibilitychange', () => (document.hidden ? pause() : connect()));
   setInterval(tick, 1000);
+  showFigures();
   if (document.hidden) setLive('paused', 'paused while hidden');
   connect();
 }

@@ -53,8 +53,9 @@ thead th { font-size: 11px; color: var(--muted); text-transform: uppercase; lett
 tbody tr:last-child td { border-bottom: 0; }
 tr.group th { background: var(--bg); font-size: 12px; }
 tr.pool th { font-size: 14px; padding-top: 12px; }
-.name { font-weight: 600; overflow-wrap: anywhere; }
-.address, .since, .reason, .small { font-size: 12px; color: var(--muted); overflow-wrap: anywhere; }
+.name { font-weight: 600; }
+.address, .since, .reason, .small { font-size: 12px; color: var(--muted); }
+.piece { white-space: nowrap; }
 .col-backend > .cell { min-width: 8em; }
 .col-state > .cell { min-width: 11em; }
 .col-latency, .col-rate, .col-errors, .col-weight, .col-active { white-space: nowrap; }
@@ -67,7 +68,7 @@ tr.pool th { font-size: 14px; padding-top: 12px; }
 .state-backup { background: var(--backup); }
 .state-limit { background: var(--limit); }
 tr.down td { background: color-mix(in srgb, var(--down) 7%, transparent); }
-.error-text { color: var(--down); overflow-wrap: anywhere; }
+.error-text { color: var(--down); }
 .spark { width: 110px; height: 28px; display: block; }
 .actions-cell { white-space: nowrap; }
 .actions-cell button, .actions-cell input, .token button, .token input { font: inherit; }
@@ -88,6 +89,7 @@ button { cursor: pointer; }
   tbody tr { border-bottom: 1px solid var(--line); padding: 6px 0; }
   td { border: 0; padding: 2px 10px; display: grid; grid-template-columns: 7.5em minmax(0, 1fr); gap: 8px; white-space: normal; }
   td > .cell { min-width: 0 !important; }
+  .piece { display: inline-block; max-width: 100%; overflow: hidden; text-overflow: ellipsis; vertical-align: top; }
   .tile .value { font-size: 18px; white-space: normal; }
   td::before { content: attr(data-label); color: var(--muted); font-size: 12px; }
   tr.group th { display: block; }

@@ -4,24 +4,32 @@ const crypto = require('node:crypto');
 const { STYLE } = require('./page-style');
 const { dashboardScript } = require('./page-script');
 
+// Where the figures of the moment go: a data block, which no browser runs.
+const DATA_MARK = '<!--figures-->';
+
 let page = null;
 
 /**
  * The dashboard (`GET /`): one HTML page with its style and script inline,
  * no other request but `/events` and the changes it sends, and the headers
  * that hold it to that. Its Content-Security-Policy allows the one inline
- * script and the one inline style by their SHA-256 hashes (the page is the
+ * script and the one inline style by their SHA-256 hashes (they are the
  * same for every request, so a hash does what a nonce would, with nothing
  * to generate per request), no `'unsafe-inline'`, connections to its own
  * origin only, and Trusted Types: markup cannot be written from a string,
  * so a backend name or an error text can only ever be shown as text.
- * Built once, at the first request.
+ * The figures of the moment come in the page, as JSON in a
+ * `<script type="application/json">` data block (never run, so no hash is
+ * needed), so that the page shows them before its first event. Built once,
+ * at the first request; only the figures change.
  *
+ * @param {{history?: object, snapshot?: object | null}} [figures] what the page shows
+ *   first: the `history` and `snapshot` events' data (see `DashboardFeed.current`)
  * @returns {{body: string, headers: Record<string, string>}}
  */
-function dashboardPage() {
+function dashboardPage(figures = {}) {
   if (page === null) page = build();
-  return page;
+  return { body: page.before + dataBlock(figures) + page.after, headers: page.headers };
 }
 
 module.exports = { dashboardPage };
@@ -41,8 +49,10 @@ function build() {
     "require-trusted-types-for 'script'",
     "trusted-types 'none'"
   ].join('; ');
+  const [before, after] = html(STYLE, script).split(DATA_MARK);
   return {
-    body: html(STYLE, script),
+    before,
+    after,
     headers: {
       'Content-Security-Policy': policy,
       'X-Content-Type-Options': 'nosniff',
@@ -52,6 +62,12 @@ function build() {
       'Cross-Origin-Resource-Policy': 'same-origin'
     }
   };
+}
+
+// JSON inside a script element: no "<" can end it or open a comment.
+function dataBlock(figures) {
+  const json = JSON.stringify({ history: figures.history || null, snapshot: figures.snapshot || null }).replace(/</g, '\\u003c');
+  return `<script type="application/json" id="figures">${json}</script>`;
 }
 
 function hash(text) {
@@ -132,6 +148,7 @@ function html(style, script) {
     <p id="message" class="message" role="status" aria-live="polite"></p>
   </section>
 </main>
+${DATA_MARK}
 <script>${script}</script>
 </body>
 </html>

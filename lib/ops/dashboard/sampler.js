@@ -59,11 +59,27 @@ class Sampler {
    *   and `discovery` with servers found through DNS)
    */
   sample(now = Date.now()) {
+    return this.frame(now, true);
+  }
+
+  /**
+   * A frame as `sample` makes it, without rates, and without touching what the next
+   * `sample` compares with: the page's first figures, before its first event.
+   *
+   * @param {number} [now] ms since the epoch
+   * @returns {object}
+   */
+  peek(now = Date.now()) {
+    return this.frame(now, false);
+  }
+
+  // A frame; `remember`: the counters are the next sample's to compare with.
+  frame(now, remember) {
     const { proxy } = this;
     const status = this.describe();
     const seconds = (now - this.previousAt) / 1000;
-    const comparable = this.previousAt > 0 && seconds > 0 && now - this.previousAt <= STALE_MS;
-    this.previousAt = now;
+    const comparable = remember && this.previousAt > 0 && seconds > 0 && now - this.previousAt <= STALE_MS;
+    if (remember) this.previousAt = now;
     const { unrouted } = proxy.traffic;
     const bounds = unrouted.durations.buckets;
     // What ended in the whole: every backend's, and lila's own answers.
@@ -75,15 +91,15 @@ class Sampler {
       group.described.forEach((described, i) => {
         const backend = group.members[i];
         active += backend.active;
-        const delta = this.delta(backend, backend.stats, tcp ? backend.failuresTotal : fivexx(backend.stats), tcp);
+        const delta = remember ? this.delta(backend, backend.stats, tcp ? backend.failuresTotal : fivexx(backend.stats), tcp) : null;
         if (delta !== null) add(sums, delta, !tcp);
-        const check = group.health.checks === null ? null : group.health.checks.resultOf(backend);
-        const rated = { ...described, ...rates(delta, seconds, comparable, bounds), check };
+        // State, reason and check are /status's own: the page says what /status says.
+        const rated = { ...described, ...rates(delta, seconds, comparable, bounds), check: described.check === undefined ? null : described.check };
         backends.push(group.pool === null ? rated : { pool: group.pool.name, ...rated });
       });
     }
     // What clients saw as a whole: lila's own 5xx, and tcp connections no backend took.
-    const own = this.delta(unrouted, unrouted, fivexx(unrouted) + unrouted.connections, false);
+    const own = remember ? this.delta(unrouted, unrouted, fivexx(unrouted) + unrouted.connections, false) : null;
     if (own !== null) add(sums, own, true);
     const address = proxy.server.listening ? proxy.server.address() : null;
     const frame = {
@@ -108,13 +124,12 @@ class Sampler {
   groups(status) {
     const { proxy } = this;
     if (this.configured === null) {
-      return [{ pool: null, layer: proxy.layer, health: proxy.health, members: proxy.balancer.backends, described: status.backends }];
+      return [{ pool: null, layer: proxy.layer, members: proxy.balancer.backends, described: status.backends }];
     }
     const { pools } = this.configured();
     return pools.map((pool, i) => ({
       pool,
       layer: pool.layer,
-      health: pool.health,
       members: pool.balancer.backends,
       // Read in the same turn as /status was: the same pools, the same backends.
       described: status.pools[i].backends
