@@ -29,7 +29,15 @@ const codes = {
   RATE_LIMITED: 'LILA_ERR_RATE_LIMITED',
   BODY_TOO_LARGE: 'LILA_ERR_BODY_TOO_LARGE',
   NO_ROUTE: 'LILA_ERR_NO_ROUTE',
-  CONFIG: 'LILA_ERR_CONFIG'
+  CONFIG: 'LILA_ERR_CONFIG',
+  // A route's access control refused the request (--allow, --deny; --basic-auth).
+  FORBIDDEN: 'LILA_ERR_FORBIDDEN',
+  UNAUTHORIZED: 'LILA_ERR_UNAUTHORIZED',
+  // The library's registry of pools of values (`pools`, erlpool's API).
+  POOL_EXISTS: 'LILA_ERR_POOL_EXISTS',
+  UNKNOWN_POOL: 'LILA_ERR_UNKNOWN_POOL',
+  MEMBER_START: 'LILA_ERR_MEMBER_START',
+  MEMBER_STOP: 'LILA_ERR_MEMBER_STOP'
 };
 
 const USAGE_CODES = new Set([

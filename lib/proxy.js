@@ -25,7 +25,8 @@ const LISTENER_DEFAULTS = {
   bodyTimeout: 60000,
   maxHeaderSize: 16 * 1024,
   http2: true,
-  maxConcurrentStreams: 100
+  maxConcurrentStreams: 100,
+  requestId: false
 };
 // While draining, how long an idle keep-alive connection is still read: a
 // request the client sent as the drain began is answered (with Connection:
@@ -112,6 +113,9 @@ class Proxy {
    *   body may take; more gets 413; off by default
    * @param {number} [options.maxConnections] client connections served at once; past it, new
    *   ones wait, unserved, until one closes; none by default
+   * @param {boolean} [options.requestId] http: every request gets an X-Request-ID (the client's
+   *   when valid) and a W3C traceparent for the backend, both in access lines and lila's own
+   *   answers, the id in every response (`--request-id`); off by default
    * @throws {LilaError} for invalid options or servers
    */
   constructor(options) {
@@ -144,7 +148,9 @@ class Proxy {
     // What the engine's exchanges use of each pool a route names, kept across route changes.
     this.bindings = new Map();
     this.routes = null;
-    this.setRoutes(this.ownPool === null ? options.routes : [{ text: '*', host: null, path: null, targets: [{ pool: this.ownPool, weight: 1 }] }]);
+    this.setRoutes(this.ownPool === null
+      ? options.routes
+      : [{ text: '*', host: null, path: null, targets: [{ pool: this.ownPool, weight: 1 }], actions: options.actions }]);
     // --max-connections: past it, new connections wait their turn, unserved.
     // --accept-proxy: the header is read first, before TLS and the engine (and after the gate).
     if (options.acceptProxy === true) {
@@ -182,6 +188,8 @@ class Proxy {
   setRoutes(routes) {
     const used = new Map();
     const bindingOf = (pool) => {
+      // A route without a pool (it answers every request itself): a binding to none.
+      if (pool === null) return this.server.bind(null);
       let binding = this.bindings.get(pool);
       if (binding === undefined) binding = this.server.bind(pool);
       used.set(pool, binding);
@@ -318,11 +326,44 @@ class Proxy {
    */
   listen(port = DEFAULTS.port, host = undefined, { reusePort = false } = {}) {
     validatePort(port, 'port');
+    // A worker with its own SO_REUSEPORT socket listens outside the cluster (exclusive).
+    return this.listenWith(reusePort ? { port, host, reusePort, exclusive: true } : { port, host }, host, port);
+  }
+
+  /**
+   * Listens on the socket another listener of this process listens on, on
+   * the same address: from now on this one accepts its connections, and the
+   * other accepts none (its `drain()` then lets its own finish). Between the
+   * two, no client is refused: connections waiting to be accepted stay queued
+   * on the one socket, which never closes.
+   *
+   * @param {Proxy} other listening
+   * @returns {Promise<{address: string, port: number, family: string}>}
+   */
+  takeOver(other) {
+    const { address, port } = other.server.address();
+    // net.Server keeps its listening socket in `_handle` (lib/net.js, Node 20 to 26): the server
+    // whose `_handle` it is accepts on it, and close() closes only the one it still holds.
+    const handle = other.server._handle;
+    other.server._handle = null;
+    return this.listenWith({ handle, exclusive: true }, address, port);
+  }
+
+  /**
+   * Whether `takeOver(this)` can take this listener's socket: it listens on a
+   * socket of this process's own (not a cluster primary's round-robin).
+   *
+   * @returns {boolean}
+   */
+  get handsOver() {
+    const handle = this.server._handle;
+    return handle !== null && handle !== undefined && typeof handle.fd === 'number' && handle.fd >= 0;
+  }
+
+  listenWith(options, host, port) {
     return new Promise((resolve, reject) => {
       const onError = (err) => reject(listenError(err, host, port));
       this.server.once('error', onError);
-      // A worker with its own SO_REUSEPORT socket listens outside the cluster (exclusive).
-      const options = reusePort ? { port, host, reusePort, exclusive: true } : { port, host };
       this.server.listen(options, () => {
         this.server.removeListener('error', onError);
         if (this.ownPool !== null) this.ownPool.start();
@@ -416,6 +457,7 @@ function listenerSettings(options) {
     maxHeaderSize: validateCount(pick('maxHeaderSize'), 'maxHeaderSize', 1024),
     http2: pick('http2') !== false,
     maxConcurrentStreams: validateCount(pick('maxConcurrentStreams'), 'maxConcurrentStreams', 1),
+    requestId: pick('requestId') === true,
     // Set by drain(): responses from then on close their connection.
     draining: false
   };

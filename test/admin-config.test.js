@@ -519,7 +519,9 @@ describe('admin API with a config file', () => {
         ['/', 404, null, null, null]
       ]);
       // In the order a request travels: route, pool, backend.
-      assert.deepEqual(Object.keys(access[1]).slice(3), ['client', 'method', 'path', 'status', 'route', 'pool', 'backend', 'duration_ms', 'bytes']);
+      assert.deepEqual(Object.keys(access[1]).slice(3), [
+        'client', 'method', 'path', 'protocol', 'status', 'route', 'pool', 'backend', 'duration_ms', 'bytes', 'user_agent'
+      ]);
     });
 
     it('names the route and the pool of every tcp connection', async () => {
@@ -551,11 +553,11 @@ describe('admin API with a config file', () => {
       routed.session(null, 2, '127.0.0.1', 0, 0, undefined, null, null);
       logger.flush();
 
-      assert.deepEqual(lines, [
-        'lila: access client=127.0.0.1 method=GET path=/ status=503 backend=- duration_ms=1 bytes=0',
-        'lila: access client=127.0.0.1 method=GET path=/ status=503 route=a.test pool=a backend=- duration_ms=1 bytes=0',
-        'lila: access client=127.0.0.1 method=GET path=/ status=400 route=- pool=- backend=- duration_ms=1 bytes=0',
-        'lila: access client=127.0.0.1 method=GET path=/ status=400 backend=- duration_ms=1 bytes=0',
+      assert.deepEqual(lines.map((line) => line.replace(/ time=\S+/, '')), [
+        'lila: access client=127.0.0.1 method=GET path=/ protocol=- status=503 backend=- duration_ms=1 bytes=0 user_agent=-',
+        'lila: access client=127.0.0.1 method=GET path=/ protocol=- status=503 route=a.test pool=a backend=- duration_ms=1 bytes=0 user_agent=-',
+        'lila: access client=127.0.0.1 method=GET path=/ protocol=- status=400 route=- pool=- backend=- duration_ms=1 bytes=0 user_agent=-',
+        'lila: access client=127.0.0.1 method=GET path=/ protocol=- status=400 backend=- duration_ms=1 bytes=0 user_agent=-',
         'lila: access client=127.0.0.1 route=- pool=- backend=- duration_ms=2 bytes_from_client=0 bytes_to_client=0'
       ]);
     });

@@ -2,7 +2,9 @@
 
 const assert = require('node:assert/strict');
 const { createService, Logger } = require('../lib');
+const https = require('node:https');
 const { cleanup, onCleanup, deferred, startHttpBackend, request, refusingPort, takenPort } = require('./helpers');
+const { Pki } = require('./pki');
 
 // A service of a config, started; stopped after the test.
 async function started(config) {
@@ -22,6 +24,19 @@ async function answers(port, host, path = '/', count = 4) {
   const bodies = new Set();
   for (let i = 0; i < count; i++) bodies.add((await request(port, { agent: false, path, headers: { host } })).body);
   return bodies;
+}
+
+// The body of a GET over TLS, each on a connection of its own, checked against `ca`.
+function httpsRequest(port, ca) {
+  return new Promise((resolve, reject) => {
+    const req = https.get({ host: '127.0.0.1', port, servername: 'x.test', ca, agent: false, headers: { host: 'x.test' } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => { body += chunk; });
+      res.on('end', () => resolve(body));
+    });
+    req.on('error', reject);
+  });
 }
 
 describe('a config from a program', function () {
@@ -122,6 +137,52 @@ describe('a config from a program', function () {
     assert.equal(result.line, 'reload: reloaded the config: listeners 1 (+1 -1), pools 1 (+0 -0 ~0), routes 1');
     assert.deepEqual(after, new Set(['A']));
     assert.deepEqual([(await holding).status, (await holding).body], [200, 'held']);
+  });
+
+  it('hands a replaced listener\'s socket to its successor: new connections under load are never refused, over 10 reloads', async () => {
+    const a = await startHttpBackend('A');
+    const listen = await refusingPort();
+    const text = (timeout) => `pool web round-robin ${a.address}\nlisten 127.0.0.1:${listen} --header-timeout ${timeout}\n  route * web\n`;
+    const { service, port } = await started(text('5s'));
+    const outcomes = [];
+    let loading = true;
+    // Four clients, each opening a new connection for every request, until the reloads are over.
+    const clients = Array.from({ length: 4 }, async () => {
+      while (loading) {
+        outcomes.push(await request(port, { agent: false }).then(({ status, body }) => `${status} ${body}`, (err) => err.code));
+      }
+    });
+
+    const lines = [];
+    for (let i = 0; i < 10; i++) {
+      const served = outcomes.length;
+      lines.push((await service.reloadText(text(`${6 + i}s`))).line);
+      // Each listener serves some requests before the next reload.
+      while (outcomes.length < served + 8) await new Promise((resolve) => setImmediate(resolve));
+    }
+    loading = false;
+    await Promise.all(clients);
+
+    assert.deepEqual(new Set(lines), new Set(['reload: reloaded the config: listeners 1 (+1 -1), pools 1 (+0 -0 ~0), routes 1']));
+    assert.deepEqual(new Set(outcomes), new Set(['200 A']));
+    assert.equal(service.config.listeners[0].headerTimeout, 15000);
+  });
+
+  it('gives a taken-over socket back when the reload then fails: its --redirect-http port is taken', async () => {
+    const [a, b] = await Promise.all(['A', 'B'].map((name) => startHttpBackend(name)));
+    const taken = await takenPort();
+    const listen = await refusingPort();
+    const pki = new Pki();
+    const { certFile, keyFile } = pki.issue({ names: ['x.test'] });
+    const text = (server, more = '') =>
+      `pool web round-robin ${server}\nlisten 127.0.0.1:${listen} --tls-cert ${certFile} --tls-key ${keyFile}${more}\n  route * web\n`;
+    const { service, port } = await started(text(a.address));
+    const ask = () => httpsRequest(port, pki.ca);
+
+    const result = await service.reloadText(text(b.address, ` --redirect-http 127.0.0.1:${taken}`));
+
+    assert.deepEqual([result.ok, result.message], [false, `cannot listen on 127.0.0.1:${taken} for the http redirect: EADDRINUSE`]);
+    assert.deepEqual([await ask(), await ask()], ['A', 'A']);
   });
 
   it('reloads a config text, and keeps what runs when the text is wrong', async () => {

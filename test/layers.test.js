@@ -15,12 +15,14 @@ const MAY_IMPORT = {
   config: ['balancing', 'routing', 'errors'],
   discovery: ['balancing', 'errors'],
   health: ['net', 'errors'],
-  http: ['net', 'errors'],
+  // What a route does to a request: written once, for every engine to call.
+  actions: ['errors'],
+  http: ['actions', 'net', 'errors'],
   // The fast engine and its h2 side use each other: an exchange sends on h2 backends'
   // streams, and an h2 client's stream is an exchange.
-  'http/fast': ['http', 'http/h2', 'net', 'errors'],
-  'http/h2': ['http', 'http/fast', 'net', 'errors'],
-  'http/node': ['http', 'net', 'errors'],
+  'http/fast': ['http', 'http/h2', 'actions', 'net', 'errors'],
+  'http/h2': ['http', 'http/fast', 'actions', 'net', 'errors'],
+  'http/node': ['http', 'actions', 'net', 'errors'],
   tcp: ['net', 'errors'],
   ops: ['balancing', 'balancing/strategies', 'ops/dashboard', 'net', 'errors'],
   cluster: ['ops/dashboard', 'errors'],
@@ -28,11 +30,11 @@ const MAY_IMPORT = {
   tls: ['errors'],
   limits: ['errors'],
   // Routes choose a pool; they know pools only as the objects they are handed.
-  routing: ['balancing', 'errors'],
+  routing: ['balancing', 'actions', 'errors'],
   pool: ['balancing', 'config', 'discovery', 'health', 'http/fast', 'http/h2', 'http/node', 'tls', 'ops', 'errors'],
   proxy: ['pool', 'routing', 'http/fast', 'http/node', 'tcp', 'tls', 'limits', 'config', 'ops', 'net', 'errors'],
   service: ['proxy', 'pool', 'cluster', 'config', 'tls', 'ops', 'net', 'errors'],
-  cli: ['service', 'proxy', 'routing', 'balancing', 'balancing/strategies', 'config', 'tls', 'ops', 'errors'],
+  cli: ['service', 'proxy', 'routing', 'actions', 'balancing', 'balancing/strategies', 'config', 'tls', 'ops', 'errors'],
   index: ['service', 'proxy', 'cli', 'balancing', 'balancing/strategies', 'ops', 'errors']
 };
 

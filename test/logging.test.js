@@ -90,10 +90,14 @@ describe('logging', () => {
       logger.access({ n: 2 });
       assert.deepEqual(writes, []);
       await new Promise((resolve) => setImmediate(resolve));
-      assert.deepEqual(writes, ['lila: access n=1\nlila: access n=2\n']);
+      // Each access line begins with its time.
+      const untimed = (text) => text.replace(/time=\S+ /g, '');
+      assert.equal(writes.length, 1);
+      assert.match(writes[0], /^lila: access time=\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z n=1\n/);
+      assert.equal(untimed(writes[0]), 'lila: access n=1\nlila: access n=2\n');
       logger.access({ n: 3 });
       logger.warn('later');
-      assert.deepEqual(writes.slice(1), ['lila: access n=3\n', 'lila: warn: later\n']);
+      assert.deepEqual(writes.slice(1).map(untimed), ['lila: access n=3\n', 'lila: warn: later\n']);
     });
   });
 
@@ -112,8 +116,8 @@ describe('logging', () => {
 
       const [get, post] = lines.map((line) => JSON.parse(line));
       assert.deepEqual({ ...get, time: 0, duration_ms: 0 }, {
-        time: 0, level: 'info', msg: 'access', client: '127.0.0.1', method: 'GET', path: '/cart?id=7',
-        status: 200, backend: a.address, duration_ms: 0, bytes: 1000
+        time: 0, level: 'info', msg: 'access', client: '127.0.0.1', method: 'GET', path: '/cart?id=7', protocol: 'HTTP/1.1',
+        status: 200, backend: a.address, duration_ms: 0, bytes: 1000, user_agent: null
       });
       assert.equal(typeof get.duration_ms, 'number');
       assert.ok(get.duration_ms >= 0 && get.duration_ms < 5000);
@@ -151,7 +155,7 @@ describe('logging', () => {
       await until(() => lines.length === 1, 'one access line');
 
       assert.match(lines[0], new RegExp(
-        `^lila: access client=127\\.0\\.0\\.1 backend=${echo.address.replace(/\./g, '\\.')} duration_ms=[0-9.]+ bytes_from_client=5 bytes_to_client=5$`
+        `^lila: access time=\\S+ client=127\\.0\\.0\\.1 backend=${echo.address.replace(/\./g, '\\.')} duration_ms=[0-9.]+ bytes_from_client=5 bytes_to_client=5$`
       ));
     });
   });

@@ -57,6 +57,7 @@ describe('options', () => {
 
       assert.deepEqual(read, {
         proxy: { timeout: 120000, keepAliveTimeout: 0, locationRewrite: false, failOn5xx: true },
+        actions: {},
         port: 0,
         'drain-timeout': 1000,
         admin: { host: '::1', port: 9000, text: '[::1]:9000' }

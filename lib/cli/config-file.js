@@ -3,10 +3,11 @@
 const { parseArgs } = require('node:util');
 const { readConfigText } = require('../config/config-text');
 const { readText } = require('../config/read-text');
-const { OPTIONS, parseArgsOptions, readOptions, argumentProblem } = require('./options');
+const { OPTIONS, parseArgsOptions, readOptions, takeWords, argumentProblem } = require('./options');
 const { tlsOf } = require('./tls-options');
 const { parseServer } = require('../balancing/server-address');
 const { parseMatch } = require('../routing/route-table');
+const ListenerRoutes = require('../routing/listener-routes');
 const { at, check, readAddress, POOL_NAME } = require('../config/config-model');
 const { codes } = require('../errors');
 
@@ -14,11 +15,15 @@ const { codes } = require('../errors');
 const PLACES = {
   global: { scopes: ['global'], what: 'a line of its own' },
   pool: { scopes: ['pool', 'layer'], what: 'a pool' },
-  listener: { scopes: ['listener', 'layer'], what: 'a listen line' },
-  route: { names: ['hash-key'], what: 'a route' }
+  // A listen line's route options are those of each of its routes.
+  listener: { scopes: ['listener', 'layer', 'route'], what: 'a listen line' },
+  route: { scopes: ['route'], names: ['hash-key'], what: 'a route' }
 };
-const SCOPE_PLACES = { global: 'a line of its own', pool: 'a pool', listener: 'a listen line', layer: 'a pool or a listen line', command: 'the command line' };
+const SCOPE_PLACES = {
+  global: 'a line of its own', pool: 'a pool', listener: 'a listen line', layer: 'a pool or a listen line', route: 'a route or a listen line', command: 'the command line'
+};
 const BY_NAME = new Map(OPTIONS.map((option) => [option.name, option]));
+const BY_ACTION = new Map(OPTIONS.filter((option) => option.action !== undefined).map((option) => [option.action, option]));
 const WEIGHTED_TARGET = /^([^=]+)=(\d+)$/;
 
 /**
@@ -71,18 +76,22 @@ module.exports = { readConfigFile, parseConfig, summary };
 // util.parseArgs over one line's words, with the options the place takes.
 function readArgs(words, place, fail) {
   let parsed;
+  let taken;
   try {
-    parsed = parseArgs({ args: words, options: parseArgsOptions(), allowPositionals: true, tokens: true, strict: true });
+    // Options of several words (--respond 200 ok) are taken out first.
+    taken = takeWords(words);
+    parsed = parseArgs({ args: taken.args, options: parseArgsOptions(), allowPositionals: true, tokens: true, strict: true });
   } catch (err) {
-    throw fail(argumentProblem(err));
+    throw fail(err.code === codes.INVALID_OPTION ? err.message : argumentProblem(err));
   }
-  const { scopes, names, what } = PLACES[place];
-  for (const token of parsed.tokens) {
-    if (token.kind !== 'option') continue;
-    const option = BY_NAME.get(token.name);
-    const allowed = names !== undefined ? names.includes(option.name) : scopes.includes(option.scope);
+  const { scopes, names = [], what } = PLACES[place];
+  const given = [...parsed.tokens.filter((token) => token.kind === 'option').map((token) => token.name), ...Object.keys(taken.values)];
+  for (const name of given) {
+    const option = BY_NAME.get(name);
+    const allowed = names.includes(option.name) || scopes.includes(option.scope);
     if (!allowed) throw fail(`"--${option.name}" belongs on ${SCOPE_PLACES[option.scope]}, not on ${what}`);
   }
+  Object.assign(parsed.values, taken.values);
   // Each value is checked on its own line, so that a mistake names that line.
   readAt(parsed.values, fail);
   return parsed;
@@ -173,8 +182,24 @@ function readListener(block, at) {
     const key = tokens.find((token) => token.name === 'tls-key' && err.message.includes(token.value));
     throw at(key === undefined ? block.line : key.line)(err.message);
   }
-  if (routes.length === 0) throw fail(`listen ${first.positionals[0]} has no route: add "  route * POOL" below it`);
   const layer = options.proxy.layer || 'http';
+  if (options['redirect-https'] === true) {
+    if (tls !== undefined) throw fail('"--redirect-https" answers plain http requests: this listener has --tls-cert, its requests are https already');
+    if (layer === 'tcp') throw fail('"--redirect-https" answers http requests: this is a tcp listener');
+    // Every request, whatever its route: a listener of only that needs no route line.
+    options.actions.redirect = ['https://{host}{uri}', '308'];
+    if (routes.length === 0) routes.push({ line: block.line, text: '*', host: null, path: null, targets: [], actions: {} });
+  }
+  if (routes.length === 0) throw fail(`listen ${first.positionals[0]} has no route: add "  route * POOL" below it`);
+  if (layer === 'http') checkListenActions(options.actions, `listen ${first.positionals[0]}`, fail);
+  for (const route of routes) {
+    // A listen line's route options are each route's, unless the route gives its own; lists add up.
+    route.actions = withDefaults(route.actions, options.actions);
+    const answers = route.actions.redirect !== undefined || route.actions.respond !== undefined;
+    if (route.targets.length === 0 && !answers) {
+      throw at(route.line)('a route names what it matches and its pool: route MATCH POOL (or answers itself: --redirect, --respond)');
+    }
+  }
   for (const route of routes) {
     if (layer === 'tcp' && route.path !== null) {
       throw at(route.line)(`route "${route.text}": a tcp listener routes by the TLS server name only, not by path`);
@@ -206,7 +231,7 @@ function mergeValues(into, values) {
 function readRoute(child, fail) {
   const { values, positionals } = readArgs(child.words.slice(1), 'route', fail);
   const [match, ...targets] = positionals;
-  if (match === undefined || targets.length === 0) throw fail('a route names what it matches and its pool: route MATCH POOL');
+  if (match === undefined) throw fail('a route names what it matches and its pool: route MATCH POOL');
   let where;
   try {
     where = parseMatch(match);
@@ -218,7 +243,36 @@ function readRoute(child, fail) {
     if (targets.length > 1 && pair === null) throw fail(`route "${match}": a split gives every pool a weight (api=90 canary=10), received "${target}"`);
     return pair === null ? { pool: target, weight: 1 } : { pool: pair[1], weight: Number(pair[2]) };
   });
-  return { line: child.line, text: match, host: where.host, path: where.path, targets: weighted, hashKey: values['hash-key'] };
+  const { actions } = readAt(values, fail);
+  return { line: child.line, text: match, host: where.host, path: where.path, targets: weighted, hashKey: values['hash-key'], actions };
+}
+
+// A route's options over its listen line's: the route's win, lists (headers, blocks) add up.
+function withDefaults(actions, defaults) {
+  const out = { ...defaults };
+  // A route's own answer replaces its listen line's (a /healthz under --redirect-https).
+  if (actions.redirect !== undefined || actions.respond !== undefined) {
+    delete out.redirect;
+    delete out.respond;
+    delete out.contentType;
+  }
+  for (const [name, value] of Object.entries(actions)) {
+    out[name] = Array.isArray(value) && Array.isArray(defaults[name]) && BY_ACTION.get(name).multiple === true ? [...defaults[name], ...value] : value;
+  }
+  return out;
+}
+
+// A listen line's route options, checked as a route's of their own, so that a bad value names that line.
+function checkListenActions(actions, where, fail) {
+  if (Object.keys(actions).length === 0) return;
+  // A path for --strip-prefix, and an answer, so that the check needs no pool.
+  const answers = actions.redirect !== undefined || actions.respond !== undefined;
+  const spec = { text: '*', where, host: null, path: '/', targets: [], actions: answers ? actions : { ...actions, respond: ['204'] } };
+  try {
+    new ListenerRoutes([spec], () => null, 'http');
+  } catch (err) {
+    throw fail(err.message);
+  }
 }
 
 /**
@@ -234,6 +288,6 @@ function summary(model) {
     const pools = [...new Set(listener.routes.flatMap((route) => route.targets.map((target) => target.pool)))];
     const count = listener.routes.length;
     const where = listener.host === undefined ? `:${listener.port}` : listener.text;
-    return `listen ${where} ${kind}: ${count} route${count === 1 ? '' : 's'} -> ${pools.join(', ')}`;
+    return `listen ${where} ${kind}: ${count} route${count === 1 ? '' : 's'} -> ${pools.length === 0 ? 'no pool (answered by lila)' : pools.join(', ')}`;
   });
 }

@@ -1,6 +1,7 @@
 'use strict';
 
 const { OPTIONS, GROUPS } = require('./options');
+const { strategies } = require('../balancing/strategies');
 
 const WIDTH = 80;
 // Where an option's description starts.
@@ -8,6 +9,9 @@ const INDENT = 24;
 
 const HEAD = `Usage: lila <mode> <server> [server ...] [options]
        lila <mode> --hosts <file> [options]
+       lila --config <file> [options]
+       lila <port>   round-robin over tcp on <port> to the servers of ./hosts
+       lila hash-password [--user <name>]   hashes a password for --basic-auth
 
 lila puts one address in front of many backends and balances requests (http)
 or connections (tcp) across them.
@@ -98,7 +102,22 @@ function optionSignature(option) {
   return `${short}--${option.name}${option.arg === undefined ? '' : ` ${option.arg}`}`;
 }
 
-module.exports = { helpText, optionSignature };
+/**
+ * The five lines `lila` alone prints (with no ./hosts or ./lila.conf to
+ * serve): how to start, and where the rest is.
+ *
+ * @returns {string}
+ */
+function usageText() {
+  return `Usage: lila <mode> <server> [server ...] [options]
+       lila <mode>    the servers in ./hosts, one a line (or --hosts <file>)
+       lila           pools, listeners and routes in ./lila.conf (or --config)
+Modes: ${Object.keys(strategies).join(', ')}
+Try "lila round-robin localhost:8001 localhost:8002", or "lila --help".
+`;
+}
+
+module.exports = { helpText, usageText, optionSignature };
 
 // The signature, then the description wrapped at WIDTH from INDENT; on a line
 // of its own when the signature leaves no room.

@@ -6,9 +6,11 @@ const { createService } = require('../service');
 const Logger = require('../ops/logger');
 const { isLoopback } = require('../ops/admin-server');
 const { strategies } = require('../balancing/strategies');
-const { parseArgsOptions, readOptions, argumentProblem } = require('./options');
-const { helpText } = require('./help');
+const { parseArgsOptions, readOptions, takeWords, argumentProblem } = require('./options');
+const { helpText, usageText } = require('./help');
+const { readToolCommandLine, ToolService } = require('./tool-command-lines');
 const { tlsOf } = require('./tls-options');
+const { runHashPassword } = require('./hash-password');
 const { readConfigFile, parseConfig, summary } = require('./config-file');
 const Configuration = require('../service/configuration');
 const { OPTIONS } = require('./options');
@@ -26,8 +28,8 @@ const TRY_HELP = 'Try "lila --help" for more information.';
  * gets one line on stderr; nothing here exits the process.
  *
  * @param {string[]} args the arguments after `lila`
- * @param {{stdout?: NodeJS.WritableStream, stderr?: NodeJS.WritableStream, env?: NodeJS.ProcessEnv}} [io]
- *   defaults to the process's
+ * @param {{stdin?: NodeJS.ReadableStream, stdout?: NodeJS.WritableStream, stderr?: NodeJS.WritableStream,
+ *   env?: NodeJS.ProcessEnv}} [io] defaults to the process's
  * @returns {Promise<number>}
  */
 async function run(args, io = {}) {
@@ -35,8 +37,15 @@ async function run(args, io = {}) {
   const stderr = io.stderr || process.stderr;
   const env = io.env || process.env;
   let service;
+  // A subcommand: a hash for a --basic-auth file.
+  if (args[0] === 'hash-password') return runHashPassword(args.slice(1), { stdin: io.stdin || process.stdin, stdout, stderr });
+  if (args.length === 0 && !fs.existsSync(DEFAULT_HOSTS_FILE) && !fs.existsSync(DEFAULT_CONFIG_FILE)) {
+    // A newcomer's first try: how to start, not the whole help.
+    stderr.write(usageText());
+    return 2;
+  }
   try {
-    const parsed = parse(args, env);
+    const parsed = parseCommandLine(args, env);
     if (parsed.help) {
       stdout.write(helpText());
       return 0;
@@ -50,11 +59,12 @@ async function run(args, io = {}) {
       stdout.write(summary(parsed.service.config).map((line) => `${line}\n`).join('') + `lila: ${parsed.service.configFile}: good\n`);
       return 0;
     }
-    service = createService({ ...parsed.service, logger: new Logger({ ...parsed.logger, stream: stderr }) });
+    const options = { ...parsed.service, logger: new Logger({ ...parsed.logger, stream: stderr }) };
+    service = parsed.tool === undefined ? createService(options) : new ToolService(options, parsed.tool);
   } catch (err) {
     if (!err.isUsageError) throw err;
     // A config file's mistake names its line: the help has nothing to add.
-    stderr.write(err.code === codes.CONFIG ? `lila: ${err.message}\n` : `lila: ${err.message}\n${TRY_HELP}\n`);
+    stderr.write(err.code === codes.CONFIG || err.complete === true ? `lila: ${err.message}\n` : `lila: ${err.message}\n${TRY_HELP}\n`);
     return 2;
   }
   service.handleSignals();
@@ -67,22 +77,36 @@ async function run(args, io = {}) {
   return Promise.race([started, service.exited]);
 }
 
-module.exports = { run };
-
-// The arguments as a Service's options, or help or version.
-function parse(args, env) {
+/**
+ * Reads a command line as `lila` would, without starting anything: what to
+ * run (a Service's options), or that help or the version was asked for.
+ * Relative files (./hosts, ./lila.conf) are looked for in the current directory.
+ *
+ * @param {string[]} args the arguments after `lila`
+ * @param {NodeJS.ProcessEnv} [env] for LILA_ADMIN_TOKEN
+ * @returns {{help?: true, version?: true, check?: boolean, tool?: string,
+ *   logger?: {format?: string, level?: string, access: boolean, accessFormat?: string}, service?: object}}
+ *   tool: the other balancer whose command line it is (`equilibrio`, `tcp-balancer`)
+ * @throws {LilaError} a usage error (`isUsageError`), in one sentence
+ */
+function parseCommandLine(args, env = process.env) {
   let values;
   let positionals;
   let tokens;
+  // Options of several words (--respond 200 ok) are taken out first.
+  const taken = takeWords(args);
   try {
-    ({ values, positionals, tokens } = parseArgs({ args, options: parseArgsOptions(), allowPositionals: true, tokens: true }));
+    ({ values, positionals, tokens } = parseArgs({ args: taken.args, options: parseArgsOptions(), allowPositionals: true, tokens: true }));
   } catch (err) {
     throw new LilaError(codes.INVALID_OPTION, argumentProblem(err));
   }
+  Object.assign(values, taken.values);
   if (values.help) return { help: true };
   if (values.version) return { version: true };
-  const [mode, ...servers] = positionals;
-  const configFile = configFileOf(values, positionals);
+  // Another balancer's command line, in its own terms (equilibrio's -e, a port alone).
+  const tool = readToolCommandLine(values, positionals);
+  const [mode, ...servers] = tool === null ? positionals : [tool.mode, ...tool.servers];
+  const configFile = tool === null ? configFileOf(values, positionals) : undefined;
   if (configFile !== undefined) return parseConfigured(configFile, values, env);
   if (values.check) throw new LilaError(codes.INVALID_OPTION, '"--check" checks a config file; give it with --config');
   if (mode === undefined) {
@@ -93,26 +117,43 @@ function parse(args, env) {
     throw new LilaError(codes.INVALID_OPTION, `"--hash-key" is for mode "hash"; ${why}`);
   }
   const options = readOptions(values);
-  const hostsFile = hostsFileOf(options.hosts, servers);
+  const hostsFile = tool === null ? hostsFileOf(options.hosts, servers) : tool.hostsFile;
   const tls = tlsOf(options, tokens);
   if (options.watch && hostsFile === undefined && tls === undefined) {
     throw new LilaError(codes.INVALID_OPTION, '"--watch" follows a hosts file or certificates; give --hosts or --tls-cert');
   }
   const backendTls = { ca: options['backend-ca'], insecure: options['backend-insecure'] === true };
+  // --redirect-https: the one route answers with 308 to https, unless it answers itself (as a config's routes).
+  if (options['redirect-https'] === true) {
+    if (tls !== undefined) throw new LilaError(codes.INVALID_OPTION, '"--redirect-https" answers plain http requests: with --tls-cert, they are https already');
+    if (options.actions.redirect === undefined && options.actions.respond === undefined) options.actions.redirect = ['https://{host}{uri}', '308'];
+  }
+  // The tool's defaults, where lila's own options do not say otherwise.
+  const defaults = tool === null ? {} : { layer: tool.layer };
   return {
-    logger: { format: options['log-format'], level: options['log-level'], access: options['access-log'] === true },
+    tool: tool === null ? undefined : tool.tool,
+    logger: loggerOptions(options),
     service: {
-      proxy: { mode, servers, ...options.proxy, tls, backendTls },
+      proxy: { mode, servers, ...defaults, ...options.proxy, tls, backendTls, actions: options.actions },
       redirectHttp: options['redirect-http'],
       hostsFile,
       watch: options.watch === true,
-      port: options.port,
+      port: options.port === undefined && tool !== null ? tool.port : options.port,
       host: options.address,
       drainTimeout: options['drain-timeout'],
       admin: adminOf(options, env),
       workers: options.workers
     }
   };
+}
+
+module.exports = { run, parseCommandLine };
+
+// The Logger's options; --access-log-format implies --access-log.
+function loggerOptions(options) {
+  const logger = { format: options['log-format'], level: options['log-level'], access: options['access-log'] === true };
+  if (options['access-log-format'] !== undefined) Object.assign(logger, { access: true, accessFormat: options['access-log-format'] });
+  return logger;
 }
 
 // --config, or ./lila.conf when nothing else says what to serve; undefined otherwise.
@@ -132,7 +173,8 @@ function configFileOf(values, positionals) {
 function parseConfigured(file, values, env) {
   for (const option of OPTIONS) {
     if (values[option.name] === undefined || option.scope === 'global' || ['config', 'check'].includes(option.name)) continue;
-    throw new LilaError(codes.INVALID_OPTION, `"--${option.name}" goes in the config file, on ${option.scope === 'command' ? 'no line: it is for a command line without --config' : `${option.scope === 'layer' ? 'a pool or listen' : option.scope === 'pool' ? 'a pool' : 'a listen'} line`}`);
+    const line = { layer: 'a pool or listen', pool: 'a pool', route: 'a route or listen' }[option.scope] || 'a listen';
+    throw new LilaError(codes.INVALID_OPTION, `"--${option.name}" goes in the config file, on ${option.scope === 'command' ? 'no line: it is for a command line without --config' : `${line} line`}`);
   }
   const model = readConfigFile(file);
   // The command line's global options win over the file's.
@@ -141,7 +183,7 @@ function parseConfigured(file, values, env) {
   model.global = options;
   return {
     check: values.check === true,
-    logger: { format: options['log-format'], level: options['log-level'], access: options['access-log'] === true },
+    logger: loggerOptions(options),
     service: {
       config: model,
       configFile: file,

@@ -26,11 +26,16 @@ const MAX_WORKERS = 256;
  *   (absent options are not read: the library's defaults apply)
  * - `key`: the `createProxy` option it sets, if it is one
  * - `multiple`: it may be given more than once; its value is then a list
+ * - `alias`: another name of that option (another tool's spelling); giving both is a mistake
+ * - `action`: the route action it sets (`RouteActions`), if it is one
+ * - `words`: it takes several words after its name, from `min` to `max`, a word past `min`
+ *   only when `more` matches it (`--respond 200 ok`); its value is then the list of words
  * - `scope`: where the config file takes it: `global` (a line of its own), `pool` (a pool's
- *   lines), `listener` (a listen line's), `layer` (both), `command` (the command line only)
+ *   lines), `listener` (a listen line's), `layer` (both), `route` (a route line's, a listen line's for its
+ *   routes, and the command line's for its one route), `command` (the command line only)
  *
  * @type {{name: string, short?: string, arg?: string, group: string, scope: string, help: string, default: string,
- *   read?: (text: string, flag: string) => unknown, key?: string, multiple?: boolean}[]}
+ *   read?: (text: string, flag: string) => unknown, key?: string, multiple?: boolean, alias?: string}[]}
  */
 const OPTIONS = [
   {
@@ -82,8 +87,8 @@ const OPTIONS = [
   },
   {
     name: 'layer', short: 'l', arg: '<http|tcp>', group: 'general', scope: 'layer', default: DEFAULTS.layer, key: 'layer',
-    help: 'http: balance every request, keep-alive to backends; tcp: pass bytes through unchanged, any protocol',
-    read: (text, flag) => validateChoice(text, LAYERS, flag)
+    help: 'http (or layer7): balance every request, keep-alive to backends; tcp (or layer4): pass bytes through unchanged, any protocol',
+    read: layer
   },
   {
     name: 'connect-timeout', arg: '<t>', group: 'general', scope: 'pool', default: ms(DEFAULTS.connectTimeout), key: 'connectTimeout',
@@ -264,6 +269,10 @@ const OPTIONS = [
     read: hostAndPort
   },
   {
+    name: 'redirect-https', group: 'route', scope: 'listener', default: 'off',
+    help: 'a plain http listener answers every request with 308 to the same host and URI on https (it needs no route)'
+  },
+  {
     name: 'backend-ca', arg: '<file>', group: 'tls', scope: 'global', default: "Node's CAs",
     help: 'verify the certificates of tls backends against the CA certificates of this PEM file'
   },
@@ -274,7 +283,7 @@ const OPTIONS = [
   {
     name: 'admin', arg: '<[host:]port>', group: 'admin', scope: 'global', default: 'off',
     help: 'serve the admin API on this port: GET / (the live dashboard), GET /events, GET /status, GET /metrics (Prometheus), ' +
-      'GET /route?key=, GET and PUT /config (with a config file), POST /pools/<pool>/backends, DELETE and PATCH ' +
+      'GET /route?key= (or ?id=), GET and PUT /config (with a config file), POST /pools/<pool>/backends, DELETE and PATCH ' +
       '/pools/<pool>/backends/<name>, POST .../drain and .../enable (/backends/... while one pool runs); ' +
       'host 127.0.0.1 unless given',
     read: hostAndPort
@@ -291,7 +300,8 @@ const OPTIONS = [
   },
   {
     name: 'log-level', arg: '<level>', group: 'logging', scope: 'global', default: 'info',
-    help: 'error, warn, info, debug, trace or silent; debug lines (every socket error) also with NODE_DEBUG=lila',
+    help: 'error, warn, info, debug, trace or silent; debug lines (every socket error) also with NODE_DEBUG=lila; ' +
+      'trace adds a line for each pick of a backend and each retry',
     read: (text, flag) => validateChoice(text, Logger.LEVELS, flag)
   },
   {
@@ -299,10 +309,122 @@ const OPTIONS = [
     help: 'one line per http request (method, path, status, backend, duration, bytes) or tcp connection'
   },
   {
+    name: 'access-log-format', arg: '<text|json|combined|common>', group: 'logging', scope: 'global', default: 'as --log-format',
+    help: "the access lines: text or json, lila's lines with time, protocol, user agent and request ids; combined or common, " +
+      "nginx's and Apache's lines, without lila's prefix, for GoAccess and other log tools; implies --access-log",
+    read: (text, flag) => validateChoice(text, Logger.ACCESS_FORMATS, flag)
+  },
+  {
+    name: 'request-id', group: 'logging', scope: 'global', default: 'off', key: 'requestId',
+    help: "http: every request gets an id, the client's X-Request-ID when valid (1 to 200 letters, digits or -_.:+/=@), " +
+      'else 32 random hex digits, and a W3C traceparent, continued with a parent id of lila\'s or started; both go to ' +
+      "the backend and into access lines, the id into every response's X-Request-ID and lila's own answers"
+  },
+  {
     name: 'workers', arg: '<n|auto>', group: 'workers', scope: 'global', default: 'off: one process',
     help: 'run n lila processes on the same port (auto: one per core); a worker that dies is replaced, and a crash ' +
       "loop (5 crashes within 10 s) exits 1; least-connections, p2c, ewma and health see one worker's traffic each",
     read: workerCount
+  },
+  {
+    name: 'strip-prefix', group: 'route', scope: 'route', default: 'off', action: 'stripPrefix',
+    help: "the backend gets the path without the route's path prefix: route /api with /api/users sends /users, /api sends /"
+  },
+  {
+    name: 'add-prefix', arg: '<path>', group: 'route', scope: 'route', default: 'none', action: 'addPrefix',
+    help: 'the backend gets the path with this prefix in front (after --strip-prefix): /v2'
+  },
+  {
+    name: 'rewrite', arg: '<regex> <replacement>', group: 'route', scope: 'route', default: 'none', action: 'rewrite',
+    words: { min: 2, max: 2 },
+    help: 'the backend gets the path (not the query) with a JavaScript regular expression replaced ($1 for its groups)'
+  },
+  {
+    name: 'redirect', arg: '<url> [code]', group: 'route', scope: 'route', default: 'none', action: 'redirect',
+    words: { min: 1, max: 2, more: /^\d{3}$/ },
+    help: 'answer every request with a redirect to the URL (placeholders {scheme} {host} {uri} {path} {query}), ' +
+      '301, 302 (the default), 303, 307 or 308; the route needs no pool'
+  },
+  {
+    name: 'respond', arg: '<code> [body]', group: 'route', scope: 'route', default: 'none', action: 'respond',
+    words: { min: 1, max: 2, more: /^(?!-)/ },
+    help: 'answer every request with this status and body (text/plain, or --content-type); the route needs no pool'
+  },
+  {
+    name: 'content-type', arg: '<type>', group: 'route', scope: 'route', default: 'text/plain', action: 'contentType',
+    help: "the Content-Type of --respond's body"
+  },
+  {
+    name: 'request-header', arg: '<field>', group: 'route', scope: 'route', default: 'none', action: 'requestHeader', multiple: true,
+    // One word, taken even when it starts with "-" (-Name removes a field).
+    words: { min: 1, max: 1 }, read: (lists) => lists.map(([field]) => field),
+    help: '"Name: value" sets a field of the request the backend gets, "+Name: value" adds one, "-Name" removes it; ' +
+      'placeholders as --redirect, and {client_ip} {request_id}'
+  },
+  {
+    name: 'response-header', arg: '<field>', group: 'route', scope: 'route', default: 'none', action: 'responseHeader', multiple: true,
+    words: { min: 1, max: 1 }, read: (lists) => lists.map(([field]) => field),
+    help: 'the same for the response the client gets, lila\'s own answers included'
+  },
+  {
+    name: 'hsts', arg: '[max-age]', group: 'route', scope: 'route', default: 'off', action: 'hsts',
+    words: { min: 0, max: 1, more: /^\d+[smhd]?$/ }, read: (words) => (words.length === 0 ? true : words[0]),
+    help: 'Strict-Transport-Security on responses over TLS, max-age in seconds (or 30d, 12h) from one year by default'
+  },
+  {
+    name: 'cors', arg: '<origins|*>', group: 'route', scope: 'route', default: 'off', action: 'cors',
+    help: "answer browsers' CORS preflights itself and add the CORS fields for these origins (comma-separated; " +
+      'credentials only with named origins)'
+  },
+  {
+    name: 'allow', arg: '<cidr,...>', group: 'route', scope: 'route', default: 'everyone', action: 'allow', multiple: true,
+    help: 'only clients in these blocks (10.0.0.0/8, 2001:db8::/32, an address; after --accept-proxy) are served; others get 403'
+  },
+  {
+    name: 'deny', arg: '<cidr,...>', group: 'route', scope: 'route', default: 'no one', action: 'deny', multiple: true,
+    help: 'clients in these blocks get 403, whatever --allow says'
+  },
+  {
+    name: 'basic-auth', arg: '<file>', group: 'route', scope: 'route', default: 'off', action: 'basicAuth',
+    help: 'ask for a user name and password of this htpasswd file (bcrypt from htpasswd -B, or lila hash-password), ' +
+      'else 401; the backend never sees Authorization; a config file\'s reload reads it again'
+  },
+  {
+    name: 'forward-auth', arg: '<url>', group: 'route', scope: 'route', default: 'off', action: 'forwardAuth',
+    help: 'ask this auth service (Authelia, Authentik, oauth2-proxy) about each request first: a 2xx lets it through, ' +
+      'any other answer goes back to the client as it is, no answer within 5s is a 502'
+  },
+  {
+    name: 'forward-auth-headers', arg: '<names>', group: 'route', scope: 'route', default: 'none', action: 'forwardAuthHeaders',
+    help: "the fields of the auth service's 2xx answer the backend gets (Remote-User,Remote-Groups), " +
+      "in place of the client's fields of those names"
+  },
+  {
+    name: 'error-page', arg: '<codes=file>', group: 'route', scope: 'route', default: 'none', action: 'errorPage', multiple: true,
+    help: "lila's own answers with these statuses (502,503,504=/srv/down.html) have this HTML file as their body"
+  },
+  {
+    name: 'compress', arg: '[level]', group: 'route', scope: 'route', default: 'off', action: 'compress',
+    words: { min: 0, max: 1, more: /^\d+$/ }, read: (words) => (words.length === 0 ? true : words[0]),
+    help: 'compress responses of text types (HTML, CSS, JS, JSON, XML, SVG, WASM) of 1 KB or more with br, zstd or gzip, ' +
+      "as the client's Accept-Encoding prefers; level is gzip's, 1 to 9 (5); br is at 4, zstd at 3"
+  },
+  {
+    name: 'endpoint', short: 'e', arg: '<host:port>', group: 'equilibrio', scope: 'command', default: '', multiple: true,
+    help: "a server, as equilibrio gives it (repeat -e for each); the mode is then --type, the layer tcp and the port 9080 " +
+      'unless given'
+  },
+  {
+    name: 'type', short: 't', arg: '<mode>', group: 'equilibrio', scope: 'command', default: 'round-robin',
+    help: "with -e, the mode: equilibrio's round-robin or ip-hash, or any of lila's"
+  },
+  {
+    name: 'bind-address', arg: '<addr>', group: 'equilibrio', scope: 'command', default: '', alias: 'address',
+    help: "--address, by equilibrio's name", read: notEmpty
+  },
+  {
+    name: 'bind-port', arg: '<n>', group: 'equilibrio', scope: 'command', default: '', alias: 'port',
+    help: "--port, by equilibrio's name", read: validatePort
   }
 ];
 
@@ -312,6 +434,7 @@ const SCOPE_TEXT = {
   pool: 'pool',
   listener: 'listen',
   layer: 'pool and listen',
+  route: 'route and listen',
   command: 'command line only'
 };
 
@@ -327,7 +450,9 @@ const GROUPS = {
   tls: 'TLS (HTTPS in the http layer; termination in the tcp layer)',
   admin: 'Admin API',
   logging: 'Logging (to stderr only)',
-  workers: 'Workers'
+  workers: 'Workers',
+  route: 'What a route does to a request (route and listen lines, or the command line)',
+  equilibrio: "equilibrio's command line (lila -e host:port -e host:port -t ip-hash)"
 };
 
 /**
@@ -354,15 +479,58 @@ function parseArgsOptions() {
  * @throws {LilaError} `LILA_ERR_INVALID_OPTION` naming the option and what it received
  */
 function readOptions(values) {
-  const result = { proxy: {} };
+  const result = { proxy: {}, actions: {} };
   for (const option of OPTIONS) {
     const text = values[option.name];
     if (text === undefined) continue;
     const value = option.read === undefined ? text : option.read(text, `--${option.name}`);
-    if (option.key === undefined) result[option.name] = value;
+    if (option.alias !== undefined) {
+      if (values[option.alias] !== undefined) {
+        throw new LilaError(codes.INVALID_OPTION, `give "--${option.alias}" or "--${option.name}", not both: they are one option`);
+      }
+      result[option.alias] = value;
+    } else if (option.action !== undefined) result.actions[option.action] = value;
+    else if (option.key === undefined) result[option.name] = value;
     else result.proxy[option.key] = value;
   }
   return result;
+}
+
+/**
+ * Takes the options of several words (`words` in the table: `--respond 200
+ * ok`, `--rewrite REGEX REPLACEMENT`) out of `args`, before `util.parseArgs`
+ * reads the rest.
+ *
+ * @param {string[]} args
+ * @returns {{args: string[], values: Record<string, string[] | string[][]>}} `values` by option name:
+ *   its words, or a list of them for a `multiple` option
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION` for one given fewer words than it takes
+ */
+function takeWords(args) {
+  let rest = null;
+  const values = {};
+  for (let i = 0; i < args.length; i++) {
+    const option = args[i].startsWith('--') ? WORDS.get(args[i].slice(2)) : undefined;
+    if (option === undefined) {
+      if (rest !== null) rest.push(args[i]);
+      continue;
+    }
+    rest ??= args.slice(0, i);
+    const { min, max, more } = option.words;
+    const words = [];
+    while (words.length < max && i + 1 < args.length) {
+      const next = args[i + 1];
+      if (words.length >= min ? !more.test(next) || next.startsWith('--') : next.startsWith('--')) break;
+      words.push(next);
+      i++;
+    }
+    if (words.length < min) throw new LilaError(codes.INVALID_OPTION, `"--${option.name}" needs ${option.arg}`);
+    if (values[option.name] !== undefined && option.multiple !== true) {
+      throw new LilaError(codes.INVALID_OPTION, `"--${option.name}" is given twice`);
+    }
+    values[option.name] = option.multiple === true ? [...(values[option.name] || []), words] : words;
+  }
+  return { args: rest === null ? args : rest, values };
 }
 
 /**
@@ -388,7 +556,10 @@ function argumentProblem(err) {
   return err.message;
 }
 
-module.exports = { OPTIONS, GROUPS, SCOPE_TEXT, parseArgsOptions, readOptions, argumentProblem };
+// The options of several words, by name.
+const WORDS = new Map(OPTIONS.filter((option) => option.words !== undefined).map((option) => [option.name, option]));
+
+module.exports = { OPTIONS, GROUPS, SCOPE_TEXT, parseArgsOptions, readOptions, takeWords, argumentProblem };
 
 // A default in milliseconds as the user writes it: 5s, 500ms, 0.
 function ms(value) {
@@ -402,6 +573,13 @@ function duration(text, flag) {
 
 function durationOrZero(text, flag) {
   return validateDuration(text, flag, { allowZero: true });
+}
+
+// --layer: equilibrio's layer4 and layer7 are tcp and http.
+function layer(text, flag) {
+  if (text === 'layer4') return 'tcp';
+  if (text === 'layer7') return 'http';
+  return validateChoice(text, LAYERS, flag);
 }
 
 function notEmpty(text, flag) {

@@ -24,7 +24,8 @@ const POOL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
  * The model of a config a program gives as an object, checked as a file is:
  * `{ pools: { NAME: { mode, servers, ...createProxy's pool options } },
  *    listeners: [{ port, host?, ...createProxy's listener options, redirectHttp?,
- *    routes: [{ match: 'HOST/PATH' | '*', to: 'POOL' | { POOL: weight, ... }, hashKey? }] }] }`.
+ *    routes: [{ match: 'HOST/PATH' | '*', to: 'POOL' | { POOL: weight, ... }, hashKey?, ...route options }] }] }`
+ * (route options by their `RouteActions` names: `stripPrefix: true`, `responseHeader: ['X-A: 1']`, ...).
  *
  * @param {{pools: Record<string, object>, listeners: object[]}} config
  * @param {string} [name] what messages call it
@@ -82,7 +83,8 @@ function objectOf(model) {
       to: route.targets.length === 1 && route.targets[0].weight === 1
         ? route.targets[0].pool
         : Object.fromEntries(route.targets.map((target) => [target.pool, target.weight])),
-      hashKey: route.hashKey
+      hashKey: route.hashKey,
+      ...route.actions
     }))
   }));
   return { pools, listeners };
@@ -101,12 +103,14 @@ function routeOf(route, fail, layer) {
     throw fail(err.message);
   }
   if (layer === 'tcp' && where.path !== null) throw fail(`route "${match}": a tcp listener routes by the TLS server name only, not by path`);
-  const to = route.to;
+  const { to, hashKey, match: _, ...actions } = route;
   const targets = typeof to === 'string'
     ? [{ pool: to, weight: 1 }]
     : to !== null && typeof to === 'object' ? Object.entries(to).map(([pool, weight]) => ({ pool, weight })) : [];
-  if (targets.length === 0) throw fail(`route "${match}" needs a pool: to: "POOL", or { POOL: weight, ... }`);
-  return { text: match, host: where.host, path: where.path, targets, hashKey: route.hashKey };
+  // The rest are route options, by their library names (stripPrefix, responseHeader, ...).
+  const answers = actions.redirect !== undefined || actions.respond !== undefined;
+  if (targets.length === 0 && !answers) throw fail(`route "${match}" needs a pool: to: "POOL", or { POOL: weight, ... }`);
+  return { text: match, host: where.host, path: where.path, targets, hashKey, actions };
 }
 
 

@@ -5,6 +5,7 @@ const { LilaError, codes } = require('../errors');
 // What an exchange reads of a pool when no route matched: it answers 404 before any of it is used.
 const NO_POOL_SETTINGS = { stickyCookie: null, hostHeader: 'client', locationRewrite: false, sendProxy: 0 };
 const NO_BALANCER = { now: () => performance.now(), release() {} };
+const DOT_SEGMENT = /(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
 
 /**
  * What an exchange of a listener uses once its route has chosen a pool: the
@@ -48,7 +49,9 @@ function bindPool(context, pool) {
  * @returns {object}
  */
 function routeRequest(context, exchange, host, url) {
-  const route = context.routes.match(host, url);
+  // A path with dot-segments is routed nowhere (noRoute answers 400): a backend resolving
+  // /public/../admin would serve /admin through the route of /public, past its --allow.
+  const route = hasDotSegment(url) ? null : context.routes.match(host, url);
   exchange.route = route;
   if (route !== null) return route.pick(exchange);
   context.traffic.noRoute++;
@@ -63,6 +66,7 @@ function routeRequest(context, exchange, host, url) {
  * @returns {LilaError}
  */
 function noRoute(host, url) {
+  if (hasDotSegment(url)) return new LilaError(codes.BAD_REQUEST, 'the path holds a "." or ".." segment', 400);
   const query = url.indexOf('?');
   let path = query === -1 ? url : url.slice(0, query);
   // The answer names what was asked, not all of a target as long as --max-header-size.
@@ -71,3 +75,10 @@ function noRoute(host, url) {
 }
 
 module.exports = { bindPool, routeRequest, noRoute };
+
+// `/./`, `/../` and their percent-encoded forms (%2e), in the path only; a browser or curl resolves them before sending.
+function hasDotSegment(url) {
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  return (path.includes('.') || path.includes('%')) && DOT_SEGMENT.test(path);
+}

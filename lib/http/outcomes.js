@@ -59,7 +59,9 @@ function upstreamError(timedOut) {
 function logAnswer(logger, error, request, detail) {
   const status = error.status;
   // Limits (413, 429) and a stalled body (408) are the client's doing; 503s are logged once a burst elsewhere.
-  const log = status === 400 || status === 408 || status === 503 || status === 413 || status === 429 ? logger.debug : logger.warn;
+  // A route's own answers (a redirect, --respond, a preflight) and its access control are no failure of lila's.
+  const quiet = error.quiet === true || status === 401 || status === 403;
+  const log = quiet || status === 400 || status === 408 || status === 503 || status === 413 || status === 429 ? logger.debug : logger.warn;
   log.call(logger, `${status} for ${request.method} ${request.url}: ${detail} (${error.code})`);
 }
 

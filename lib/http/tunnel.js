@@ -9,7 +9,10 @@ const { createUpstreamRequest } = require('./upstream-request');
 const { readyEvent } = require('../net/backend-connect');
 const { closedCleanly } = require('../net/closed-cleanly');
 const { peerAddressOf, schemeOf } = require('../net/address');
-const { rawErrorResponse } = require('./error-response');
+const { answerContent, rawAnswer } = require('./error-response');
+const { beforePool } = require('./before-pool');
+const RequestView = require('../actions/request-view');
+const { RequestIds, withRequestIds, withResponseId } = require('../actions/request-id');
 const { localShortage } = require('./outcomes');
 const { LilaError, codes, timeoutError, describeError } = require('../errors');
 
@@ -58,6 +61,12 @@ class Tunnel {
     const cookie = this.context.settings.stickyCookie;
     this.stickyId = cookie === null ? null : readCookie(request.rawHeaders, cookie);
     if (cookie !== null) this.headers = withoutCookie(this.headers, cookie);
+    // --request-id: its X-Request-ID and trace context (null without the option).
+    this.ids = this.context.settings.requestId === true ? RequestIds.of(request.rawHeaders) : null;
+    if (this.ids !== null) this.headers = withRequestIds(this.headers, this.ids);
+    this.view = null;
+    const actions = this.actions;
+    if (actions !== null) this.headers = actions.requestHeaders(this.headers, this.requestView());
     client[kTunnel] = this;
     client.on('error', clientOnError);
     client.on('close', clientOnClose);
@@ -74,8 +83,30 @@ class Tunnel {
   open() {
     let refusal = refusalBeforeForwarding(this.context.settings, this.clientAddress, -1);
     if (refusal === null && this.route === null) refusal = noRoute(this.request.headers.host, this.request.url);
+    beforePool(this, refusal);
+  }
+
+  /** Sends the upgrade to its pool, or answers it with `refusal` (see before-pool.js). */
+  proceed(refusal) {
     if (refusal === null) takeBackend(this);
     else this.refuse(refusal, `client ${this.clientAddress}`);
+  }
+
+  /** @returns {boolean} the client has left */
+  gone() {
+    return this.client.destroyed;
+  }
+
+  /** @returns {RequestView} the request as its route's actions read it */
+  requestView() {
+    this.view ??= new RequestView(this.request, this.request.headers.host, this.scheme, this.clientAddress,
+      this.ids === null ? null : this.ids.requestId);
+    return this.view;
+  }
+
+  /** @returns {import('../actions/route-actions') | null} */
+  get actions() {
+    return this.route === null ? null : this.route.actions;
   }
 
   /** Its wait in the queue is over: a backend acquired for it, or null when none is left. */
@@ -104,7 +135,9 @@ class Tunnel {
     this.connected = false;
     let upstream;
     try {
-      upstream = createUpstreamRequest(backend, this.request, this.headers, this.context.settings, false, this.client);
+      const actions = this.actions;
+      const target = actions === null ? this.request.url : actions.target(this.request.url);
+      upstream = createUpstreamRequest(backend, this.request, this.headers, this.context.settings, false, this.client, target);
     } catch (err) {
       this.release();
       this.refuse(new LilaError(codes.BAD_REQUEST, 'this request cannot be forwarded', 400), err.message);
@@ -163,7 +196,9 @@ class Tunnel {
     this.status = 101;
     socket.setTimeout(0);
     let head = `HTTP/1.1 101 ${upstreamResponse.statusMessage}\r\n`;
-    const raw = this.withStickyCookie(upstreamResponse.rawHeaders);
+    let raw = this.withStickyCookie(upstreamResponse.rawHeaders);
+    if (this.ids !== null) raw = withResponseId(raw, this.ids.requestId);
+    if (this.actions !== null) raw = this.actions.responseHeaders(raw, this.requestView());
     for (let i = 0; i < raw.length; i += 2) head += `${raw[i]}: ${raw[i + 1]}\r\n`;
     client.write(`${head}\r\n`);
     if (upstreamHead.length > 0) client.write(upstreamHead);
@@ -193,6 +228,8 @@ class Tunnel {
     // The client's scheme: this listener speaks plain http.
     if (this.context.settings.locationRewrite) headers = rewriteLocation(headers, this.backend, this.scheme, this.request.headers.host);
     headers = this.withStickyCookie(headers);
+    if (this.ids !== null) headers = withResponseId(headers, this.ids.requestId);
+    if (this.actions !== null) headers = this.actions.responseHeaders(headers, this.requestView());
     for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
     client.write(`${head}Connection: close\r\n\r\n`);
     const bodiless = this.request.method === 'HEAD' || status === 204 || status === 304;
@@ -216,11 +253,13 @@ class Tunnel {
     const request = this.request;
     const logger = this.context.logger;
     leaveQueue(this);
-    const log = error.status === 503 || error.status === 429 ? logger.debug : logger.warn;
+    const log = error.status === 503 || error.status === 429 || error.quiet === true ? logger.debug : logger.warn;
     log.call(logger, `${error.status} for upgrade ${request.method} ${request.url}: ${detail} (${error.code})`);
     if (this.client.destroyed) return;
     this.status = error.status;
-    this.client.end(rawErrorResponse(error.status, error.message, error.retryAfter));
+    const actions = this.actions;
+    const content = answerContent(error, actions, actions === null ? null : this.requestView(), this.ids === null ? null : this.ids.requestId);
+    this.client.end(rawAnswer(content, 'Connection: close\r\n\r\n', false));
   }
 
   /** The client left before an answer: its upstream request goes, counted as nobody's failure. */
@@ -275,7 +314,7 @@ function clientOnClose() {
   const { balancer, traffic } = tunnel.context;
   // Bytes the client received after the upgrade head, as for a tcp connection.
   traffic.request(tunnel.servedBy, tunnel.status, balancer.now() - tunnel.startedAt, tunnel.request, tunnel.clientAddress, this.bytesWritten, this,
-    tunnel.route, tunnel.context.pool);
+    tunnel.route, tunnel.context.pool, tunnel.ids, tunnel.view);
 }
 
 // Tunnels never share upstream sockets (agent: false), so each one connects.

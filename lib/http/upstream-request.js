@@ -17,10 +17,11 @@ const { backendTlsOptions, connectBackend, proxyHeaderFor } = require('../net/ba
  * @param {http.Agent | false} agent the backend's pool (an https.Agent for a `tls` backend),
  *   or false for a connection of its own
  * @param {import('node:net').Socket} client the client's connection, for a PROXY protocol header
+ * @param {string} [target] the request target the backend gets (its route's path edits); the client's by default
  * @returns {http.ClientRequest}
  * @throws {Error} when Node refuses the request as it is (e.g. a header value it rejects)
  */
-function createUpstreamRequest(backend, request, headers, settings, agent, client) {
+function createUpstreamRequest(backend, request, headers, settings, agent, client, target = request.url) {
   // HTTP/1.1 needs a Host; an HTTP/1.0 client may have sent none.
   const sent = settings.hostHeader === 'backend' || request.headers.host === undefined
     ? withHost(headers, backendAuthority(backend))
@@ -29,7 +30,7 @@ function createUpstreamRequest(backend, request, headers, settings, agent, clien
     host: backend.host,
     port: backend.port,
     method: request.method,
-    path: request.url,
+    path: target,
     headers: sent,
     agent,
     timeout: settings.connectTimeout

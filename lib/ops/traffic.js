@@ -5,7 +5,8 @@ const { TrafficStats } = require('../balancing/traffic-stats');
 /**
  * Where requests and connections are counted when they end: in their
  * backend's stats (or, for lila's own answers, in `unrouted`), and with
- * --access-log in one log line each.
+ * --access-log in one log line each (lila's fields, or nginx's line with
+ * --access-log-format combined or common).
  */
 class Traffic {
   /**
@@ -43,16 +44,33 @@ class Traffic {
    * @param {import('node:net').Socket} socket the client's, for its TLS version and server name
    * @param {{text: string} | null} [route] the route that chose its pool; null: none did
    * @param {{name: string} | null} [pool] that pool; null: none
+   * @param {{requestId: string, traceId: string} | null} [ids] its ids, with --request-id
+   * @param {{user?: string} | null} [view] its route actions' view: `user` is who --basic-auth let in
    */
-  request(backend, status, ms, request, client, bytes, socket, route, pool) {
+  request(backend, status, ms, request, client, bytes, socket, route, pool, ids, view) {
     (backend === null ? this.unrouted : backend.stats).request(status, ms / 1000);
-    if (!this.logger.accessEnabled) return;
-    const fields = { client, method: request.method, path: request.url, status };
+    const logger = this.logger;
+    if (!logger.accessEnabled) return;
+    const user = view === undefined || view === null || typeof view.user !== 'string' ? undefined : view.user;
+    if (logger.nginxAccess) {
+      logger.accessLine({
+        client, user, method: request.method, url: request.url, protocol: protocolOf(request), status, bytes,
+        referer: fieldOf(request, 'referer'), userAgent: fieldOf(request, 'user-agent')
+      });
+      return;
+    }
+    const fields = { client, method: request.method, path: request.url, protocol: protocolOf(request), status };
     if (this.namesRoutes && route !== undefined) withRoute(fields, route, pool);
     fields.backend = backend === null ? null : backend.name;
     fields.duration_ms = Math.round(ms * 10) / 10;
     fields.bytes = bytes;
-    this.logger.access(withTls(fields, socket));
+    fields.user_agent = fieldOf(request, 'user-agent') ?? null;
+    if (user !== undefined) fields.user = user;
+    if (ids !== undefined && ids !== null) {
+      fields.request_id = ids.requestId;
+      fields.trace_id = ids.traceId;
+    }
+    logger.access(withTls(fields, socket));
   }
 
   /**
@@ -87,6 +105,24 @@ module.exports = Traffic;
 function withRoute(fields, route, pool) {
   fields.route = route === null ? null : route.text;
   fields.pool = pool === undefined || pool === null ? null : pool.name;
+}
+
+// The request line's protocol, as nginx writes it: HTTP/1.1, HTTP/1.0, HTTP/2.0; null when unknown.
+function protocolOf(request) {
+  if (request.h2 === true) return 'HTTP/2.0';
+  const minor = request.httpVersionMinor;
+  if (minor === undefined) return null;
+  return request.httpVersionMajor === 1 && minor === 1 ? 'HTTP/1.1' : `HTTP/${request.httpVersionMajor}.${minor}`;
+}
+
+// The first field of that name (lower case) the client sent, read from its raw header list.
+function fieldOf(request, name) {
+  const raw = request.rawHeaders;
+  if (raw === undefined) return undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i].length === name.length && raw[i].toLowerCase() === name) return raw[i + 1];
+  }
+  return undefined;
 }
 
 // The TLS version and server name of a client on a TLS listener.

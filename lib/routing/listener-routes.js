@@ -3,6 +3,7 @@
 const { RouteTable } = require('./route-table');
 const { WeightedSplit } = require('./weighted-split');
 const { parseHashKey, keyReader } = require('../balancing/hash-key');
+const RouteActions = require('../actions/route-actions');
 const { LilaError, codes } = require('../errors');
 
 /**
@@ -23,14 +24,22 @@ class Route {
     this.targets = spec.targets;
     /** Requests (http) or connections (tcp) it has chosen a pool for. */
     this.requests = 0;
-    if (spec.targets.length === 0) throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}" names no pool`);
+    /** What it does to a request besides choosing its pool (route options); null: nothing. */
+    this.actions = RouteActions.from(spec.actions, spec);
+    if (this.actions !== null && layer === 'tcp') {
+      throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": route options such as --strip-prefix act on http requests; a tcp listener's routes only choose a pool`);
+    }
+    if (spec.targets.length === 0 && !(this.actions !== null && this.actions.answersAll)) {
+      throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}" names no pool`);
+    }
     for (const { pool } of spec.targets) {
       if (pool.layer !== layer) {
         throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}" names pool "${pool.name}", a ${pool.layer} pool, on a${layer === 'http' ? 'n' : ''} ${layer} listener`);
       }
     }
-    this.binding = spec.targets.length === 1 ? bindingOf(spec.targets[0].pool) : null;
-    this.split = spec.targets.length === 1
+    // A route that answers every request itself has no pool: its requests take the unrouted binding.
+    this.binding = spec.targets.length === 1 ? bindingOf(spec.targets[0].pool) : spec.targets.length === 0 ? bindingOf(null) : null;
+    this.split = spec.targets.length <= 1
       ? null
       : new WeightedSplit(spec.targets.map(({ pool, weight }) => ({ value: bindingOf(pool), weight, name: pool.name })));
     const key = spec.hashKey === undefined || spec.hashKey === null ? null : parseHashKey(spec.hashKey);
@@ -39,6 +48,21 @@ class Route {
     }
     // A split with a key is consistent per key; without one, in proportion per request.
     this.key = key === null ? null : keyReader(key);
+    /** The `--hash-key` a split reads (as given), or null. */
+    this.hashKey = key === null ? null : spec.hashKey;
+  }
+
+  /**
+   * The pool a key goes to, whatever the pools' health (the admin API's
+   * `/route`): what a request carrying it would be split to. Counts nothing.
+   *
+   * @param {string} key as the route's `--hash-key` reads it from a request
+   * @returns {object | null} the pool; null unless the route splits between pools by key
+   */
+  poolOf(key) {
+    if (this.split === null || this.key === null) return null;
+    const name = this.split.nameOf(key);
+    return this.targets.find(({ pool }) => pool.name === name).pool;
   }
 
   /**

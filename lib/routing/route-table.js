@@ -93,10 +93,18 @@ class RouteTable {
     if (typeof path !== 'string') path = '';
     // No route names a host (a one-line lila): the Host is not even read.
     if (this.exact.size === 0 && this.wildcards.size === 0) return this.anyHost === null ? null : matchPath(this.anyHost, path);
+    // A Host written as routes are (lower case, no port) is found as it came: a name the map
+    // holds is its own normal form.
+    if (typeof host === 'string') {
+      const entries = this.exact.get(host);
+      if (entries !== undefined) return matchPath(entries, path);
+    }
     const name = normalizeHost(host);
     if (name === null) return this.anyHost === null ? null : matchPath(this.anyHost, path);
-    const entries = this.exact.get(name);
-    if (entries !== undefined) return matchPath(entries, path);
+    if (name !== host) {
+      const entries = this.exact.get(name);
+      if (entries !== undefined) return matchPath(entries, path);
+    }
     if (this.wildcards.size !== 0) {
       // Left to right, the first suffix found is the longest.
       for (let dot = name.indexOf('.'); dot !== -1; dot = name.indexOf('.', dot + 1)) {

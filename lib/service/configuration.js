@@ -53,6 +53,8 @@ class Configuration {
     const plan = { model, pools: new Map(), listeners: [], made: [] };
     // --engine is a global option with a createProxy key: read into global.proxy.
     const engine = model.global.proxy.engine;
+    // --request-id too: every listener takes it.
+    const requestId = model.global.proxy.requestId;
     const backendTls = { ca: model.global['backend-ca'], insecure: model.global['backend-insecure'] === true };
     try {
       for (const spec of model.pools) {
@@ -75,12 +77,13 @@ class Configuration {
           host: route.host,
           path: route.path,
           hashKey: route.hashKey,
+          actions: route.actions,
           targets: route.targets.map((target) => ({ pool: plan.pools.get(target.pool).pool, weight: target.weight }))
         }));
         // Each route checked alone, so that a mistake names its line.
         for (const [index, route] of routes.entries()) built(model.file, spec.routes[index].line, () => Proxy.checkRoutes([route], spec.layer));
         // The same address (and engine, and --redirect-http): the running listener is kept when it can take the new options.
-        const key = JSON.stringify({ host: spec.host, port: spec.port, redirect: spec.redirectHttp, engine });
+        const key = JSON.stringify({ host: spec.host, port: spec.port, redirect: spec.redirectHttp, engine, requestId });
         const running = this.listeners.find((listener) => listener.key === key && !taken.has(listener));
         if (running !== undefined && Proxy.updatable(running.spec.options, spec.options)) {
           taken.add(running);
@@ -93,7 +96,7 @@ class Configuration {
           continue;
         }
         const proxy = built(model.file, (err) => lineOfFile(spec, err), () => new Proxy({
-          ...spec.options, engine, logger: this.logger, traffic: this.traffic, routes
+          ...spec.options, engine, requestId, logger: this.logger, traffic: this.traffic, routes
         }));
         plan.listeners.push({ spec, key, running: null, proxy, routes });
       }
@@ -118,21 +121,37 @@ class Configuration {
   async commit(plan, { reusePort = false } = {}) {
     const kept = new Set(plan.listeners.filter((item) => item.running !== null).map((item) => item.running));
     const leaving = this.listeners.filter((listener) => !kept.has(listener));
-    // A listener whose port a leaving one holds opens once that one has stopped accepting.
     const opened = [];
+    // A listener on the address of a leaving one takes its socket over; on its port and
+    // another address, it opens once that one has stopped accepting. Those come last, and
+    // takeovers just before them, so that a port that cannot be opened changes nothing.
+    const holderOf = (item) => item.spec.port === 0 ? undefined
+      : leaving.find((listener) => listener.spec.port === item.spec.port && listener.proxy.server.listening);
+    const order = (item) => {
+      const holder = holderOf(item);
+      return holder === undefined ? 0 : takesOver(holder, item) ? 1 : 2;
+    };
+    const fresh = plan.listeners.filter((item) => item.running === null).sort((a, b) => order(a) - order(b));
     try {
-      for (const item of plan.listeners) {
-        if (item.running !== null) continue;
-        const blocking = leaving.find((listener) => listener.spec.port === item.spec.port);
-        if (blocking !== undefined) await stopAccepting(blocking);
-        item.address = await item.proxy.listen(item.spec.port, item.spec.host, { reusePort });
+      for (const item of fresh) {
+        const holder = holderOf(item);
+        if (holder !== undefined && takesOver(holder, item)) {
+          item.address = await item.proxy.takeOver(holder.proxy);
+          item.tookOver = holder;
+        } else {
+          if (holder !== undefined) await stopAccepting(holder.proxy.server);
+          item.address = await item.proxy.listen(item.spec.port, item.spec.host, { reusePort });
+        }
         opened.push(item);
-        if (item.spec.redirectHttp !== undefined) item.redirect = await listenRedirect(item.spec.redirectHttp, item.address.port, this.logger);
+        if (item.spec.redirectHttp !== undefined) item.redirect = await this.redirectFor(item, leaving);
       }
     } catch (err) {
       for (const item of opened) {
+        // What was taken over goes back to the listener it came from, which goes on as before.
+        if (item.tookOver !== undefined) await item.tookOver.proxy.takeOver(item.proxy);
         item.proxy.close();
-        if (item.redirect) item.redirect.close();
+        if (item.redirectFrom !== undefined) item.redirectFrom.redirect = item.redirect;
+        else if (item.redirect) item.redirect.close();
       }
       for (const pool of plan.made) pool.close();
       throw err;
@@ -170,6 +189,24 @@ class Configuration {
       pools: { added: [...next.keys()].filter((name) => !previous.has(name)).length, removed: [...previous.keys()].filter((name) => !next.has(name)).length, changed },
       routes: plan.listeners.reduce((sum, item) => sum + item.spec.routes.length, 0)
     };
+  }
+
+  // The http→https redirect of a new listener: a leaving listener's, when it
+  // answers on the same address for the same port; else a new one, once a
+  // leaving one on its port has closed.
+  async redirectFor(item, leaving) {
+    const where = item.spec.redirectHttp;
+    const holder = leaving.find((listener) => listener.redirect !== null && listener.spec.redirectHttp.port === where.port);
+    if (holder !== undefined) {
+      const redirect = holder.redirect;
+      if (holder.spec.redirectHttp.host === where.host && holder.address.port === item.address.port) {
+        holder.redirect = null;
+        item.redirectFrom = holder;
+        return redirect;
+      }
+      await stopAccepting(redirect);
+    }
+    return listenRedirect(where, item.address.port, this.logger);
   }
 
   // A listener no longer in the file: it stops accepting and its connections finish.
@@ -287,9 +324,14 @@ function lineOfFile(spec, err) {
   return named === undefined ? spec.line : named[1];
 }
 
-function stopAccepting(listener) {
+// Whether `item` takes the socket of `holder`, a leaving listener on its port.
+function takesOver(holder, item) {
+  return holder.spec.host === item.spec.host && holder.proxy.handsOver;
+}
+
+function stopAccepting(server) {
   return new Promise((resolve) => {
-    listener.proxy.server.close();
+    server.close();
     // close() stops accepting at once; 'listening' is false from then on.
     setImmediate(resolve);
   });

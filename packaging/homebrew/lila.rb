@@ -1,15 +1,13 @@
-# Homebrew formula for lila, installed from the tarball published to npm.
+# Homebrew formula for lila: installs the tarball of lila-lb 2.0.0 from the npm registry.
 #
-# Releasing: url and sha256 change together, and sha256 is that of the exact tarball published:
-#   npm pack                                  # lila-lb-<version>.tgz
-#   shasum -a 256 lila-lb-<version>.tgz       # goes into sha256 below, with <version> in url
-#   LILA_RELEASE=1 npm test                   # checks both against package.json and that tarball
-#   npm publish lila-lb-<version>.tgz         # publishes those same bytes
+# Written by scripts/homebrew-formula.js (npm run formula) from the tarball `npm pack` makes of
+# this tree: do not edit it by hand. Releasing is publishing that same tarball:
+#   npm run formula && npm test && npm publish
 class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
-  homepage "https://www.npmjs.com/package/lila-lb"
+  homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "3e45dd00a1dcbfcc4f9d53e409bd7961f3af0a2730cbb34919605bd6632c3db1"
+  sha256 "bd825804ebef9d04fef08935268038571331fecf6c6bb72faf28bf3394df8fe1"
   license "MIT"
 
   depends_on "node"
@@ -21,6 +19,6 @@ class Lila < Formula
 
   test do
     assert_equal version.to_s, shell_output("#{bin}/lila --version").strip
-    assert_match "lila: no mode given", shell_output("#{bin}/lila 2>&1", 2)
+    assert_match "needs a port", shell_output("#{bin}/lila round-robin localhost 2>&1", 2)
   end
 end

@@ -6,12 +6,15 @@ const { refusalBeforeForwarding, bodyTooLarge } = require('../limits');
 const { takeBackend, takeAnotherBackend, slotFound, slotTimedOut, leaveQueue } = require('../backend-slot');
 const { backendAuthority } = require('../../net/address');
 const { ResponseRelay, HOLD_LIMIT } = require('./response-relay');
-const { rawErrorResponse } = require('../error-response');
+const { answerContent, rawAnswer } = require('../error-response');
+const RequestView = require('../../actions/request-view');
+const { RequestIds, withRequestIds, withResponseId } = require('../../actions/request-id');
 const { IDEMPOTENT, CLIENT_LEFT, localShortage, upstreamError, logAnswer } = require('../outcomes');
 const { proxyHeaderFor } = require('../../net/backend-connect');
 const { timeoutError, describeError } = require('../../errors');
 const { bodyTimeoutError } = require('../body-watch');
 const { routeRequest, noRoute } = require('../binding');
+const { beforePool } = require('../before-pool');
 const UpstreamStream = require('../h2/upstream-stream');
 const { upstreamStreamHeaders } = require('../h2/translate');
 
@@ -35,6 +38,10 @@ class FastExchange extends ResponseRelay {
     // The route's pool from here on (null: no route matched, answered 404 by start()).
     this.route = null;
     this.context = routeRequest(this.context, this, head.host, head.url);
+    // --request-id: its X-Request-ID and trace context (null without the option).
+    this.ids = this.context.settings.requestId === true ? RequestIds.of(head.rawHeaders) : null;
+    // What the route's actions read of the request, made for routes that have actions.
+    this.view = null;
     this.tried = null;
     this.backend = null;
     this.servedBy = null;
@@ -66,6 +73,11 @@ class FastExchange extends ResponseRelay {
   start() {
     let refusal = refusalBeforeForwarding(this.context.settings, this.clientAddress, this.request.contentLength);
     if (refusal === null && this.route === null) refusal = noRoute(this.request.host, this.request.url);
+    beforePool(this, refusal);
+  }
+
+  /** Sends the request to its pool, or answers it with `refusal` (see ../before-pool.js). */
+  proceed(refusal) {
     if (refusal === null) {
       this.forward();
       return;
@@ -78,6 +90,29 @@ class FastExchange extends ResponseRelay {
   /** Sends the request to the next backend the strategy picks, or waits for a slot on one. */
   forward() {
     takeBackend(this);
+  }
+
+  /** @returns {RequestView} the request as its route's actions read it */
+  requestView() {
+    this.view ??= new RequestView(this.request, this.request.host, this.connection.scheme, this.clientAddress,
+      this.ids === null ? null : this.ids.requestId);
+    return this.view;
+  }
+
+  /** @returns {boolean} the exchange is over (its client left, or it was answered) */
+  gone() {
+    return this.done;
+  }
+
+  /** @returns {import('../../actions/route-actions') | null} */
+  get actions() {
+    return this.route === null ? null : this.route.actions;
+  }
+
+  /** @returns {string} the request target the backend gets */
+  get target() {
+    const actions = this.actions;
+    return actions === null ? this.request.url : actions.target(this.request.url);
   }
 
   use(backend) {
@@ -165,7 +200,7 @@ class FastExchange extends ResponseRelay {
   sendStream(after) {
     const request = this.request;
     const backend = this.backend;
-    const headers = upstreamStreamHeaders(request.method, request.url, this.forwardedHeaders(), backend.tls ? 'https' : 'http');
+    const headers = upstreamStreamHeaders(request.method, this.target, this.forwardedHeaders(), backend.tls ? 'https' : 'http');
     // TE is hop-by-hop, but `te: trailers` is what gRPC servers want of every call.
     const te = request.headers.te;
     if (typeof te === 'string' && TE_TRAILERS.test(te)) headers.te = 'trailers';
@@ -210,7 +245,7 @@ class FastExchange extends ResponseRelay {
   buildHead() {
     const request = this.request;
     const headers = this.forwardedHeaders();
-    let head = `${request.method} ${request.url} HTTP/1.1\r\n`;
+    let head = `${request.method} ${this.target} HTTP/1.1\r\n`;
     for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
     return `${head}Connection: keep-alive\r\n\r\n`;
   }
@@ -225,7 +260,9 @@ class FastExchange extends ResponseRelay {
     }
     // lila's own sticky cookie stays with lila.
     if (this.context.settings.stickyCookie !== null) headers = withoutCookie(headers, this.context.settings.stickyCookie);
-    return headers;
+    if (this.ids !== null) headers = withRequestIds(headers, this.ids);
+    const actions = this.actions;
+    return actions === null ? headers : actions.requestHeaders(headers, this.requestView());
   }
 
   /** A piece of the client's body (framing included when chunked, from an HTTP/1.1 client). */
@@ -298,7 +335,9 @@ class FastExchange extends ResponseRelay {
       }
     }
     this.release();
-    if (this.flowing) this.connection.responseFinished(this);
+    // A compressed body is over once its encoder has given the rest (encoderEnded()).
+    if (this.encoder !== null) this.encoder.end();
+    else if (this.flowing) this.connection.responseFinished(this);
   }
 
   upstreamTimedOut(socket) {
@@ -338,6 +377,9 @@ class FastExchange extends ResponseRelay {
       // stream (h2: REFUSED_STREAM, or a GOAWAY's last stream id below it).
       const why = err.unprocessed === true ? 'not processed by the backend' : 'on a reused connection';
       logger.debug(`backend ${backend.name}: ${describeError(err)} ${why}; retrying on a new one`);
+      if (logger.traceEnabled) {
+        logger.trace('retry', { client: this.clientAddress, backend: backend.name, mode: this.context.balancer.mode, connection: 'new' });
+      }
       this.retried = true;
       this.send(socket);
       return;
@@ -402,12 +444,22 @@ class FastExchange extends ResponseRelay {
   answer(error) {
     // The rest of a body lila did not read would be taken for the next request.
     const keepAlive = this.connection.mayKeepAlive(this.request) && this.requestRead;
-    const out = rawErrorResponse(error.status, error.message, error.retryAfter, this.connection.connectionHeader(keepAlive));
+    const actions = this.actions;
+    const content = answerContent(error, actions, actions === null ? null : this.requestView(), this.ids === null ? null : this.ids.requestId);
+    const head = this.request.method === 'HEAD';
+    const out = rawAnswer(content, this.connection.connectionHeader(keepAlive), head);
+    // Its body is counted as a backend's is (nginx's $body_bytes_sent).
+    if (!head && content.status !== 204 && content.status !== 304) this.bytesSent += content.body.length;
     if (!keepAlive) {
       this.closeAfter = true;
       this.connection.stopReading();
     }
     this.emit(out);
+  }
+
+  /** The response head, with the request's X-Request-ID (--request-id). */
+  writeHead(head, headers, keepAlive) {
+    super.writeHead(head, this.ids === null ? headers : withResponseId(headers, this.ids.requestId), keepAlive);
   }
 
   // Closes an upstream socket (or cancels a stream) whose exchange is cut short.
@@ -429,6 +481,10 @@ class FastExchange extends ResponseRelay {
     this.done = true;
     leaveQueue(this);
     this.release();
+    if (this.encoder !== null) {
+      this.encoder.destroy();
+      this.encoder = null;
+    }
     const upstream = this.upstream;
     if (upstream !== null) {
       this.upstream = null;
@@ -437,7 +493,7 @@ class FastExchange extends ResponseRelay {
     const { balancer, traffic } = this.context;
     const status = this.finalStatus !== 0 ? this.finalStatus : this.headWritten ? this.status : CLIENT_LEFT;
     traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent, this.connection.socket,
-      this.route, this.context.pool);
+      this.route, this.context.pool, this.ids, this.view);
   }
 }
 

@@ -5,8 +5,9 @@ const { forwardResponseHeaders, rewriteLocation, withoutField } = require('../he
 const { withStickyCookie } = require('../sticky-cookie');
 const { parseResponseHead } = require('./head-parser');
 const ChunkedScanner = require('./chunked-scanner');
-const { trailerLines } = require('../h2/translate');
+const { trailerLines, trailersOfText } = require('../h2/translate');
 const { lendReadBuffer } = require('./upstream-sockets');
+const { LilaError, codes } = require('../../errors');
 
 const CRLFCRLF = Buffer.from('\r\n\r\n');
 // Response bytes held for a pipelined request waiting its turn, and request
@@ -34,7 +35,9 @@ const STREAM = 4;
  * - `stickyId`: what the client's sticky cookie said (`--sticky`), null when nothing
  * - `done`: the exchange is over; later upstream events change nothing
  * - `upstreamFailed(socket, err)`: the response cannot be relayed
- * - `responseEnded()`: the whole response is relayed
+ * - `fail(error, detail)`: lila's own answer, or the response cut short once begun
+ * - `actions`, `requestView()`: its route's actions (null: none), and what they read of the request
+ * - `responseEnded()`: the whole response is relayed (or, compressed, read: the encoder ends it)
  */
 class ResponseRelay {
   /**
@@ -70,6 +73,9 @@ class ResponseRelay {
     this.closeAfter = false;
     // An h2 backend's trailers, for the end of the response.
     this.trailers = null;
+    // --compress: the body's encoder while it runs, and the data of a chunked read for it.
+    this.encoder = null;
+    this.pieces = null;
   }
 
   upstreamData(socket, chunk) {
@@ -168,7 +174,7 @@ class ResponseRelay {
     // goes to an HTTP/1.1 client chunked, keeping its connection.
     const unframed = this.framing === CLOSE || (this.framing === STREAM && head.contentLength < 0);
     this.rechunk = unframed && !http10 && !h2;
-    const keepAlive = this.connection.mayKeepAlive(request) &&
+    let keepAlive = this.connection.mayKeepAlive(request) &&
       !(http10 && (unframed || this.framing === CHUNKED)) &&
       !(request.expectContinue && !this.continued);
     let headers = forwardResponseHeaders(head.rawHeaders);
@@ -176,6 +182,11 @@ class ResponseRelay {
     if (settings.stickyCookie !== null) {
       headers = withStickyCookie(headers, settings.stickyCookie, this.stickyId, this.backend.stickyId, this.connection.scheme === 'https');
     }
+    const actions = this.actions;
+    if (actions !== null) headers = actions.responseHeaders(headers, this.requestView());
+    if (actions !== null && actions.compression !== null && this.framing !== NONE) headers = this.compress(actions.compression, headers);
+    // A compressed body goes to an HTTP/1.0 client delimited by the close.
+    if (http10 && this.encoder !== null) keepAlive = false;
     // Trailers cannot reach an HTTP/1.0 client: announcing them would be wrong.
     if (http10) headers = withoutField(headers, 'trailer');
     this.status = status;
@@ -185,6 +196,30 @@ class ResponseRelay {
       if (this.prefix !== null) this.emitPrefix();
       this.responseEnded();
     }
+  }
+
+  /**
+   * `--compress`: the response's head as the client gets it; when its body
+   * is to be compressed, it goes through an encoder (compression.js), chunked
+   * to an HTTP/1.1 client, in DATA frames to an h2 one.
+   *
+   * @param {import('../../actions/compression').Compression} compression
+   * @param {string[]} headers
+   * @returns {string[]}
+   */
+  compress(compression, headers) {
+    const plan = compression.plan(this.responseHead.status, headers, this.request);
+    if (plan === null) return headers;
+    if (plan.coding !== null) {
+      this.encoder = compression.encoder(plan, this);
+      this.rechunk = false;
+      if (this.framing === CHUNKED) {
+        this.pieces = [];
+        this.dechunk = (buffer, from, to) => this.pieces.push(buffer.subarray(from, to));
+        this.scanner.keepTrailers = true;
+      }
+    }
+    return plan.headers;
   }
 
   /**
@@ -199,7 +234,7 @@ class ResponseRelay {
     const status = head.status;
     const http10 = this.request.httpVersionMinor === 0;
     let out = `HTTP/1.1 ${status} ${head.reason || STATUS_CODES[status] || 'Unknown'}\r\n${fieldLines(headers)}`;
-    if ((head.chunked && !http10) || this.rechunk) out += 'Transfer-Encoding: chunked\r\n';
+    if (this.encoder !== null ? !http10 : (head.chunked && !http10) || this.rechunk) out += 'Transfer-Encoding: chunked\r\n';
     // An h2 stream that ended with its headers has no body, and may not say so.
     if (head.ended === true && head.contentLength < 0 && this.request.method !== 'HEAD' && status !== 204 && status !== 304) {
       out += 'Content-Length: 0\r\n';
@@ -219,6 +254,10 @@ class ResponseRelay {
   }
 
   relayBody(chunk, start) {
+    if (this.encoder !== null) {
+      this.compressBody(chunk, start);
+      return;
+    }
     const length = chunk.length;
     switch (this.framing) {
       case LENGTH: {
@@ -257,6 +296,83 @@ class ResponseRelay {
         // Bytes after a bodiless response: the socket is not to be trusted again.
         this.reusable = false;
     }
+  }
+
+  // relayBody() for a compressed body: the backend's framing is read, the data goes to the encoder.
+  compressBody(chunk, start) {
+    const length = chunk.length;
+    let data;
+    let ended = false;
+    if (this.framing === LENGTH) {
+      const n = Math.min(this.remaining, length - start);
+      data = start === 0 && n === length ? chunk : chunk.subarray(start, start + n);
+      this.remaining -= n;
+      if (this.remaining === 0) {
+        ended = true;
+        if (start + n < length) this.reusable = false;
+      }
+    } else if (this.framing === CHUNKED) {
+      const end = this.scanner.scan(chunk, start, length, this.dechunk);
+      if (end === -2) {
+        this.upstreamFailed(this.upstream, new Error('an invalid chunked response body'));
+        return;
+      }
+      const pieces = this.pieces;
+      // A read's pieces go in as one write: each write is a trip to zlib's threads.
+      data = pieces.length === 1 ? pieces[0] : Buffer.concat(pieces);
+      pieces.length = 0;
+      if (end >= 0) {
+        ended = true;
+        if (end < length) this.reusable = false;
+      }
+    } else {
+      data = start === 0 ? chunk : chunk.subarray(start);
+    }
+    if (data.length > 0) {
+      // zlib reads the data later, on its threads.
+      this.keeps(data);
+      if (!this.encoder.write(data) && this.upstream !== null) this.upstream.pause();
+    }
+    if (ended) this.responseEnded();
+  }
+
+  /** A piece of the compressed body: to the client (chunked for HTTP/1.1), or held. */
+  encoderData(data) {
+    if (this.request.httpVersionMinor !== 0 && this.request.h2 !== true) {
+      this.bytesSent += data.length;
+      this.emit(chunkOf(data));
+    } else {
+      this.emit(data, true);
+    }
+    if (this.clientFull()) this.encoder.pause();
+  }
+
+  /** The encoder holds little again: read on from the backend, unless the client is the one full. */
+  encoderDrained() {
+    if (this.upstream !== null && this.upstream.isPaused() && !this.clientFull()) this.upstream.resume();
+  }
+
+  /** The encoder has given the whole compressed body: the response is over. */
+  encoderEnded() {
+    this.encoder = null;
+    if (this.done) return;
+    if (this.request.httpVersionMinor !== 0 && this.request.h2 !== true) {
+      let trailers = this.trailers;
+      if (trailers === null && this.scanner !== null && this.scanner.trailerText !== '') trailers = trailersOfText(this.scanner.trailerText);
+      this.emit(trailers === null ? '0\r\n\r\n' : `0\r\n${trailerLines(trailers)}\r\n`);
+    }
+    if (this.flowing) this.connection.responseFinished(this);
+  }
+
+  /** zlib failed: the response cannot be finished, and is cut short. */
+  encoderFailed(err) {
+    this.encoder = null;
+    if (!this.done) this.fail(new LilaError(codes.RESOURCES, `compression failed: ${err.message}`, 500), `compression: ${err.message}`);
+  }
+
+  /** @returns {boolean} the client takes no more for now (its socket's buffer is full, or this request's held bytes) */
+  clientFull() {
+    return this.flowing ? this.connection.socket.writableNeedDrain : this.heldBytes >= HOLD_LIMIT;
   }
 
   /**
@@ -312,12 +428,16 @@ class ResponseRelay {
       for (const data of held) socket.write(data, 'latin1');
       socket.uncork();
     }
-    if (this.responseDone) this.connection.responseFinished(this);
-    else if (this.upstream !== null && this.upstream.isPaused() && this.connection.socket.writableNeedDrain === false) this.upstream.resume();
+    if (this.responseDone && this.encoder === null) this.connection.responseFinished(this);
+    else if (this.connection.socket.writableNeedDrain === false) this.clientDrained();
   }
 
-  /** The client connection can take more: resume reading the backend. */
+  /** The client connection can take more: resume reading the backend (and the encoder, whose input may be full). */
   clientDrained() {
+    if (this.encoder !== null) {
+      this.encoder.resume();
+      if (this.encoder.full) return;
+    }
     if (this.upstream !== null && this.upstream.isPaused()) this.upstream.resume();
   }
 
@@ -338,6 +458,16 @@ class ResponseRelay {
 }
 
 module.exports = { ResponseRelay, HOLD_LIMIT, LENGTH };
+
+// `data` as one chunk of a chunked body, in one buffer: one write.
+function chunkOf(data) {
+  const size = `${data.length.toString(16)}\r\n`;
+  const out = Buffer.allocUnsafe(size.length + data.length + 2);
+  out.latin1Write(size, 0);
+  data.copy(out, size.length);
+  out.latin1Write('\r\n', size.length + data.length);
+  return out;
+}
 
 // Serializes `[name, value, ...]` as header lines.
 function fieldLines(headers) {

@@ -4,9 +4,10 @@ const { constants } = require('node:http2');
 const { FastExchange } = require('../fast/exchange');
 const { LENGTH } = require('../fast/response-relay');
 const { forwardResponseHeaders } = require('../headers');
-const { errorBody } = require('../error-response');
+const { answerContent } = require('../error-response');
 const { clientResponseHeaders, trailersOfText, CONNECTION_SPECIFIC } = require('./translate');
 const { isGrpc, grpcFailureHeaders } = require('./grpc');
+const { withResponseId } = require('../../actions/request-id');
 
 /**
  * One stream of an HTTP/2 client: the request path of an HTTP/1.1 request
@@ -63,7 +64,7 @@ class StreamExchange extends FastExchange {
   writeHead(head, headers) {
     const stream = this.stream;
     if (gone(stream)) return;
-    const out = clientResponseHeaders(head.status, headers);
+    const out = clientResponseHeaders(head.status, this.ids === null ? headers : withResponseId(headers, this.ids.requestId));
     // Trailers come from an h2 backend's stream, or follow a chunked body that announces them.
     // A backend's stream that ended with its headers (gRPC's trailers-only answer) ends this one the same way.
     if (head.ended === true) {
@@ -83,17 +84,23 @@ class StreamExchange extends FastExchange {
     // call: a write still pending as the stream closes costs Node an Error.
     // h2 sends DATA frames later, from the session: what they carry stays referenced.
     this.keeps(data);
-    if (this.framing === LENGTH && data.length === this.remaining) {
+    if (this.framing === LENGTH && data.length === this.remaining && this.encoder === null) {
       stream.end(data);
       return;
     }
-    if (!stream.write(data) && this.upstream !== null) {
-      this.upstream.pause();
+    // A compressed body may still be coming from its encoder once the backend's is all read.
+    if (!stream.write(data) && (this.upstream !== null || this.encoder !== null)) {
+      if (this.upstream !== null) this.upstream.pause();
       if (!this.awaitingDrain) {
         this.awaitingDrain = true;
         stream.once('drain', streamOnDrain);
       }
     }
+  }
+
+  /** @returns {boolean} the stream takes no more for now (see ResponseRelay#clientFull) */
+  clientFull() {
+    return this.awaitingDrain;
   }
 
   // 103 Early Hints go to the client; 100 Continue is h2's own business.
@@ -135,14 +142,25 @@ class StreamExchange extends FastExchange {
   answer(error) {
     const stream = this.stream;
     if (gone(stream)) return;
+    const requestId = this.ids === null ? null : this.ids.requestId;
     if (this.grpc) {
-      stream.respond(grpcFailureHeaders(error.status, error.message), { endStream: true });
+      const failure = grpcFailureHeaders(error.status, error.message);
+      if (requestId !== null) failure['x-request-id'] = requestId;
+      stream.respond(failure, { endStream: true });
       return;
     }
-    const headers = { ':status': error.status, 'content-type': 'text/plain; charset=utf-8' };
-    if (error.retryAfter !== undefined) headers['retry-after'] = String(error.retryAfter);
-    stream.respond(headers);
-    stream.end(errorBody(error.status, error.message));
+    const actions = this.actions;
+    const content = answerContent(error, actions, actions === null ? null : this.requestView(), requestId);
+    const headers = clientResponseHeaders(content.status, content.fields);
+    const bodiless = content.status === 204 || content.status === 304;
+    if (!bodiless) headers['content-length'] = content.body.length;
+    if (bodiless || this.request.method === 'HEAD' || content.body.length === 0) {
+      stream.respond(headers, { endStream: true });
+    } else {
+      stream.respond(headers);
+      stream.end(content.body);
+      this.bytesSent += content.body.length;
+    }
     // A body lila will not read (413, 408): once the answer is out, RST_STREAM NO_ERROR asks the
     // client to stop sending it (RFC 9113 §8.1).
     if (this.bodyDropped && !stream.readableEnded) stream.close(constants.NGHTTP2_NO_ERROR);

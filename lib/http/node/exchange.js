@@ -4,11 +4,14 @@ const { forwardRequestHeaders, forwardResponseHeaders, rewriteLocation, withoutF
 const { readCookie, withoutCookie, withStickyCookie } = require('../sticky-cookie');
 const { refusalBeforeForwarding, bodyTooLarge } = require('../limits');
 const { routeRequest, noRoute } = require('../binding');
+const { beforePool } = require('../before-pool');
 const { takeBackend, takeAnotherBackend, slotFound, slotTimedOut, leaveQueue } = require('../backend-slot');
 const { createUpstreamRequest } = require('../upstream-request');
 const { readyEvent } = require('../../net/backend-connect');
 const { peerAddressOf, schemeOf } = require('../../net/address');
-const { errorBody } = require('../error-response');
+const { answerContent } = require('../error-response');
+const RequestView = require('../../actions/request-view');
+const { RequestIds, withRequestIds, withResponseId } = require('../../actions/request-id');
 const { IDEMPOTENT, CLIENT_LEFT, localShortage, upstreamError, logAnswer } = require('../outcomes');
 const { LilaError, codes, timeoutError, describeError } = require('../../errors');
 const { bodyTimeoutError } = require('../body-watch');
@@ -63,6 +66,9 @@ class Exchange {
     this.servedBy = null;
     this.startedAt = context.balancer.now();
     this.bytesSent = 0;
+    // --compress: the body's encoder while it runs, and the backend's response it reads.
+    this.encoder = null;
+    this.upstreamResponse = null;
     // Set when lila answers on the raw connection instead of this response.
     this.finalStatus = 0;
     this.upstream = null;
@@ -89,6 +95,12 @@ class Exchange {
     const cookie = context.settings.stickyCookie;
     this.stickyId = cookie === null ? null : readCookie(request.rawHeaders, cookie);
     if (cookie !== null) this.headers = withoutCookie(this.headers, cookie);
+    // --request-id: its X-Request-ID and trace context (null without the option).
+    this.ids = context.settings.requestId === true ? RequestIds.of(request.rawHeaders) : null;
+    if (this.ids !== null) this.headers = withRequestIds(this.headers, this.ids);
+    // What the route's actions read of the request, made for routes that have actions.
+    this.view = null;
+    if (this.actions !== null) this.headers = this.actions.requestHeaders(this.headers, this.requestView());
 
     const socket = request.socket;
     if (socket[kInFlight] === undefined) {
@@ -114,6 +126,11 @@ class Exchange {
     const length = settings.maxBodySize > 0 ? this.request.headers['content-length'] : undefined;
     let refusal = refusalBeforeForwarding(settings, this.clientAddress, length === undefined ? -1 : Number(length));
     if (refusal === null && this.route === null) refusal = noRoute(this.request.headers.host, this.request.url);
+    beforePool(this, refusal);
+  }
+
+  /** Sends the request to its pool, or answers it with `refusal` (see ../before-pool.js). */
+  proceed(refusal) {
     if (refusal === null) {
       this.forward();
       return;
@@ -126,6 +143,23 @@ class Exchange {
   /** Sends the request to the next backend the strategy picks, or waits for a slot on one. */
   forward() {
     takeBackend(this);
+  }
+
+  /** @returns {RequestView} the request as its route's actions read it */
+  requestView() {
+    this.view ??= new RequestView(this.request, this.request.headers.host, this.scheme, this.clientAddress,
+      this.ids === null ? null : this.ids.requestId);
+    return this.view;
+  }
+
+  /** @returns {boolean} the exchange is over (its client left, or it was answered) */
+  gone() {
+    return this.done;
+  }
+
+  /** @returns {import('../../actions/route-actions') | null} */
+  get actions() {
+    return this.route === null ? null : this.route.actions;
   }
 
   use(backend) {
@@ -189,7 +223,9 @@ class Exchange {
     this.upstreamSocket = null;
     let upstream;
     try {
-      upstream = createUpstreamRequest(this.backend, this.request, this.headers, this.context.settings, agent, this.request.socket);
+      const actions = this.actions;
+      const target = actions === null ? this.request.url : actions.target(this.request.url);
+      upstream = createUpstreamRequest(this.backend, this.request, this.headers, this.context.settings, agent, this.request.socket, target);
     } catch (err) {
       this.release();
       this.fail(new LilaError(codes.BAD_REQUEST, 'this request cannot be forwarded', 400), err.message);
@@ -278,6 +314,9 @@ class Exchange {
     if (this.mayRetry(upstream)) {
       // The backend closed an idle pooled socket as lila reused it.
       logger.debug(`backend ${backend.name}: ${describeError(err)} on a reused connection; retrying on a new one`);
+      if (logger.traceEnabled) {
+        logger.trace('retry', { client: this.clientAddress, backend: backend.name, mode: this.context.balancer.mode, connection: 'new' });
+      }
       this.retried = true;
       this.send(false);
       return;
@@ -328,6 +367,11 @@ class Exchange {
     if (settings.stickyCookie !== null) {
       headers = withStickyCookie(headers, settings.stickyCookie, this.stickyId, this.backend.stickyId, this.scheme === 'https');
     }
+    if (this.ids !== null) headers = withResponseId(headers, this.ids.requestId);
+    if (this.actions !== null) headers = this.actions.responseHeaders(headers, this.requestView());
+    const compression = this.actions === null ? null : this.actions.compression;
+    const plan = compression === null ? null : compression.plan(upstreamResponse.statusCode, headers, this.request);
+    if (plan !== null) headers = plan.headers;
     // Trailers cannot reach an HTTP/1.0 client (Node throws on announcing them).
     if (this.request.httpVersionMinor === 0) headers = withoutField(headers, 'trailer');
     try {
@@ -345,7 +389,51 @@ class Exchange {
     const status = upstreamResponse.statusCode;
     if (status >= 500 && health.settings.failOn5xx) health.failed(this.backend, `answered ${status}`);
     else health.succeeded(this.backend);
-    upstreamResponse.pipe(response, { end: false });
+    if (plan !== null && plan.coding !== null) this.compress(compression.encoder(plan, this), upstreamResponse);
+    else upstreamResponse.pipe(response, { end: false });
+  }
+
+  /**
+   * `--compress`: the backend's body goes through `encoder` (compression.js)
+   * instead of straight to the client, which core http sends chunked (to an
+   * HTTP/1.0 client, delimited by the close); backpressure both ways.
+   */
+  compress(encoder, upstreamResponse) {
+    this.encoder = encoder;
+    this.upstreamResponse = upstreamResponse;
+    upstreamResponse.on('data', upstreamResponseOnDataToEncode);
+    this.response.on('drain', responseOnDrain);
+  }
+
+  /** A piece of the compressed body, for the client. */
+  encoderData(data) {
+    this.bytesSent += data.length;
+    if (!this.response.write(data)) this.encoder.pause();
+  }
+
+  /** The encoder holds little again: read on from the backend, unless the client is the one full. */
+  encoderDrained() {
+    if (!this.response.writableNeedDrain) this.upstreamResponse.resume();
+  }
+
+  /** The client takes more: the encoder gives more, and the backend is read once the encoder takes more. */
+  clientDrained() {
+    const encoder = this.encoder;
+    if (encoder === null) return;
+    encoder.resume();
+    if (!encoder.full) this.upstreamResponse.resume();
+  }
+
+  /** The whole compressed body is out: the response ends (its trailers, if any, were added). */
+  encoderEnded() {
+    this.encoder = null;
+    if (!this.response.destroyed) this.response.end();
+  }
+
+  /** zlib failed: the response is cut short. */
+  encoderFailed(err) {
+    this.encoder = null;
+    if (!this.done) this.fail(new LilaError(codes.RESOURCES, `compression failed: ${err.message}`, 500), `compression: ${err.message}`);
   }
 
   /**
@@ -385,13 +473,17 @@ class Exchange {
       return;
     }
     logAnswer(logger, error, request, detail);
-    const body = errorBody(status, error.message);
+    const actions = this.actions;
+    const content = answerContent(error, actions, actions === null ? null : this.requestView(), this.ids === null ? null : this.ids.requestId);
     response.sendDate = true;
     if (this.context.settings.draining) response.shouldKeepAlive = false;
-    const headers = { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) };
-    if (error.retryAfter !== undefined) headers['Retry-After'] = String(error.retryAfter);
+    const bodiless = status === 204 || status === 304;
+    const headers = bodiless ? content.fields : [...content.fields, 'Content-Length', String(content.body.length)];
     response.writeHead(status, headers);
-    response.end(body);
+    // Core http writes no body for a HEAD request, nor for 204 and 304.
+    response.end(bodiless || content.body.length === 0 ? undefined : content.body);
+    // Its body is counted as a backend's is (nginx's $body_bytes_sent).
+    if (!bodiless && request.method !== 'HEAD') this.bytesSent += content.body.length;
   }
 
   release() {
@@ -408,6 +500,10 @@ class Exchange {
     leaveQueue(this);
     this.context.bodyWatch.end(this);
     this.release();
+    if (this.encoder !== null) {
+      this.encoder.destroy();
+      this.encoder = null;
+    }
     this.request.socket[kInFlight].delete(this);
     const upstream = this.upstream;
     // A completed upstream request is already back in the agent's pool.
@@ -421,7 +517,7 @@ class Exchange {
     const { balancer, traffic } = this.context;
     const status = this.finalStatus !== 0 ? this.finalStatus : this.response.headersSent ? this.response.statusCode : CLIENT_LEFT;
     traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent, this.request.socket,
-      this.route, this.context.pool);
+      this.route, this.context.pool, this.ids, this.view);
   }
 }
 
@@ -550,14 +646,27 @@ function upstreamResponseOnError(err) {
 }
 
 function upstreamResponseOnData(chunk) {
-  this[kExchange].bytesSent += chunk.length;
+  const exchange = this[kExchange];
+  // A compressed body is counted as it leaves the encoder.
+  if (exchange.encoder === null) exchange.bytesSent += chunk.length;
+}
+
+function upstreamResponseOnDataToEncode(chunk) {
+  const encoder = this[kExchange].encoder;
+  if (encoder !== null && !encoder.write(chunk)) this.pause();
+}
+
+function responseOnDrain() {
+  this[kExchange].clientDrained();
 }
 
 function upstreamResponseOnEnd() {
-  const response = this[kExchange].response;
+  const exchange = this[kExchange];
+  const response = exchange.response;
   if (response.destroyed) return;
   if (this.rawTrailers.length > 0) response.addTrailers(trailerPairs(this.rawTrailers));
-  response.end();
+  if (exchange.encoder !== null) exchange.encoder.end();
+  else response.end();
 }
 
 function upstreamResponseOnClose() {

@@ -1,0 +1,182 @@
+'use strict';
+
+const { randomFillSync } = require('node:crypto');
+
+// Random bytes are taken from a pool filled 4 KB at a time: one system call
+// for 100 requests (40 bytes each), instead of a crypto.randomBytes() each.
+const POOL_SIZE = 4096;
+// An X-Request-ID a client may give: what UUIDs, nginx's $request_id, base64,
+// Heroku's and Rails' ids are made of, 1 to 200 of them. No spaces, quotes,
+// commas or control characters: the id goes into headers, log lines and lila's answers.
+const VALID_ID = /^[A-Za-z0-9._:+/=@-]{1,200}$/;
+// `00-` trace-id `-` parent-id `-` flags (W3C Trace Context).
+const TRACEPARENT_LENGTH = 55;
+const HEX_LC = /^[0-9a-f]+$/;
+const ID_BYTES = 16;
+const TRACE_ID_BYTES = 16;
+const PARENT_ID_BYTES = 8;
+const ZERO_TRACE_ID = '0'.repeat(32);
+const ZERO_PARENT_ID = '0'.repeat(16);
+// A trace lila starts is marked sampled: lila records nothing itself, and a
+// backend whose tracer follows its parent's decision (OpenTelemetry's default)
+// keeps recording what it recorded before lila started traces for it.
+const STARTED_FLAGS = '01';
+const SAMPLED = 0x01;
+
+let pool = null;
+let used = POOL_SIZE;
+
+/**
+ * The ids of one request with `--request-id`: its X-Request-ID (the
+ * client's when valid, else a new one) and its W3C trace context, continued
+ * with a parent id of lila's own or started anew.
+ */
+class RequestIds {
+  /**
+   * @param {string} requestId
+   * @param {string} traceId 32 lower-case hex digits
+   * @param {string} traceparent what the backend gets, with lila's parent id
+   * @param {boolean} keepsTracestate the client's traceparent was valid: its tracestate goes on
+   */
+  constructor(requestId, traceId, traceparent, keepsTracestate) {
+    this.requestId = requestId;
+    this.traceId = traceId;
+    this.traceparent = traceparent;
+    this.keepsTracestate = keepsTracestate;
+  }
+
+  /**
+   * @param {string[]} rawHeaders `[name, value, ...]` as the client sent them
+   * @returns {RequestIds}
+   */
+  static of(rawHeaders) {
+    let requestId;
+    let traceparent;
+    let ids = 0;
+    let parents = 0;
+    for (let i = 0; i < rawHeaders.length; i += 2) {
+      const name = rawHeaders[i];
+      // Only names of the right length are lowercased.
+      if (name.length === 12 && name.toLowerCase() === 'x-request-id') {
+        requestId = rawHeaders[i + 1];
+        ids++;
+      } else if (name.length === 11 && name.toLowerCase() === 'traceparent') {
+        traceparent = rawHeaders[i + 1];
+        parents++;
+      }
+    }
+    // What may be new (an id, a trace id, lila's parent id) comes from one draw of the pool:
+    // one conversion to hex instead of three.
+    const random = randomHex(ID_BYTES + TRACE_ID_BYTES + PARENT_ID_BYTES);
+    let parentId = random.slice(64, 80);
+    if (parentId === ZERO_PARENT_ID) parentId = nonZero(PARENT_ID_BYTES);
+    // Two of either is not one the client meant: a new one.
+    if (ids !== 1 || !VALID_ID.test(requestId)) requestId = random.slice(0, 32);
+    const parent = parents === 1 ? parseTraceparent(traceparent) : null;
+    if (parent === null) {
+      let traceId = random.slice(32, 64);
+      if (traceId === ZERO_TRACE_ID) traceId = nonZero(TRACE_ID_BYTES);
+      return new RequestIds(requestId, traceId, `00-${traceId}-${parentId}-${STARTED_FLAGS}`, false);
+    }
+    return new RequestIds(requestId, parent.traceId, `00-${parent.traceId}-${parentId}-${parent.flags}`, true);
+  }
+}
+
+/**
+ * The header list a backend gets, with the request's ids: X-Request-ID and
+ * traceparent set (the client's removed), tracestate removed unless the
+ * client's traceparent was valid.
+ *
+ * @param {string[]} headers `[name, value, ...]`, a list of the request's own
+ * @param {RequestIds} ids
+ * @returns {string[]}
+ */
+function withRequestIds(headers, ids) {
+  // The list itself when the client sent none of these fields; a copy without them otherwise.
+  let out = headers;
+  for (let i = 0; i < headers.length; i += 2) {
+    if (!isIdField(headers[i], ids.keepsTracestate)) {
+      if (out !== headers) out.push(headers[i], headers[i + 1]);
+    } else if (out === headers) {
+      out = headers.slice(0, i);
+    }
+  }
+  out.push('X-Request-ID', ids.requestId, 'traceparent', ids.traceparent);
+  return out;
+}
+
+/**
+ * A response's fields with the request's X-Request-ID (a backend's own
+ * X-Request-ID is replaced: the client sees the id lila logged).
+ *
+ * @param {string[]} headers `[name, value, ...]`
+ * @param {string} requestId
+ * @returns {string[]}
+ */
+function withResponseId(headers, requestId) {
+  // A new list: the one given may be a backend response's own (rawHeaders).
+  const out = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i];
+    if (name.length !== 12 || name.toLowerCase() !== 'x-request-id') out.push(name, headers[i + 1]);
+  }
+  out.push('X-Request-ID', requestId);
+  return out;
+}
+
+/**
+ * Reads a W3C traceparent (version 00, or a later one as 00 reads it).
+ *
+ * @param {string} value a traceparent as received
+ * @returns {{traceId: string, flags: string} | null} null when it is not a valid one
+ */
+function parseTraceparent(value) {
+  if (value.length < TRACEPARENT_LENGTH) return null;
+  const version = value.slice(0, 2);
+  if (!HEX_LC.test(version) || version === 'ff' || value[2] !== '-' || value[35] !== '-' || value[52] !== '-') return null;
+  // Version 00 is 55 characters; a later version may add fields after a dash.
+  if (version === '00' ? value.length !== TRACEPARENT_LENGTH : value.length > TRACEPARENT_LENGTH && value[55] !== '-') return null;
+  const traceId = value.slice(3, 35);
+  const parent = value.slice(36, 52);
+  let flags = value.slice(53, 55);
+  if (!HEX_LC.test(traceId) || !HEX_LC.test(parent) || !HEX_LC.test(flags)) return null;
+  if (traceId === ZERO_TRACE_ID || parent === ZERO_PARENT_ID) return null;
+  // Of a later version's flags, only those version 00 defines are passed on (lila writes 00).
+  if (version !== '00') flags = (Number.parseInt(flags, 16) & SAMPLED) === 0 ? '00' : '01';
+  return { traceId, flags };
+}
+
+/**
+ * Random bytes from the pool, refilled by `crypto.randomFillSync` when it runs out.
+ *
+ * @param {number} bytes at most POOL_SIZE
+ * @returns {string} that many random bytes as lower-case hex
+ */
+function randomHex(bytes) {
+  if (used + bytes > POOL_SIZE) {
+    pool ??= Buffer.alloc(POOL_SIZE);
+    randomFillSync(pool);
+    used = 0;
+  }
+  const hex = pool.toString('hex', used, used + bytes);
+  used += bytes;
+  return hex;
+}
+
+module.exports = { RequestIds, withRequestIds, withResponseId, parseTraceparent, randomHex };
+
+// Random hex digits of `bytes` bytes, not all zero (W3C forbids all-zero ids).
+function nonZero(bytes) {
+  let hex = randomHex(bytes);
+  while (/^0+$/.test(hex)) hex = randomHex(bytes);
+  return hex;
+}
+
+// X-Request-ID and traceparent, and tracestate when it does not go on.
+function isIdField(name, keepsTracestate) {
+  const length = name.length;
+  if (length === 12) return name.toLowerCase() === 'x-request-id';
+  if (length === 11) return name.toLowerCase() === 'traceparent';
+  if (length === 10) return !keepsTracestate && name.toLowerCase() === 'tracestate';
+  return false;
+}

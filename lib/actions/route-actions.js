@@ -1,0 +1,263 @@
+'use strict';
+
+const fs = require('node:fs');
+const { STATUS_CODES } = require('node:http');
+const PathEdits = require('./path-edits');
+const AddressRules = require('./address-rules');
+const Cors = require('./cors');
+const BasicAuth = require('./basic-auth');
+const ForwardAuth = require('./forward-auth');
+const { Compression } = require('./compression');
+const { compileTemplate } = require('./placeholders');
+const { parseHeaderEdit, applyHeaderEdits, withoutName } = require('./header-edits');
+const { LilaError, codes } = require('../errors');
+
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+const HSTS_DEFAULT_SECONDS = 365 * 24 * 3600;
+const MAX_ERROR_PAGE = 1024 * 1024;
+
+/**
+ * What a route does to a request besides choosing its pool (the route
+ * options): written once, applied by both HTTP/1.1 engines, h2 streams and
+ * upgrades, each calling it at the same points of a request:
+ *
+ * 1. `answer(view)` before the pool: access control, then a redirect or a
+ *    fixed answer, then a CORS preflight; null lets the request go on;
+ * 2. `target(url)` and `requestHeaders(headers, view)`: what the backend gets;
+ * 3. `responseHeaders(headers, view)`: what the client gets, of the backend's
+ *    response and of lila's own answers alike (`ownAnswer(status)` gives an
+ *    error page's body).
+ *
+ * A request's view is a `RequestView` (request-view.js); engines make it
+ * only for routes that have actions.
+ */
+class RouteActions {
+  /**
+   * @param {object} options the route's options (config-model.js's `actions`)
+   * @param {{text: string, path: string | null, where?: string}} route `where` names it in messages (`route "TEXT"`)
+   * @returns {RouteActions | null} null when the route has none
+   * @throws {LilaError} `LILA_ERR_INVALID_OPTION` naming the option; files that do not read too
+   */
+  static from(options, route) {
+    if (options === undefined || options === null || Object.keys(options).length === 0) return null;
+    return new RouteActions(options, route);
+  }
+
+  constructor(options, route) {
+    // A listen line's options are checked alone, named by that line (cli/config-file.js).
+    const where = route.where === undefined ? `route "${route.text}"` : route.where;
+    this.text = route.text;
+    this.paths = PathEdits.from(options, route.path, where);
+    this.access = AddressRules.from(listOf(options.allow, '--allow', where), listOf(options.deny, '--deny', where), where);
+    /** `--basic-auth` or `--forward-auth`: who the client is, asked after its address; null: anyone. */
+    this.credentials = credentialsCheck(options, route.text, where);
+    this.cors = Cors.from(options.cors, where);
+    this.fixed = fixedAnswer(options, where);
+    this.requestEdits = (listOf(options.requestHeader, '--request-header', where) || []).map((text) => parseHeaderEdit(text, '--request-header'));
+    this.responseEdits = (listOf(options.responseHeader, '--response-header', where) || []).map((text) => parseHeaderEdit(text, '--response-header'));
+    this.hsts = options.hsts === undefined ? null : `max-age=${hstsSeconds(options.hsts, where)}`;
+    this.errorPages = errorPages(listOf(options.errorPage, '--error-page', where), where);
+    /** `--compress`: which responses are compressed, and how (compression.js); null: none. */
+    this.compression = Compression.from(options.compress, where);
+    /** Whether the route answers every request itself: it needs no pool. */
+    this.answersAll = this.fixed !== null;
+  }
+
+  /**
+   * lila's answer before any pool, or null to go on.
+   *
+   * @param {object} view
+   * @returns {LilaError | null | Promise<LilaError | null>} with `fields` (`[name, value, ...]`) and, for
+   *   answers that are not errors, `body`, `contentType` and `quiet` (not logged as a failure); a promise
+   *   while `--forward-auth` or `--basic-auth` checks the credentials
+   */
+  answer(view) {
+    if (this.access !== null && !this.access.admits(view.clientAddress)) {
+      return new LilaError(codes.FORBIDDEN, `client ${view.clientAddress} is not allowed on route "${this.text}"`, 403);
+    }
+    // A CORS preflight never carries credentials (Fetch standard): it is answered without them.
+    if (this.credentials === null || (this.cors !== null && this.cors.preflight(view) !== null)) return this.admitted(view);
+    const refusal = this.credentials.check(view);
+    if (refusal === null) return this.admitted(view);
+    if (typeof refusal.then !== 'function') return refusal;
+    return refusal.then((answer) => (answer === null ? this.admitted(view) : answer));
+  }
+
+  /**
+   * `answer()` once the client is let in.
+   *
+   * @param {object} view
+   * @returns {LilaError | null}
+   */
+  admitted(view) {
+    if (this.fixed !== null) return this.fixed(view);
+    if (this.cors !== null) {
+      const preflight = this.cors.preflight(view);
+      if (preflight !== null) return quietAnswer(preflight.status, preflight.fields, '', undefined);
+    }
+    return null;
+  }
+
+  /**
+   * @param {string} url the request target as received
+   * @returns {string} as the backend gets it
+   */
+  target(url) {
+    return this.paths === null ? url : this.paths.target(url);
+  }
+
+  /**
+   * @param {string[]} headers `[name, value, ...]`, forwarded fields included
+   * @param {object} view
+   * @returns {string[]}
+   */
+  requestHeaders(headers, view) {
+    const credentials = this.credentials;
+    // Authorization leaves first, so that --request-header may give the backend one of its own; the auth
+    // service's fields come last, over what the client and the edits said (in place: see forward-auth.js).
+    let out = credentials instanceof BasicAuth ? credentials.requestHeaders(headers) : headers;
+    if (this.requestEdits.length > 0) out = applyHeaderEdits(out, this.requestEdits, view);
+    return credentials instanceof ForwardAuth ? credentials.requestHeaders(out, view) : out;
+  }
+
+  /**
+   * The fields of a response, the backend's or lila's own, as the client gets them.
+   *
+   * @param {string[]} headers `[name, value, ...]`
+   * @param {object} view
+   * @returns {string[]}
+   */
+  responseHeaders(headers, view) {
+    let out = headers;
+    // Only a backend's Locations are in the backend's paths: a route's own --redirect is as written.
+    if (this.paths !== null && this.paths.movesLocations && this.fixed === null) out = movedLocations(out, this.paths, view);
+    if (this.cors !== null) {
+      const fields = this.cors.originFields(view.header('origin'));
+      // The route's CORS fields are the only ones: a second Allow-Origin would make browsers refuse both.
+      if (fields.length > 0) out = [...withoutName(withoutName(out, 'access-control-allow-origin'), 'access-control-allow-credentials'), ...fields];
+    }
+    if (this.hsts !== null && view.scheme === 'https') out = [...withoutName(out, 'strict-transport-security'), 'Strict-Transport-Security', this.hsts];
+    if (this.responseEdits.length > 0) out = applyHeaderEdits(out, this.responseEdits, view);
+    return out;
+  }
+
+  /**
+   * @param {number} status of an answer lila makes itself
+   * @returns {Buffer | null} the route's `--error-page` for it
+   */
+  errorPage(status) {
+    return this.errorPages === null ? null : this.errorPages.get(status) || null;
+  }
+}
+
+module.exports = RouteActions;
+
+/**
+ * An answer that is not a failure (a redirect, a fixed answer, a preflight).
+ *
+ * @returns {LilaError}
+ */
+function quietAnswer(status, fields, body, contentType) {
+  return Object.assign(new LilaError('LILA_ROUTE_ANSWER', `${status} ${STATUS_CODES[status] || ''}`.trim(), status), {
+    fields, body, contentType, quiet: true
+  });
+}
+
+// --redirect URL [CODE] or --respond CODE [BODY] [--content-type TYPE]: one of them, checked now.
+function fixedAnswer(options, where) {
+  // The library may give one word as a string (or a number): redirect: 'https://...', respond: 204.
+  const redirect = words(options.redirect);
+  const respond = words(options.respond);
+  if (redirect !== undefined && respond !== undefined) throw invalid(`${where}: --redirect and --respond both answer: give one`);
+  if (redirect !== undefined) {
+    const [url, code = '302'] = redirect;
+    const status = Number(code);
+    if (!REDIRECT_STATUSES.has(status)) throw invalid(`${where}: --redirect "${url}" ${code}: the status is one of 301, 302, 303, 307, 308`);
+    const location = compileTemplate(url, `${where}: --redirect "${url}"`);
+    return (view) => quietAnswer(status, ['Location', location(view)], '', undefined);
+  }
+  if (respond !== undefined) {
+    const [code, text = ''] = respond;
+    const status = Number(code);
+    if (!/^\d{3}$/.test(code) || status < 200 || status > 599) throw invalid(`${where}: --respond "${code}": the status is a number from 200 to 599`);
+    const body = Buffer.from(text);
+    const type = options.contentType === undefined ? 'text/plain; charset=utf-8' : options.contentType;
+    return () => quietAnswer(status, [], body, type);
+  }
+  if (options.contentType !== undefined) throw invalid(`${where}: --content-type goes with --respond`);
+  return null;
+}
+
+// A program's config may give one value of a repeatable option alone: allow: '10.0.0.0/8'.
+function listOf(value, option, where) {
+  if (value === undefined) return undefined;
+  const list = Array.isArray(value) ? value : [value];
+  if (!list.every((item) => typeof item === 'string')) throw invalid(`${where}: ${option} takes a string, or a list of them`);
+  return list;
+}
+
+function words(value) {
+  if (value === undefined || Array.isArray(value)) return value;
+  return [String(value)];
+}
+
+function hstsSeconds(value, where) {
+  if (value === true || value === '') return HSTS_DEFAULT_SECONDS;
+  const text = String(value);
+  const match = /^(\d+)([smhd]?)$/.exec(text);
+  if (match === null) throw invalid(`${where}: --hsts "${text}" is a max-age in seconds (or 30d, 12h, ...)`);
+  return Number(match[1]) * { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[match[2]];
+}
+
+// --error-page 502,503=FILE (repeatable): the files are read now, and at each reload.
+function errorPages(values, where) {
+  if (values === undefined || values.length === 0) return null;
+  const pages = new Map();
+  for (const value of values) {
+    const equals = value.indexOf('=');
+    const statuses = equals === -1 ? [] : value.slice(0, equals).split(',');
+    const file = equals === -1 ? '' : value.slice(equals + 1);
+    if (statuses.length === 0 || file === '' || !statuses.every((status) => /^[45]\d\d$/.test(status))) {
+      throw invalid(`${where}: --error-page "${value}" is STATUSES=FILE, as 502,503,504=/srv/down.html (statuses from 400 to 599)`);
+    }
+    let body;
+    try {
+      body = fs.readFileSync(file);
+    } catch (err) {
+      throw invalid(`${where}: --error-page: cannot read "${file}": ${err.code || err.message}`);
+    }
+    if (body.length > MAX_ERROR_PAGE) throw invalid(`${where}: --error-page: "${file}" is larger than 1 MB`);
+    for (const status of statuses) pages.set(Number(status), body);
+  }
+  return pages;
+}
+
+// Location and Content-Location paths, on the client's own origin or bare, get the route's prefixes back.
+function movedLocations(headers, paths, view) {
+  let out = headers;
+  for (let i = 0; i < headers.length; i += 2) {
+    const lower = headers[i].toLowerCase();
+    if (lower !== 'location' && lower !== 'content-location') continue;
+    const value = headers[i + 1];
+    const origin = `${view.scheme}://${view.host}`;
+    let moved = null;
+    if (value.startsWith('/') && !value.startsWith('//')) moved = paths.clientPath(value);
+    else if (value.startsWith(`${origin}/`)) moved = origin + paths.clientPath(value.slice(origin.length));
+    if (moved === null || moved === value) continue;
+    if (out === headers) out = headers.slice();
+    out[i + 1] = moved;
+  }
+  return out;
+}
+
+// --basic-auth FILE or --forward-auth URL (not both: one answer says who the client is).
+function credentialsCheck(options, text, where) {
+  const basic = BasicAuth.from(options.basicAuth, text === '*' ? 'lila' : text, where);
+  const forward = ForwardAuth.from(options.forwardAuth, options.forwardAuthHeaders, options.forwardAuthTimeout, where);
+  if (basic !== null && forward !== null) throw invalid(`${where}: --basic-auth and --forward-auth both check credentials: give one`);
+  return basic || forward;
+}
+
+function invalid(message) {
+  return new LilaError(codes.INVALID_OPTION, message);
+}
