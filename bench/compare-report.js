@@ -131,7 +131,41 @@ function sampleKey(target, load) {
   return `${target.name}\t${load.name}`;
 }
 
-module.exports = { formatReport, describeMachine, writeSection, sampleKey };
+/**
+ * The median of numbers: the mean of the middle two for an even count.
+ *
+ * @param {number[]} values not empty
+ * @returns {number}
+ */
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+/**
+ * One line of a plain-text table: the first cell padded on the right, the
+ * others on the left, to their columns' widths, two spaces apart.
+ *
+ * @param {[string, number][]} columns `[title, width]` each
+ * @param {any[]} cells
+ * @returns {string}
+ */
+function textRow(columns, cells) {
+  return cells.map((cell, i) => (i === 0 ? String(cell).padEnd(columns[i][1]) : String(cell).padStart(columns[i][1]))).join('  ');
+}
+
+/**
+ * The first two lines of a plain-text table: the columns' titles, then a rule under each.
+ *
+ * @param {[string, number][]} columns `[title, width]` each
+ * @returns {string[]}
+ */
+function textHeader(columns) {
+  return [textRow(columns, columns.map(([title]) => title)), textRow(columns, columns.map(([, width]) => '-'.repeat(width)))];
+}
+
+module.exports = { formatReport, describeMachine, writeSection, sampleKey, median, textHeader, textRow };
 
 // Every column's median over the rounds; errors add up.
 function summarize(list) {
@@ -242,12 +276,6 @@ function markdownTable(headers, rows) {
   const line = (cells) => `| ${cells.map(cell).join(' | ')} |`;
   const rule = `| ${widths.map((width, i) => (i < 2 ? '-'.repeat(width) : `${'-'.repeat(width - 1)}:`)).join(' | ')} |`;
   return [line(headers), rule, ...rows.map(line)];
-}
-
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
 // Quoted where a shell needs it (`--only 'direct,lila tcp'`), so it can be run again as printed.

@@ -4,13 +4,17 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { spawn, spawnSync } = require('node:child_process');
+const { spawnSync } = require('node:child_process');
 const { HTTP_ENGINES } = require('../lib/proxy');
-const { LILA, BACKENDS, startChild, stopChild, parsePorts, parseLilaPort, accepts, freePort } = require('./children');
-const { processTree, cpuSeconds, machineCpuSeconds, memory } = require('./proc-stats');
+const { LILA, BACKENDS, startChild, parsePorts, parseLilaPort, freePort } = require('./children');
+const { processTree, memory, othersStart, othersSince } = require('./proc-stats');
 const { nginxBackends, nginxProxy, nginxStreamModule, nginxHttp2Syntax, haproxyConfig } = require('./peer-configs');
 const { formatReport, describeMachine, writeSection, sampleKey } = require('./compare-report');
 const { makeCertificates, SERVER_NAME } = require('./certificates');
+const {
+  runBench, refuseAfterSignal, stopRunChild, canPin, openFilesLimit, startListening, exited, commandPath, wholeNumber, sleep
+} = require('./run-kit');
+const { startLoadProcess, ask } = require('./load-process');
 
 const LOAD = path.join(__dirname, 'load.js');
 const PEER = path.join(__dirname, 'node-http-proxy.js');
@@ -68,8 +72,6 @@ const DEFAULT_SECONDS = 5;
 // Before the idle connections: a short run, so the proxy's hot path is compiled and allocated.
 const IDLE_WARMUP_SECONDS = 1;
 const SETTLE_MS = 1000;
-const READY_TIMEOUT_MS = 5000;
-const STOP_TIMEOUT_MS = 5000;
 
 main();
 
@@ -77,30 +79,26 @@ main();
 // direct, lila and its peers in front of the same three backends, rounds interleaved, medians
 // reported; with `--tls`, the proxies serve HTTPS (RSA and ECDSA certificates) instead; with
 // `--h2`, HTTP/2 (h2c and over TLS) to h2load, and gRPC calls to three gRPC backends.
-async function main() {
-  const run = { children: [], dir: null, stopping: null, signal: null, pinned: false, openFiles: 0, load: null, certificates: null };
-  const stopOn = (signal) => interrupt(run, signal);
-  process.on('SIGINT', stopOn);
-  process.on('SIGTERM', stopOn);
-  try {
+function main() {
+  return runBench({ openFiles: 0, certificates: null }, async (run) => {
     const options = optionsFrom(process.argv.slice(2));
     const others = othersStart();
     run.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-compare-'));
     const notes = [];
-    run.pinned = canPin(notes);
-    run.openFiles = openFilesLimit();
+    run.pinned = pinning(notes);
+    run.openFiles = openFilesLimit(OPEN_FILES);
     const idleCount = options.mode === 'plain' ? idleConnections(run, notes) : 0;
     if (options.mode === 'tls') run.certificates = makeCertificates(run.dir);
     if (options.mode === 'h2') run.certificates = makeCertificates(run.dir, [H2_CERTIFICATE]);
     const loads = options.mode === 'tls' ? tlsLoads(run.certificates) : options.mode === 'h2' ? H2_LOADS : LOADS;
-    run.load = await startLoad(run);
+    run.load = startLoadProcess(run, pinned(run, LOAD_CPU, process.execPath, [LOAD]), 'load.js');
     const backends = await startBackends(run, notes, options.mode === 'h2');
     const all = options.mode === 'tls' ? tlsTargetsFor(run, backends)
       : options.mode === 'h2' ? h2TargetsFor(run, backends, await startGrpcBackends(run, notes))
         : targetsFor(run, backends);
     const targets = await startTargets(run, chosenTargets(all, options.only, notes), notes);
     const samples = await measureRounds(run, targets, loads, options, notes);
-    for (const target of targets) if (target.child !== null) await stopChild(target.child, { killAfter: STOP_TIMEOUT_MS });
+    for (const target of targets) if (target.child !== null) await stopRunChild(run, target.child);
     const measured = targets.filter((target) => target.lost === null);
     // Idle HTTPS and HTTP/2 connections are not part of issues 16 and 17: --tls and --h2 measure throughput only.
     const idle = options.mode === 'plain' ? await measureIdle(run, measured, idleCount, notes) : null;
@@ -116,14 +114,7 @@ async function main() {
       const heading = { plain: 'Comparison', tls: 'HTTPS comparison', h2: 'HTTP/2 and gRPC' }[options.mode];
       process.stderr.write(`bench: wrote the ${heading} section of ${path.relative(process.cwd(), README)}\n`);
     }
-  } catch (err) {
-    if (run.signal === null) {
-      process.stderr.write(`bench: ${err.message}\n`);
-      process.exitCode = 1;
-    }
-  } finally {
-    await cleanup(run);
-  }
+  });
 }
 
 function optionsFrom(args) {
@@ -154,26 +145,11 @@ function optionsFrom(args) {
   };
 }
 
-function wholeNumber(name, text, fallback) {
-  if (text === undefined) return fallback;
-  const value = Number(text);
-  if (!(value > 0) || !Number.isInteger(value)) {
-    throw new RangeError(`"${name}" must be a whole number greater than 0, received "${text}"`);
-  }
-  return value;
-}
-
 // The proxies get one core, autocannon and the backends the other.
-function canPin(notes) {
-  if (os.cpus().length >= 2 && commandPath('taskset') !== null) return true;
+function pinning(notes) {
+  if (canPin()) return true;
   notes.push('Not pinned: pinning needs two cores and `taskset`; proxies, autocannon and backends share the cores.');
   return false;
-}
-
-// OPEN_FILES, or the hard limit when it is lower: raising that takes CAP_SYS_RESOURCE.
-function openFilesLimit() {
-  const hard = spawnSync('sh', ['-c', 'ulimit -H -n'], { encoding: 'utf8' }).stdout.trim();
-  return hard === 'unlimited' ? OPEN_FILES : Math.min(OPEN_FILES, Number(hard));
 }
 
 // A tcp proxy holds two descriptors per idle connection, its client's and its upstream's.
@@ -194,38 +170,6 @@ function pinned(run, cpu, command, args) {
   const taskset = run.pinned ? `taskset -c ${cpu} ` : '';
   const script = `ulimit -n ${run.openFiles} 2>/dev/null; exec ${taskset}"$@"`;
   return ['sh', ['-c', script, 'sh', command, ...args]];
-}
-
-// autocannon in a child process of its own, so it can sit on the load core.
-async function startLoad(run) {
-  refuseAfterSignal(run);
-  const [command, args] = pinned(run, LOAD_CPU, process.execPath, [LOAD]);
-  const child = spawn(command, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  run.children.push(child);
-  const load = { child, pending: new Map(), lastId: 0 };
-  child.on('message', ({ id, result, error }) => {
-    const { resolve, reject } = load.pending.get(id);
-    load.pending.delete(id);
-    if (error === undefined) resolve(result);
-    else reject(new Error(`load: ${error}`));
-  });
-  child.once('exit', (code, signal) => {
-    for (const { reject } of load.pending.values()) reject(new Error(`load.js exited (${signal || code})`));
-    load.pending.clear();
-  });
-  return load;
-}
-
-function ask(load, message) {
-  return new Promise((resolve, reject) => {
-    if (!load.child.connected) {
-      reject(new Error('load.js is not running'));
-      return;
-    }
-    const id = ++load.lastId;
-    load.pending.set(id, { resolve, reject });
-    load.child.send({ id, ...message });
-  });
 }
 
 // nginx answering from its configuration when it is installed, else bench/backends.js.
@@ -507,7 +451,8 @@ async function startNginx(run, name, cpu, conf, port) {
   const file = path.join(dir, 'nginx.conf');
   fs.writeFileSync(file, conf(dir));
   const log = path.join(dir, 'error.log');
-  return startListening(run, pinned(run, cpu, NGINX, ['-p', dir, '-c', file, '-e', log, '-g', 'daemon off;']), port, name, log);
+  const [command, args] = pinned(run, cpu, NGINX, ['-p', dir, '-c', file, '-e', log, '-g', 'daemon off;']);
+  return { port, child: await startListening(run, command, args, port, name, log) };
 }
 
 // HAProxy in the foreground (-db). `more`: `http2` and `http2Backends` for haproxyConfig, and `name`, the directory's.
@@ -521,25 +466,8 @@ async function startHaproxy(run, haproxy, mode, ports, tls = undefined, more = {
   const file = path.join(dir, 'haproxy.cfg');
   const options = { openFiles: run.openFiles, keepAliveSeconds: KEEPALIVE_SECONDS, mode, port, backends, tls, ...http2 };
   fs.writeFileSync(file, haproxyConfig(options));
-  return startListening(run, pinned(run, PROXY_CPU, haproxy, ['-db', '-f', file]), port, name, null);
-}
-
-// For servers that print nothing when ready: connect until one connection is
-// accepted, the server exits, or READY_TIMEOUT_MS pass.
-async function startListening(run, [command, args], port, name, log) {
-  refuseAfterSignal(run);
-  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'inherit'] });
-  run.children.push(child);
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      const text = log === null ? '' : `: ${fs.readFileSync(log, 'utf8').trim().split('\n').pop()}`;
-      throw new Error(`${name} exited (${child.signalCode || child.exitCode}) before accepting connections${text}`);
-    }
-    if (await accepts(port)) return { port, child };
-    if (Date.now() > deadline) throw new Error(`${name} did not accept connections within ${READY_TIMEOUT_MS} ms`);
-    await sleep(20);
-  }
+  const [command, args] = pinned(run, PROXY_CPU, haproxy, ['-db', '-f', file]);
+  return { port, child: await startListening(run, command, args, port, name) };
 }
 
 
@@ -622,7 +550,7 @@ async function measureIdle(run, targets, count, notes) {
       if (run.signal !== null) throw err;
       notes.push(`${target.name}: idle connections not measured: ${err.message}`);
     } finally {
-      if (fresh !== undefined) await stopChild(fresh.child, { killAfter: STOP_TIMEOUT_MS });
+      if (fresh !== undefined) await stopRunChild(run, fresh.child);
     }
   }
   return rows;
@@ -698,54 +626,4 @@ function negotiatedNotes(samples, subject) {
   const all = new Set([...byTarget.values()].flatMap((set) => [...set]));
   if (all.size === 1) return [`${subject} negotiated ${[...all][0]} (protocol, cipher, key exchange).`];
   return [...byTarget].map(([name, set]) => `${name}: ${subject[0].toLowerCase()}${subject.slice(1)} negotiated ${[...set].join('; ')}.`);
-}
-
-// The machine's CPU time less this bench's own (its process tree, the
-// children that have exited included): how much something else took.
-function othersStart() {
-  return { machine: machineCpuSeconds(), own: ownCpuSeconds(), at: process.hrtime.bigint() };
-}
-
-function othersSince(start) {
-  const cpu = Math.max(0, machineCpuSeconds() - start.machine - (ownCpuSeconds() - start.own));
-  const wall = Number(process.hrtime.bigint() - start.at) / 1e9;
-  return { cpu, wall, share: (100 * cpu) / (wall * os.cpus().length) };
-}
-
-function ownCpuSeconds() {
-  return cpuSeconds(processTree(process.pid), { reaped: true });
-}
-
-function commandPath(name) {
-  const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
-  return found.status === 0 ? found.stdout.trim() : null;
-}
-
-function exited(child) {
-  return child.exitCode !== null || child.signalCode !== null;
-}
-
-function sleep(ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-// Ctrl-C reaches every child too; whatever is still running gets SIGTERM, then SIGKILL.
-// A second Ctrl-C changes nothing: the first one's cleanup is under way.
-function interrupt(run, signal) {
-  if (run.signal !== null) return;
-  run.signal = signal;
-  process.stderr.write(`bench: ${signal}, stopping everything\n`);
-  cleanup(run).finally(() => process.exit(128 + os.constants.signals[signal]));
-}
-
-// Once cleanup has begun, a child spawned later would outlive the bench.
-function refuseAfterSignal(run) {
-  if (run.signal !== null) throw new Error(`stopping on ${run.signal}`);
-}
-
-function cleanup(run) {
-  run.stopping ??= Promise.all(run.children.map((child) => stopChild(child, { killAfter: STOP_TIMEOUT_MS }))).then(() => {
-    if (run.dir !== null) fs.rmSync(run.dir, { recursive: true, force: true });
-  });
-  return run.stopping;
 }

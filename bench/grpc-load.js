@@ -1,6 +1,6 @@
 'use strict';
 
-const { cpuSeconds } = require('./proc-stats');
+const { cpuDuring } = require('./proc-stats');
 const { helloMethod } = require('./grpc-backends');
 
 const WARMUP_SECONDS = 1;
@@ -29,9 +29,7 @@ async function unaryCalls({ port, concurrency, duration, pids }) {
   const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   try {
     await drive(client, concurrency, WARMUP_SECONDS);
-    const cpuBefore = cpuSeconds(pids);
-    const run = await drive(client, concurrency, duration);
-    const cpu = pids.length === 0 ? null : cpuSeconds(pids) - cpuBefore;
+    const { value: run, cpu } = await cpuDuring(pids, () => drive(client, concurrency, duration));
     const done = run.latencies.length;
     if (done === 0) throw new Error(`no gRPC call succeeded (${run.errors} failed): ${run.firstError}`);
     const sorted = Float64Array.from(run.latencies).sort();

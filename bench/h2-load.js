@@ -4,7 +4,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
-const { cpuSeconds } = require('./proc-stats');
+const { cpuDuring } = require('./proc-stats');
 
 const H2LOAD = 'h2load';
 const WARMUP_SECONDS = 1;
@@ -45,9 +45,7 @@ async function h2load({ port, connections, streams, duration, pids, servername }
     const args = h2loadArgs({ port, connections, streams, servername });
     await runH2load([...args, '-D', String(WARMUP_SECONDS)], servername);
     const log = path.join(dir, 'requests.log');
-    const cpuBefore = cpuSeconds(pids);
-    const output = await runH2load([...args, '-D', String(duration), `--log-file=${log}`], servername);
-    const cpu = pids.length === 0 ? null : cpuSeconds(pids) - cpuBefore;
+    const { value: output, cpu } = await cpuDuring(pids, () => runH2load([...args, '-D', String(duration), `--log-file=${log}`], servername));
     const [, , done, , failed] = REQUESTS.exec(output).slice(1).map(Number);
     const sorted = latencies(fs.readFileSync(log, 'latin1'));
     const sample = {

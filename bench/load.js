@@ -2,7 +2,8 @@
 
 const net = require('node:net');
 const autocannon = require('autocannon');
-const { cpuSeconds } = require('./proc-stats');
+const { cpuDuring } = require('./proc-stats');
+const { serveLoad } = require('./load-process');
 const { handshakes } = require('./tls-load');
 const { h2load } = require('./h2-load');
 const { unaryCalls } = require('./grpc-load');
@@ -43,9 +44,7 @@ async function run({ port, connections, close, duration, pids, servername }) {
   if (close) options.headers = { connection: 'close' };
   await autocannon({ ...options, duration: WARMUP_SECONDS, setupClient: clientSetup(close, null) });
   const latencies = [];
-  const cpuBefore = cpuSeconds(pids);
-  const result = await autocannon({ ...options, duration, setupClient: clientSetup(close, latencies) });
-  const cpu = pids.length === 0 ? null : cpuSeconds(pids) - cpuBefore;
+  const { value: result, cpu } = await cpuDuring(pids, () => autocannon({ ...options, duration, setupClient: clientSetup(close, latencies) }));
   const sorted = Float64Array.from(latencies).sort();
   return {
     rps: result.requests.average,
@@ -161,18 +160,6 @@ function responseComplete(text) {
   return length !== null && text.length - end - 4 >= Number(length[1]);
 }
 
-// `node bench/load.js`, forked by bench/compare.js with an IPC channel: each
-// message `{id, op, ...options}` is answered with `{id, result}` or `{id, error}`.
-if (require.main === module) {
-  process.on('message', async (message) => {
-    try {
-      process.send({ id: message.id, result: await OPS[message.op](message) });
-    } catch (err) {
-      process.send({ id: message.id, error: err.message });
-    }
-  });
-  process.on('disconnect', () => {
-    release();
-    process.exit(0);
-  });
-}
+// `node bench/load.js`, spawned by bench/compare.js with an IPC channel: the
+// load process of bench/load-process.js, running the op each message names.
+if (require.main === module) serveLoad((message) => OPS[message.op](message), release);

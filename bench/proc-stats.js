@@ -1,6 +1,7 @@
 'use strict';
 
 const fs = require('node:fs');
+const os = require('node:os');
 const { execFileSync } = require('node:child_process');
 
 const TICKS_PER_SECOND = clockTicks();
@@ -50,6 +51,21 @@ function cpuSeconds(pids, { reaped = false } = {}) {
 }
 
 /**
+ * Runs `work` and reads the CPU time `pids` used meanwhile, right before it
+ * starts and right after it ends: a proxy's CPU time over a measured run.
+ *
+ * @param {number[] | null} pids the proxy's process tree; empty or null for none
+ * @param {() => Promise<any>} work
+ * @returns {Promise<{value: any, cpu: number | null}>} what `work` resolved to; `cpu` in seconds, null without pids
+ */
+async function cpuDuring(pids, work) {
+  const none = pids === null || pids.length === 0;
+  const before = none ? 0 : cpuSeconds(pids);
+  const value = await work();
+  return { value, cpu: none ? null : cpuSeconds(pids) - before };
+}
+
+/**
  * CPU time every process on the machine has used since boot, all cores
  * added up: user, nice, system, irq and softirq of /proc/stat; not idle,
  * iowait or steal.
@@ -60,6 +76,30 @@ function machineCpuSeconds() {
   const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
   const [user, nice, system, , , irq, softirq] = fields;
   return (user + nice + system + irq + softirq) / TICKS_PER_SECOND;
+}
+
+/**
+ * Starts counting the CPU time that processes other than this bench (its
+ * process tree, the children that have exited included) use: the machine's
+ * CPU time less the bench's own.
+ *
+ * @returns {{machine: number, own: number, at: bigint}} for `othersSince`
+ */
+function othersStart() {
+  return { machine: machineCpuSeconds(), own: ownCpuSeconds(), at: process.hrtime.bigint() };
+}
+
+/**
+ * How much CPU time something else took since `othersStart`.
+ *
+ * @param {{machine: number, own: number, at: bigint}} start
+ * @returns {{cpu: number, wall: number, share: number}} seconds, seconds, and a
+ *   percentage of what all the cores could have done
+ */
+function othersSince(start) {
+  const cpu = Math.max(0, machineCpuSeconds() - start.machine - (ownCpuSeconds() - start.own));
+  const wall = Number(process.hrtime.bigint() - start.at) / 1e9;
+  return { cpu, wall, share: (100 * cpu) / (wall * os.cpus().length) };
 }
 
 /**
@@ -134,7 +174,13 @@ function slopeOf(xs, ys) {
   return num / den;
 }
 
-module.exports = { processTree, cpuSeconds, machineCpuSeconds, memory, descriptors, descriptorsAtRest, slopeOf };
+module.exports = {
+  processTree, cpuSeconds, cpuDuring, machineCpuSeconds, othersStart, othersSince, memory, descriptors, descriptorsAtRest, slopeOf
+};
+
+function ownCpuSeconds() {
+  return cpuSeconds(processTree(process.pid), { reaped: true });
+}
 
 // The fields of /proc/<pid>/stat after `(comm)`, which may itself hold spaces and parentheses.
 function statFields(pid) {

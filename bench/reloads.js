@@ -15,8 +15,7 @@ const path = require('node:path');
 const { once } = require('node:events');
 const { parseArgs } = require('node:util');
 const { spawn } = require('node:child_process');
-
-const LILA = path.join(__dirname, '..', 'lila');
+const { LILA, freePort } = require('./children');
 
 const { values } = parseArgs({
   options: {
@@ -38,16 +37,6 @@ async function backend(name) {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return { name, server, address: `127.0.0.1:${server.address().port}` };
-}
-
-// A free port for the listener, named in the file.
-async function freePort() {
-  const server = http.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 // Step i of the file: pools change definition, routes move, weights shift.

@@ -4,11 +4,12 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { spawn, spawnSync } = require('node:child_process');
-const { LILA, BACKENDS, startChild, stopChild, parsePorts, accepts, freePort } = require('./children');
-const { processTree, cpuSeconds, machineCpuSeconds } = require('./proc-stats');
+const { LILA, BACKENDS, startChild, parsePorts, freePort } = require('./children');
+const { processTree, cpuDuring, othersStart, othersSince } = require('./proc-stats');
 const { nginxBackends } = require('./peer-configs');
-const { describeMachine } = require('./compare-report');
+const { describeMachine, median, textHeader, textRow } = require('./compare-report');
+const { runBench, refuseAfterSignal, stopRunChild, canPin, pinned, openFilesLimit, startListening, exited, wholeNumber } = require('./run-kit');
+const { startLoadProcess, ask, serveLoad } = require('./load-process');
 
 const NGINX = '/usr/sbin/nginx';
 const BACKEND_NAMES = ['A', 'B', 'C'];
@@ -34,8 +35,6 @@ const DEFAULT_CONNECTIONS = 64;
 // nginx's default keepalive_timeout, as bench/compare.js gives every proxy.
 const KEEPALIVE_SECONDS = 75;
 const OPEN_FILES = 4096;
-const READY_TIMEOUT_MS = 5000;
-const STOP_TIMEOUT_MS = 5000;
 const SHOWN_MISMATCHES = 10;
 const LOAD_ROLE = '--load-process';
 const LOG_LEVEL = '--log-level warn';
@@ -43,36 +42,26 @@ const COLUMNS = [
   ['config', 11], ['routes', 6], ['req/s', 7], ['proxy CPU s', 11], ['req/CPU-s', 9], ['CPU µs/req', 10], ['checked', 8], ['mismatches', 10]
 ];
 
-if (process.argv[2] === LOAD_ROLE) serveLoad();
+if (process.argv[2] === LOAD_ROLE) serveLoad(runLoad);
 else main();
 
-// `npm run bench:routes [-- --rounds <n>] [--duration <s>] [--connections <n>]`: lila with one
+// `npm run bench:routes [-- --rounds <n>] [--duration <s>] [--connections <n>] [--split]`: lila with one
 // route, then with 1000, in front of the same three backends, rounds alternating; medians.
-async function main() {
-  const run = { children: [], dir: null, stopping: null, signal: null, pinned: false, load: null };
-  const stopOn = (signal) => interrupt(run, signal);
-  process.on('SIGINT', stopOn);
-  process.on('SIGTERM', stopOn);
-  try {
+function main() {
+  return runBench({}, async (run) => {
     const options = optionsFrom(process.argv.slice(2));
     const others = othersStart();
     run.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-routes-'));
-    run.pinned = os.cpus().length >= 2 && commandPath('taskset') !== null;
-    run.load = startLoad(run);
+    run.pinned = canPin();
+    // This script again, as the load process: autocannon on the load core, as bench/load.js for bench/compare.js.
+    run.load = startLoadProcess(run, pinned(run, LOAD_CPU, process.execPath, [__filename, LOAD_ROLE]), 'load process');
     const backends = await startBackends(run);
-    const configs = configsFor(backends.ports);
+    const configs = configsFor(backends.ports, options);
     const samples = await measureRounds(run, configs, options);
     const report = formatReport({ configs, samples, options, backends, run, others: othersSince(others) });
     process.stdout.write(`\n${report.text}`);
     if (report.failed) process.exitCode = 1;
-  } catch (err) {
-    if (run.signal === null) {
-      process.stderr.write(`bench: ${err.message}\n`);
-      process.exitCode = 1;
-    }
-  } finally {
-    await cleanup(run);
-  }
+  });
 }
 
 function optionsFrom(args) {
@@ -81,41 +70,38 @@ function optionsFrom(args) {
     options: {
       rounds: { type: 'string', short: 'r' },
       duration: { type: 'string', short: 'd' },
-      connections: { type: 'string', short: 'c' }
+      connections: { type: 'string', short: 'c' },
+      split: { type: 'boolean' }
     }
   });
   return {
+    split: values.split === true,
     rounds: wholeNumber('--rounds', values.rounds, DEFAULT_ROUNDS),
     duration: wholeNumber('--duration', values.duration, DEFAULT_SECONDS),
     connections: wholeNumber('--connections', values.connections, DEFAULT_CONNECTIONS)
   };
 }
 
-function wholeNumber(name, text, fallback) {
-  if (text === undefined) return fallback;
-  const value = Number(text);
-  if (!(value > 0) || !Number.isInteger(value)) {
-    throw new RangeError(`"${name}" must be a whole number greater than 0, received "${text}"`);
-  }
-  return value;
-}
-
 // The two configurations, each with the requests it is driven with and what
-// each must answer. With one route, every request matches `*` and any backend
-// may answer; with 1000, a pool of one backend per route tells which route
-// answered (lila names no pool in a response): the routes of each kind go to
-// A, B and C in turn, so a request answered by the wrong route is caught two
-// times in three, and a kind that falls through to `*` every time.
-function configsFor(ports) {
+// each must answer. Both send every request to the same pool of A, B and C,
+// so that only the route lookups differ: which route answered is checked
+// against lila's own count of each route's requests (`/metrics`), next to
+// the load's count of what it sent. With `--split`, the routes of each kind
+// go to pools a, b and c of one backend each in turn, and each response's
+// body is checked against its route's pool too: that measures the lookups
+// plus the traffic split over three pools.
+function configsFor(ports, { split }) {
   const server = (i) => `127.0.0.1:${ports[i]}`;
-  const pools = BACKEND_NAMES.map((name, i) => ({ name: name.toLowerCase(), backend: name, server: server(i) }));
-  // The port is a placeholder, PORT, replaced at each start.
+  const all = { name: 'all', backends: BACKEND_NAMES, server: ports.map((_, i) => server(i)).join(' ') };
+  const pools = split ? BACKEND_NAMES.map((name, i) => ({ name: name.toLowerCase(), backends: [name], server: server(i) })) : [all];
+  // The ports are placeholders, PORT and ADMIN, replaced at each start.
+  const head = [LOG_LEVEL, '--admin 127.0.0.1:ADMIN'];
   const listen = `listen 127.0.0.1:PORT --keepalive-timeout ${KEEPALIVE_SECONDS}s`;
   const one = {
     name: '1 route',
     routes: 1,
-    text: [LOG_LEVEL, `pool all round-robin ${ports.map((_, i) => server(i)).join(' ')}`, '', listen, '  route * all', ''].join('\n'),
-    requests: mix(() => ({ pool: 'all', backends: BACKEND_NAMES }))
+    text: [...head, `pool all round-robin ${all.server}`, '', listen, '  route * all', ''].join('\n'),
+    requests: mix(() => ({ route: '*', pool: 'all', backends: BACKEND_NAMES }))
   };
   const poolOf = (kind, i) => pools[(i + { exact: 0, wildcard: 1, path: 2 }[kind]) % pools.length];
   const routes = [];
@@ -126,10 +112,11 @@ function configsFor(ports) {
   const thousand = {
     name: `${routes.length - 1} routes`,
     routes: routes.length,
-    text: [LOG_LEVEL, ...pools.map((pool) => `pool ${pool.name} round-robin ${pool.server}`), '', listen, ...routes, ''].join('\n'),
+    text: [...head, ...pools.map((pool) => `pool ${pool.name} round-robin ${pool.server}`), '', listen, ...routes, ''].join('\n'),
     requests: mix((kind, i) => {
       const pool = kind === 'fallback' ? pools[0] : poolOf(kind, i);
-      return { pool: pool.name, backends: [pool.backend] };
+      const route = { exact: `h${i}.example.test`, wildcard: `*.w${i}.example.test`, path: `${PATH_HOST}/p${i}`, fallback: '*' }[kind];
+      return { route, pool: pool.name, backends: pool.backends };
     })
   };
   return [one, thousand];
@@ -161,43 +148,6 @@ function mix(expect) {
   return requests;
 }
 
-// `[command, args]` to spawn, through taskset when pinning: taskset execs, so the pid is the program's own.
-function pinned(run, cpu, command, args) {
-  return run.pinned ? ['taskset', ['-c', String(cpu), command, ...args]] : [command, args];
-}
-
-// This script again, as the load process: autocannon on the load core, as bench/load.js for bench/compare.js.
-function startLoad(run) {
-  refuseAfterSignal(run);
-  const [command, args] = pinned(run, LOAD_CPU, process.execPath, [__filename, LOAD_ROLE]);
-  const child = spawn(command, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  run.children.push(child);
-  const load = { child, pending: new Map(), lastId: 0 };
-  child.on('message', ({ id, result, error }) => {
-    const { resolve, reject } = load.pending.get(id);
-    load.pending.delete(id);
-    if (error === undefined) resolve(result);
-    else reject(new Error(`load: ${error}`));
-  });
-  child.once('exit', (code, signal) => {
-    for (const { reject } of load.pending.values()) reject(new Error(`load process exited (${signal || code})`));
-    load.pending.clear();
-  });
-  return load;
-}
-
-function ask(load, message) {
-  return new Promise((resolve, reject) => {
-    if (!load.child.connected) {
-      reject(new Error('the load process is not running'));
-      return;
-    }
-    const id = ++load.lastId;
-    load.pending.set(id, { resolve, reject });
-    load.child.send({ id, ...message });
-  });
-}
-
 // nginx answering from its configuration when it is installed, else bench/backends.js: bench/compare.js's backends.
 async function startBackends(run) {
   if (fs.existsSync(NGINX)) {
@@ -206,10 +156,9 @@ async function startBackends(run) {
     fs.mkdirSync(dir);
     const file = path.join(dir, 'nginx.conf');
     const backends = BACKEND_NAMES.map((name, i) => ({ name, port: ports[i] }));
-    fs.writeFileSync(file, nginxBackends({ dir, openFiles: openFilesLimit(), keepAliveSeconds: KEEPALIVE_SECONDS * 4, backends }));
+    fs.writeFileSync(file, nginxBackends({ dir, openFiles: openFilesLimit(OPEN_FILES), keepAliveSeconds: KEEPALIVE_SECONDS * 4, backends }));
     const log = path.join(dir, 'error.log');
     const [command, args] = pinned(run, LOAD_CPU, NGINX, ['-p', dir, '-c', file, '-e', log, '-g', 'daemon off;']);
-    refuseAfterSignal(run);
     await startListening(run, command, args, ports[0], 'nginx');
     return { kind: 'nginx', ports };
   }
@@ -219,36 +168,17 @@ async function startBackends(run) {
   return { kind: 'node', ports: value.map(({ port }) => port) };
 }
 
-function openFilesLimit() {
-  const hard = spawnSync('sh', ['-c', 'ulimit -H -n'], { encoding: 'utf8' }).stdout.trim();
-  return hard === 'unlimited' ? OPEN_FILES : Math.min(OPEN_FILES, Number(hard));
-}
-
 // The real executable with the configuration's file, on the proxy core, on a
 // free port: lila's startup line is left out by --log-level warn, with its
 // drain lines at each stop.
 async function startLila(run, config) {
   const port = await freePort();
+  const admin = await freePort();
   const file = path.join(run.dir, `${config.routes}-routes.conf`);
-  fs.writeFileSync(file, config.text.replace('PORT', String(port)));
+  fs.writeFileSync(file, config.text.replace('PORT', String(port)).replace('ADMIN', String(admin)));
   const [command, args] = pinned(run, PROXY_CPU, process.execPath, [LILA, '--config', file]);
   const child = await startListening(run, command, args, port, `lila (${config.name})`);
-  return { child, port };
-}
-
-// For servers started without a ready line: connect until one connection is
-// accepted, the server exits, or READY_TIMEOUT_MS pass.
-async function startListening(run, command, args, port, name) {
-  refuseAfterSignal(run);
-  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'inherit'] });
-  run.children.push(child);
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  while (!(await accepts(port))) {
-    if (exited(child)) throw new Error(`${name} exited (${child.signalCode || child.exitCode}) before accepting connections`);
-    if (Date.now() > deadline) throw new Error(`${name} did not accept connections within ${READY_TIMEOUT_MS} ms`);
-    await sleep(20);
-  }
-  return child;
+  return { child, port, admin };
 }
 
 // Rounds alternate which configuration goes first, so neither always follows
@@ -261,15 +191,16 @@ async function measureRounds(run, configs, { rounds, duration, connections }) {
     for (let i = 0; i < configs.length; i++) {
       const index = (i + round) % configs.length;
       const config = configs[index];
-      const { child, port } = await startLila(run, config);
+      const { child, port, admin } = await startLila(run, config);
       let sample;
       try {
         const message = { op: 'run', port, connections, duration, pids: processTree(child.pid), requests: config.requests };
         sample = await ask(run.load, message);
         if (exited(child)) throw new Error(`lila (${config.name}) exited (${child.signalCode || child.exitCode})`);
+        sample.routeGap = routeGap(config, sample.sent, await routeCounts(admin), connections);
+        for (const text of sample.routeGap.wrong) sample.mismatches.push({ text, count: 1 });
       } finally {
-        await stopChild(child, { killAfter: STOP_TIMEOUT_MS });
-        run.children.splice(run.children.indexOf(child), 1);
+        await stopRunChild(run, child);
       }
       samples[index].push(sample);
       const wrong = sample.mismatches.reduce((sum, { count }) => sum + count, 0);
@@ -281,6 +212,36 @@ async function measureRounds(run, configs, { rounds, duration, connections }) {
     }
   }
   return samples;
+}
+
+// lila's own count of each route's requests, from its admin API's /metrics.
+async function routeCounts(admin) {
+  const response = await fetch(`http://127.0.0.1:${admin}/metrics`);
+  const text = await response.text();
+  const counts = new Map();
+  for (const match of text.matchAll(/^lila_route_requests_total\{[^}]*route="([^"]*)"[^}]*\} (\d+)$/gm)) {
+    counts.set(match[1], (counts.get(match[1]) || 0) + Number(match[2]));
+  }
+  if (counts.size === 0) throw new Error('lila\'s /metrics has no lila_route_requests_total');
+  return counts;
+}
+
+// How far lila's count of each route's requests is from what the load sent
+// there (each request of the cycle counted once answered): requests still in
+// flight when a run stopped are counted by lila and not by the load, at most
+// one a connection and run, so `off` is what goes beyond that: requests that
+// another route took.
+function routeGap(config, sent, counts, connections) {
+  const expected = new Map();
+  config.requests.forEach(({ route }, i) => expected.set(route, (expected.get(route) || 0) + sent[i]));
+  let gap = 0;
+  for (const [route, count] of counts) gap += Math.abs(count - (expected.get(route) || 0));
+  for (const [route, count] of expected) if (!counts.has(route)) gap += count;
+  const allowed = 2 * connections;
+  const wrong = [...counts].filter(([route, count]) => Math.abs(count - (expected.get(route) || 0)) > allowed)
+    .map(([route, count]) => `route ${route}: lila counted ${count}, the load sent ${expected.get(route) || 0}`);
+  if (gap > allowed && wrong.length === 0) wrong.push(`route counts: ${gap} requests apart from what the load sent, more than ${allowed}`);
+  return { gap, off: gap > allowed ? gap - allowed : 0, wrong: gap > allowed ? wrong : [] };
 }
 
 function formatReport({ configs, samples, options, backends, run, others }) {
@@ -296,11 +257,13 @@ function formatReport({ configs, samples, options, backends, run, others }) {
       `${options.connections} keep-alive connections, ${CYCLE} requests in turn (4 in 10 to exact hosts, 3 to hosts two labels ` +
       `under a wildcard, 2 to a path prefix, 1 to no named host); ${options.rounds} round${options.rounds === 1 ? '' : 's'} ` +
       `of ${options.duration} s per configuration after ${WARMUP_SECONDS} s of warm-up, alternating; medians. ` +
+      (options.split
+        ? '--split: the 1000 routes send to pools a, b and c of one backend each, in turn. '
+        : 'Every route sends to the one pool of A, B and C; lila\'s count of each route\'s requests (/metrics) is checked against what was sent. ') +
       `Other processes used ${others.cpu.toFixed(0)} CPU-s during the ${others.wall.toFixed(0)} s of the run ` +
       `(${others.share.toFixed(0)}% of the machine).`,
     '',
-    row(COLUMNS.map(([title]) => title)),
-    row(COLUMNS.map(([, width]) => '-'.repeat(width)))
+    ...textHeader(COLUMNS)
   ];
   const medians = samples.map((list) => ({
     rps: median(list.map((s) => s.rps)),
@@ -313,7 +276,7 @@ function formatReport({ configs, samples, options, backends, run, others }) {
   configs.forEach((config, i) => {
     const m = medians[i];
     const wrong = m.mismatches.reduce((sum, { count }) => sum + count, 0);
-    lines.push(row([config.name, config.routes, Math.round(m.rps), m.cpu.toFixed(2), Math.round(m.perCpu), (1e6 / m.perCpu).toFixed(2), m.checked, wrong]));
+    lines.push(textRow(COLUMNS, [config.name, config.routes, Math.round(m.rps), m.cpu.toFixed(2), Math.round(m.perCpu), (1e6 / m.perCpu).toFixed(2), m.checked, wrong]));
   });
   // Both estimates are judged: the ratio of the medians, and the median of each round's ratio,
   // which a slow drift of the machine (both configurations faster for a minute) moves less.
@@ -338,10 +301,10 @@ function formatReport({ configs, samples, options, backends, run, others }) {
     }
     if (mismatches.length === 0) return;
     failed = true;
-    lines.push(`${config.name}: responses not a 200 from the expected pool (first ${Math.min(SHOWN_MISMATCHES, mismatches.length)} of ${mismatches.length}):`);
+    lines.push(`${config.name}: responses not a 200 from the expected pool, or route counts apart from what was sent (first ${Math.min(SHOWN_MISMATCHES, mismatches.length)} of ${mismatches.length}):`);
     for (const { text, count } of mismatches.slice(0, SHOWN_MISMATCHES)) lines.push(`  ${count} x ${text}`);
   });
-  if (!failed) lines.push('Every response was a 200 from the expected pool.');
+  if (!failed) lines.push('Every response was a 200 from the expected pool, and lila counted each route\'s requests as sent.');
   return { text: `${lines.join('\n')}\n`, failed };
 }
 
@@ -353,78 +316,9 @@ function mergeMismatches(list) {
   return [...counts].map(([text, count]) => ({ text, count })).sort((a, b) => b.count - a.count);
 }
 
-function row(cells) {
-  return cells.map((cell, i) => (i === 0 ? String(cell).padEnd(COLUMNS[i][1]) : String(cell).padStart(COLUMNS[i][1]))).join('  ');
-}
-
 function percent(ratio) {
   const change = (ratio - 1) * 100;
   return `${Math.abs(change).toFixed(1)}% ${change < 0 ? 'fewer' : 'more'}`;
-}
-
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
-}
-
-// The machine's CPU time less this bench's own (its process tree, exited children included), as bench/compare.js counts it.
-function othersStart() {
-  return { machine: machineCpuSeconds(), own: ownCpuSeconds(), at: process.hrtime.bigint() };
-}
-
-function othersSince(start) {
-  const cpu = Math.max(0, machineCpuSeconds() - start.machine - (ownCpuSeconds() - start.own));
-  const wall = Number(process.hrtime.bigint() - start.at) / 1e9;
-  return { cpu, wall, share: (100 * cpu) / (wall * os.cpus().length) };
-}
-
-function ownCpuSeconds() {
-  return cpuSeconds(processTree(process.pid), { reaped: true });
-}
-
-function commandPath(name) {
-  const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
-  return found.status === 0 ? found.stdout.trim() : null;
-}
-
-function exited(child) {
-  return child.exitCode !== null || child.signalCode !== null;
-}
-
-function sleep(ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-// Ctrl-C reaches every child too; whatever is still running gets SIGTERM, then SIGKILL.
-function interrupt(run, signal) {
-  if (run.signal !== null) return;
-  run.signal = signal;
-  process.stderr.write(`bench: ${signal}, stopping everything\n`);
-  cleanup(run).finally(() => process.exit(128 + os.constants.signals[signal]));
-}
-
-function refuseAfterSignal(run) {
-  if (run.signal !== null) throw new Error(`stopping on ${run.signal}`);
-}
-
-function cleanup(run) {
-  run.stopping ??= Promise.all(run.children.map((child) => stopChild(child, { killAfter: STOP_TIMEOUT_MS }))).then(() => {
-    if (run.dir !== null) fs.rmSync(run.dir, { recursive: true, force: true });
-  });
-  return run.stopping;
-}
-
-// The load process: each message `{id, op: 'run', ...}` is answered with `{id, result}` or `{id, error}`.
-function serveLoad() {
-  process.on('message', async (message) => {
-    try {
-      process.send({ id: message.id, result: await runLoad(message) });
-    } catch (err) {
-      process.send({ id: message.id, error: err.message });
-    }
-  });
-  process.on('disconnect', () => process.exit(0));
 }
 
 // bench/load.js's `run` with autocannon's `requests`: the same warm-up, and
@@ -434,7 +328,7 @@ function serveLoad() {
 // would turn every response's headers into an object first, on the load core.
 async function runLoad({ port, connections, duration, pids, requests }) {
   const autocannon = require('autocannon');
-  const tally = { checked: 0, mismatches: new Map() };
+  const tally = { checked: 0, mismatches: new Map(), sent: new Array(requests.length).fill(0) };
   let clients = 0;
   const checks = requests.map(({ host, path: target, pool, backends }) => ({
     bodies: new Set(backends.map((name) => `Hello from ${name}\n`)),
@@ -444,6 +338,7 @@ async function runLoad({ port, connections, duration, pids, requests }) {
   const recordBody = (request, status, body) => {
     const check = checks[request.check];
     tally.checked++;
+    tally.sent[request.check]++;
     if (status === 200 && check.bodies.has(body)) return;
     const text = `${check.what}: ${status} ${JSON.stringify(body.slice(0, 80))}, ${check.expected}`;
     tally.mismatches.set(text, (tally.mismatches.get(text) || 0) + 1);
@@ -463,15 +358,14 @@ async function runLoad({ port, connections, duration, pids, requests }) {
     }
   };
   await autocannon({ ...options, duration: WARMUP_SECONDS });
-  const cpuBefore = cpuSeconds(pids);
-  const result = await autocannon({ ...options, duration });
-  const cpu = cpuSeconds(pids) - cpuBefore;
+  const { value: result, cpu } = await cpuDuring(pids, () => autocannon({ ...options, duration }));
   return {
     rps: result.requests.average,
     requests: result.requests.total,
     errors: result.errors + result.timeouts + result.non2xx,
     cpu,
     checked: tally.checked,
+    sent: tally.sent,
     mismatches: [...tally.mismatches].map(([text, count]) => ({ text, count }))
   };
 }

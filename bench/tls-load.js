@@ -1,7 +1,7 @@
 'use strict';
 
 const tls = require('node:tls');
-const { cpuSeconds } = require('./proc-stats');
+const { cpuDuring } = require('./proc-stats');
 
 const WARMUP_SECONDS = 1;
 // A connection that has not finished by then counts as an error.
@@ -43,9 +43,7 @@ async function handshakes({ port, connections, duration, resume, servername, pid
   const secureContext = tls.createSecureContext();
   const settings = { port, connections, resume, servername, tickets, secureContext };
   await drive(settings, WARMUP_SECONDS);
-  const cpuBefore = cpuSeconds(pids);
-  const run = await drive(settings, duration);
-  const cpu = pids.length === 0 ? null : cpuSeconds(pids) - cpuBefore;
+  const { value: run, cpu } = await cpuDuring(pids, () => drive(settings, duration));
   const sorted = Float64Array.from(run.latencies).sort();
   const done = run.latencies.length;
   return {

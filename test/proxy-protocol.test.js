@@ -473,6 +473,31 @@ describe('PROXY protocol', function () {
       });
     }
 
+    it('judges --allow and --deny by the client HAProxy names, not by HAProxy\'s own address', async () => {
+      const a = await startEchoBackend('A');
+      // HAProxy connects to lila from 127.0.0.1: only the PROXY header tells 127.0.0.5 from 127.0.0.7.
+      const proxy = await startProxy({
+        mode: 'round-robin', servers: [a.address], acceptProxy: true, actions: { allow: ['127.0.0.0/8'], deny: ['127.0.0.7'] }
+      });
+      const haproxy = await startPeer({
+        executable: HAPROXY,
+        configure: (dir, port) => ({
+          config: `global\n  maxconn 64\ndefaults\n  mode tcp\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n` +
+            `frontend front\n  bind 127.0.0.1:${port}\n  default_backend lila\n` +
+            `backend lila\n  server lila 127.0.0.1:${proxy.port} send-proxy-v2\n`,
+          args: ['-db', '-f', `${dir}/peer.conf`]
+        })
+      });
+      const from = (localAddress) => exchange(haproxy.port, 'GET / HTTP/1.1\r\nHost: lila\r\nConnection: close\r\n\r\n', { localAddress });
+
+      const allowed = await from('127.0.0.5');
+      const denied = await from('127.0.0.7');
+
+      assert.match(allowed, /^HTTP\/1\.1 200 OK/);
+      assert.match(denied, /^HTTP\/1\.1 403 Forbidden/);
+      assert.match(denied, /client 127\.0\.0\.7 is not allowed on route "\*"/);
+    });
+
     for (const [layer, sendProxy] of [['http', 'v1'], ['http', 'v2'], ['tcp', 'v1'], ['tcp', 'v2']]) {
       it(`tells nginx the client with --send-proxy ${sendProxy} (${layer})`, async () => {
         const nginx = await startNginx();
