@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "bd825804ebef9d04fef08935268038571331fecf6c6bb72faf28bf3394df8fe1"
+  sha256 "562fe5ebe52bc0c911c5c7b9770d82bed075f496fd5ffd5ac049327b06e8995f"
   license "MIT"
 
   depends_on "node"
