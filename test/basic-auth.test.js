@@ -2,7 +2,6 @@
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { execFileSync, spawn } = require('node:child_process');
@@ -17,7 +16,7 @@ const {
   request,
   refusingPort,
   nextLine,
-  onCleanup
+  responseHead
 } = require('./helpers');
 const BasicAuth = require('../lib/actions/basic-auth');
 const RouteActions = require('../lib/actions/route-actions');
@@ -73,32 +72,6 @@ async function hashPasswordLine(user, password) {
   return stdout.trim();
 }
 
-/**
- * Sends a request head on a connection of its own and resolves with the
- * response head that comes back (the connection is then closed).
- *
- * @param {number} port
- * @param {string} head
- * @returns {Promise<string>}
- */
-function responseHead(port, head) {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    onCleanup(() => socket.destroy());
-    let received = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (text) => {
-      received += text;
-      const end = received.indexOf('\r\n\r\n');
-      if (end === -1) return;
-      socket.destroy();
-      resolve(received.slice(0, end + 2));
-    });
-    socket.on('error', reject);
-    socket.on('close', () => reject(new Error(`closed before a response head: ${JSON.stringify(received)}`)));
-    socket.write(head);
-  });
-}
 
 /** `Authorization: Basic` for these credentials. */
 function basic(user, password) {

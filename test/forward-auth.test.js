@@ -16,7 +16,8 @@ const {
   spawnLila,
   request,
   refusingPort,
-  nextLine
+  nextLine,
+  responseHead
 } = require('./helpers');
 
 const LOGIN = 'https://auth.example/login?rd=https%3A%2F%2Fapp.example%2F';
@@ -362,29 +363,3 @@ async function untilConnections(proxy, count) {
   }
 }
 
-/**
- * Sends a request head on a connection of its own and resolves with the
- * response head that comes back (the connection is then closed).
- *
- * @param {number} port
- * @param {string} head
- * @returns {Promise<string>}
- */
-function responseHead(port, head) {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    onCleanup(() => socket.destroy());
-    let received = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (text) => {
-      received += text;
-      const end = received.indexOf('\r\n\r\n');
-      if (end === -1) return;
-      socket.destroy();
-      resolve(received.slice(0, end + 2));
-    });
-    socket.on('error', reject);
-    socket.on('close', () => reject(new Error(`closed before a response head: ${JSON.stringify(received)}`)));
-    socket.write(head);
-  });
-}

@@ -203,6 +203,33 @@ function rawExchange(port, bytes, withinMs) {
 }
 
 /**
+ * Sends a request head on a connection of its own and resolves with the
+ * response head that comes back (the connection is then closed).
+ *
+ * @param {number} port
+ * @param {string} head
+ * @returns {Promise<string>}
+ */
+function responseHead(port, head) {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    onCleanup(() => socket.destroy());
+    let received = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (text) => {
+      received += text;
+      const end = received.indexOf('\r\n\r\n');
+      if (end === -1) return;
+      socket.destroy();
+      resolve(received.slice(0, end + 2));
+    });
+    socket.on('error', reject);
+    socket.on('close', () => reject(new Error(`closed before a response head: ${JSON.stringify(received)}`)));
+    socket.write(head);
+  });
+}
+
+/**
  * Sends one http request and collects the whole response.
  *
  * @param {number} port
@@ -439,6 +466,7 @@ module.exports = {
   blackHoleAddress,
   rawRequest,
   rawExchange,
+  responseHead,
   request,
   until,
   deferred,
