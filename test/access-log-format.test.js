@@ -3,10 +3,8 @@
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const net = require('node:net');
-const os = require('node:os');
 const path = require('node:path');
-const { execFileSync, spawn } = require('node:child_process');
-const { once } = require('node:events');
+const { execFileSync } = require('node:child_process');
 const { Logger } = require('../lib');
 const Traffic = require('../lib/ops/traffic');
 const { HTTP_ENGINES } = require('../lib/proxy');
@@ -23,8 +21,9 @@ const {
   startLila,
   runLila
 } = require('./helpers');
+const { findExecutable, startPeer } = require('./peers');
 
-const NGINX = findNginx();
+const NGINX = findExecutable('nginx');
 // A value between quotes as nginx writes it: escaped bytes as \xHH, nothing else with a backslash or a quote.
 const QUOTED = '((?:[^"\\\\\\x00-\\x1f\\x7f-\\uffff]|\\\\x[0-9A-F]{2})*)';
 const TIME_LOCAL = '(\\d{2}/(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)/\\d{4}:\\d{2}:\\d{2}:\\d{2} [+-]\\d{4})';
@@ -68,10 +67,11 @@ function timeOf(text) {
  * @returns {Promise<{port: number, h2Port: number, lines: (name: string) => string[]}>}
  */
 async function startNginx(backendPort) {
-  const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'lila-access-nginx-'));
-  onCleanup(() => fs.promises.rm(dir, { recursive: true, force: true }));
-  const [port, h2Port] = [await refusingPort(), await refusingPort()];
-  await fs.promises.writeFile(path.join(dir, 'nginx.conf'), `
+  const h2Port = await refusingPort();
+  const nginx = await startPeer({
+    executable: NGINX,
+    configure: (dir, port) => ({
+      config: `
 worker_processes 1;
 master_process off;
 pid ${dir}/nginx.pid;
@@ -92,40 +92,15 @@ http {
     location / { proxy_pass http://127.0.0.1:${backendPort}; }
   }
 }
-`);
-  const child = spawn(NGINX, ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log'), '-g', 'daemon off;'], {
-    stdio: ['ignore', 'ignore', 'pipe']
+`,
+      args: ['-p', dir, '-c', path.join(dir, 'peer.conf'), '-e', path.join(dir, 'error.log'), '-g', 'daemon off;']
+    })
   });
-  let output = '';
-  child.stderr.setEncoding('utf8').on('data', (text) => { output += text; });
-  const closed = once(child, 'close');
-  onCleanup(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill();
-    await closed;
-  });
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`nginx exited: ${output}`);
-    if (await accepts(port)) break;
-    if (Date.now() > deadline) throw new Error(`nginx did not listen within 5 s: ${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
   const lines = (name) => {
-    const file = path.join(dir, name);
+    const file = path.join(nginx.dir, name);
     return fs.existsSync(file) ? fs.readFileSync(file, 'latin1').split('\n').filter((line) => line !== '') : [];
   };
-  return { port, h2Port, lines };
-}
-
-function accepts(port) {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
+  return { port: nginx.port, h2Port, lines };
 }
 
 // Sends raw request bytes (latin1) on a connection of their own; resolves once the server closed it.
@@ -335,17 +310,6 @@ function needNginx() {
   this.skip();
 }
 
-function findNginx() {
-  const dirs = (process.env.PATH || '').split(path.delimiter).filter((dir) => dir !== '');
-  return ['/usr/sbin/nginx', ...dirs.map((dir) => path.join(dir, 'nginx'))].find((file) => {
-    try {
-      fs.accessSync(file, fs.constants.X_OK);
-      return fs.statSync(file).isFile();
-    } catch {
-      return false;
-    }
-  }) || null;
-}
 
 // Waits until lila has written `count` lines that `accepts` (by default, lines without its prefix).
 async function untilLines(lila, count, accepts = (line) => !line.startsWith('lila: ')) {
