@@ -30,6 +30,7 @@ const codes = {
   BODY_TOO_LARGE: 'LILA_ERR_BODY_TOO_LARGE',
   NO_ROUTE: 'LILA_ERR_NO_ROUTE',
   CONFIG: 'LILA_ERR_CONFIG',
+  ACME: 'LILA_ERR_ACME',
   // A route's access control refused the request (--allow, --deny; --basic-auth).
   FORBIDDEN: 'LILA_ERR_FORBIDDEN',
   UNAUTHORIZED: 'LILA_ERR_UNAUTHORIZED',

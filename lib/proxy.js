@@ -13,6 +13,7 @@ const RateLimiter = require('./limits/rate-limiter');
 const ConnectionGate = require('./limits/connection-gate');
 const { probeDescriptors } = require('./net/local-errors');
 const { acceptProxyProtocol } = require('./net/accept-proxy');
+const { divertAlpn } = require('./net/alpn-divert');
 const CertificateStore = require('./tls/certificate-store');
 const ListenerRoutes = require('./routing/listener-routes');
 const { LilaError, codes, describeError } = require('./errors');
@@ -32,6 +33,8 @@ const LISTENER_DEFAULTS = {
 // request the client sent as the drain began is answered (with Connection:
 // close) instead of being reset with the connection.
 const DRAIN_GRACE_MS = 500;
+// The ALPN protocol of an ACME CA's TLS-ALPN-01 validation (RFC 8737 §6.2).
+const ACME_TLS_PROTOCOL = 'acme-tls/1';
 // What the proxy does when an option is not given.
 const DEFAULTS = { port: 4444, layer: LAYERS[0], engine: HTTP_ENGINES[0], ...LISTENER_DEFAULTS, ...Pool.DEFAULTS };
 const LISTEN_ERRORS = {
@@ -131,8 +134,11 @@ class Proxy {
     this.certificates = options.tls === undefined || options.tls === null
       ? null
       : new CertificateStore(options.tls.certificates, {
-        minVersion: options.tls.minVersion, ciphers: options.tls.ciphers, curves: options.tls.curves, logger: this.logger
+        minVersion: options.tls.minVersion, ciphers: options.tls.ciphers, curves: options.tls.curves, logger: this.logger,
+        managed: options.acme === undefined || options.acme === null ? null : options.acme.certificates
       });
+    // --acme: what the manager obtains (served by SNI) and the challenges waiting for a CA.
+    this.acme = options.acme === undefined ? null : options.acme;
     // h2 is served by the fast engine, beside HTTP/1.1.
     this.settings.http2 = this.settings.http2 && this.layer === 'http' && this.engine === 'fast';
     // Offered by ALPN, h2 first (the server's order decides): the http layer speaks
@@ -151,6 +157,17 @@ class Proxy {
     this.setRoutes(this.ownPool === null
       ? options.routes
       : [{ text: '*', host: null, path: null, targets: [{ pool: this.ownPool, weight: 1 }], actions: options.actions }]);
+    // An HTTPS listener answers ACME's TLS-ALPN-01 validations (before a PROXY header is read, once it is).
+    if (this.acme !== null && this.certificates !== null && this.layer === 'http') {
+      const challenges = this.acme.challenges;
+      divertAlpn(this.server, {
+        protocol: ACME_TLS_PROTOCOL,
+        active: () => challenges.alpnActive,
+        contextFor: (name) => challenges.alpnContext(name),
+        timeout: this.settings.headerTimeout,
+        onAnswered: (name) => this.logger.debug(`acme: answered a tls-alpn-01 validation for ${name}`)
+      });
+    }
     // --max-connections: past it, new connections wait their turn, unserved.
     // --accept-proxy: the header is read first, before TLS and the engine (and after the gate).
     if (options.acceptProxy === true) {
@@ -195,7 +212,9 @@ class Proxy {
       used.set(pool, binding);
       return binding;
     };
-    const next = new ListenerRoutes(routes, bindingOf, this.layer);
+    // A plain listener answers ACME's HTTP-01 tokens before every route.
+    const challenges = this.acme !== null && this.certificates === null ? this.acme.challenges : null;
+    const next = new ListenerRoutes(routes, bindingOf, this.layer, challenges);
     // A route kept across a reload keeps its count, as a counter should.
     if (this.routes !== null) {
       const before = new Map(this.routes.list.map((route) => [route.text, route.requests]));

@@ -1,13 +1,10 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const net = require('node:net');
-const tls = require('node:tls');
-const { spawn } = require('node:child_process');
-const { once } = require('node:events');
 const fc = require('fast-check');
 const { readClientHello, MAX_CLIENT_HELLO } = require('../lib/net/client-hello');
 const { check, runs, seed, withinTime } = require('./property-run');
+const { helloClients, frame, recordSizes, u16 } = require('./tls-hello');
 
 const RUNS = { bytes: 2000, names: 1000, prefixes: 200, fragments: 1000, lengths: 1000 };
 const MORE = { state: 'more' };
@@ -15,6 +12,7 @@ const NOT_TLS = { state: 'not-tls' };
 const STATES = ['more', 'done', 'not-tls'];
 // Cleanup steps of the test running, newest first (test/helpers.js would load all of lib/ for two functions).
 const cleanups = [];
+const { captureHello, nodeClient, opensslClient } = helloClients(onCleanup);
 
 describe('readClientHello', () => {
   describe('with the ClientHellos of real clients', () => {
@@ -193,71 +191,6 @@ async function cleanup() {
   while (cleanups.length > 0) await cleanups.pop()();
 }
 
-// The first TLS record a client sends a plain server on 127.0.0.1:0, which then hangs up.
-async function captureHello(connect) {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  onCleanup(() => new Promise((resolve) => server.close(resolve)));
-  const received = new Promise((resolve, reject) => {
-    server.once('connection', (socket) => {
-      let bytes = Buffer.alloc(0);
-      socket.on('data', (chunk) => {
-        bytes = Buffer.concat([bytes, chunk]);
-        if (bytes.length >= 5 && bytes.length >= 5 + bytes.readUInt16BE(3)) {
-          resolve(bytes.subarray(0, 5 + bytes.readUInt16BE(3)));
-          socket.destroy();
-        }
-      });
-      socket.on('error', reject);
-      socket.on('close', () => reject(new Error(`the client hung up after ${bytes.length} bytes`)));
-    });
-  });
-  connect(server.address().port);
-  return received;
-}
-
-function nodeClient(options) {
-  const client = tls.connect({ host: '127.0.0.1', rejectUnauthorized: false, ...options });
-  // The server hangs up mid-handshake: an error expected, not a failure.
-  client.on('error', () => {});
-  onCleanup(async () => {
-    const closed = client.closed ? null : once(client, 'close');
-    client.destroy();
-    await closed;
-  });
-}
-
-function opensslClient(port, args) {
-  const child = spawn('openssl', ['s_client', '-connect', `127.0.0.1:${port}`, ...args], { stdio: ['pipe', 'ignore', 'ignore'] });
-  const exited = once(child, 'exit');
-  onCleanup(async () => {
-    child.stdin.end();
-    child.kill();
-    await exited;
-  });
-}
-
-// Handshake bytes in TLS records of the given sizes (one record when none given).
-function frame(message, sizes = [message.length]) {
-  const records = [];
-  let from = 0;
-  for (const size of sizes) {
-    const header = Buffer.from([0x16, 3, 1, 0, 0]);
-    header.writeUInt16BE(size, 3);
-    records.push(header, message.subarray(from, from + size));
-    from += size;
-  }
-  return Buffer.concat(records);
-}
-
-// Record sizes of `size` bytes each but the last, covering `length` bytes.
-function recordSizes(length, size) {
-  const sizes = [];
-  for (let left = length; left > 0; left -= size) sizes.push(Math.min(size, left));
-  return sizes;
-}
-
 // Random record sizes covering `length` bytes.
 function fragmentSizes(length) {
   return fc.uniqueArray(fc.integer({ min: 1, max: Math.max(1, length - 1) }), { maxLength: Math.min(40, length - 1) })
@@ -356,10 +289,6 @@ function buildHello({ name, version = 0x0303, random = Buffer.alloc(32, 7), sess
   for (const length of lengths) if (length.container === 'hello') length.containerEnd = size;
   const message = Buffer.concat([Buffer.from([1, (size - 4) >> 16, ((size - 4) >> 8) & 0xff, (size - 4) & 0xff]), ...parts]);
   return { message, record: frame(message), lengths };
-}
-
-function u16(value) {
-  return Buffer.from([value >> 8, value & 0xff]);
 }
 
 /**

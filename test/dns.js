@@ -162,7 +162,19 @@ function membersBecome(proxy, names, ms = 8000) {
   });
 }
 
-module.exports = { DNSMASQ, startDnsmasq, startDnsServer, membersBecome };
+/**
+ * A port free for both UDP and TCP on 127.0.0.1, for a DNS server to take.
+ *
+ * @returns {Promise<number>}
+ */
+async function freeDnsPort() {
+  const { udp, tcp, port } = await bindBoth();
+  udp.close();
+  await new Promise((resolve) => tcp.close(resolve));
+  return port;
+}
+
+module.exports = { DNSMASQ, startDnsmasq, startDnsServer, membersBecome, freeDnsPort };
 
 // The reply to one query, or null for none.
 function answer(server, message, tcp) {
@@ -259,14 +271,6 @@ async function bindBoth() {
       if (attempt === 10) throw err;
     }
   }
-}
-
-// A port free for both UDP and TCP on 127.0.0.1, for dnsmasq to take.
-async function freeDnsPort() {
-  const { udp, tcp, port } = await bindBoth();
-  udp.close();
-  await new Promise((resolve) => tcp.close(resolve));
-  return port;
 }
 
 // dnsmasq gives no readiness event: ask until it answers.

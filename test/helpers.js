@@ -1,11 +1,13 @@
 'use strict';
 
 const crypto = require('node:crypto');
+const fs = require('node:fs');
 const http = require('node:http');
 const net = require('node:net');
-const { spawn } = require('node:child_process');
+const { execFile, spawn } = require('node:child_process');
 const { once } = require('node:events');
 const path = require('node:path');
+const { promisify } = require('node:util');
 const { createProxy, Logger } = require('../lib');
 
 const LILA = path.join(__dirname, '..', 'lila');
@@ -100,7 +102,8 @@ async function startProxy(options) {
 }
 
 /**
- * A port on 127.0.0.1 where nothing listens: connects to it are refused.
+ * A port on 127.0.0.1 where nothing listens, free for a server to take:
+ * connects to it are refused.
  *
  * @returns {Promise<number>}
  */
@@ -478,8 +481,13 @@ module.exports = {
   runLila,
   startLila,
   nextLine,
+  untilWritten,
   liveObjects,
-  keepAliveAgent
+  keepAliveAgent,
+  workerPids,
+  listeningSockets,
+  holdsListeningSocket,
+  holdsConnection
 };
 
 /**
@@ -576,20 +584,39 @@ async function startLila(args, options) {
 function nextLine(lila, pattern, ms = 3000) {
   const from = lila.stderr.length;
   const whole = new RegExp(`^${pattern.source}\\n`, 'm');
+  return untilWritten(lila, () => {
+    const match = whole.exec(lila.stderr.slice(from));
+    return match === null ? null : { line: match[0].slice(0, -1), at: performance.now() };
+  }, `line matching ${pattern}`, ms);
+}
+
+/**
+ * Resolves with what `find()` returns once it is neither null nor undefined,
+ * asked now and each time lila writes to stderr; rejects after `ms`, or if lila
+ * exits first.
+ *
+ * @template T
+ * @param {ReturnType<typeof spawnLila>} lila
+ * @param {() => T | null | undefined} find reads `lila.stderr`
+ * @param {string} what what `find` looks for, for the failure messages: `line matching /x/`
+ * @param {number} ms
+ * @returns {Promise<T>}
+ */
+function untilWritten(lila, find, what, ms) {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       finish();
-      reject(new Error(`no line matching ${pattern} within ${ms} ms; lila's stderr:\n${lila.stderr}`));
+      reject(new Error(`no ${what} within ${ms} ms; lila's stderr:\n${lila.stderr}`));
     }, ms);
     const onData = () => {
-      const match = whole.exec(lila.stderr.slice(from));
-      if (match === null) return;
+      const found = find();
+      if (found === null || found === undefined) return;
       finish();
-      resolve({ line: match[0].slice(0, -1), at: performance.now() });
+      resolve(found);
     };
     const onClose = () => {
       finish();
-      reject(new Error(`lila exited before writing a line matching ${pattern}; stderr:\n${lila.stderr}`));
+      reject(new Error(`lila exited before writing any ${what}; stderr:\n${lila.stderr}`));
     };
     const finish = () => {
       clearTimeout(timer);
@@ -598,6 +625,7 @@ function nextLine(lila, pattern, ms = 3000) {
     };
     lila.child.stderr.on('data', onData);
     lila.child.once('close', onClose);
+    onData();
   });
 }
 
@@ -632,7 +660,78 @@ function keepAliveAgent(maxSockets = 1) {
   return agent;
 }
 
+/**
+ * The worker processes of a lila primary.
+ *
+ * @param {ReturnType<typeof spawnLila>} lila
+ * @returns {Promise<number[]>} their pids, sorted
+ */
+async function workerPids(lila) {
+  try {
+    const { stdout } = await promisify(execFile)('pgrep', ['-P', String(lila.child.pid)]);
+    return stdout.trim().split('\n').filter(Boolean).map(Number).sort();
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * How many sockets listen on 127.0.0.1:port, from the kernel's own table (Linux).
+ *
+ * @param {number} port
+ * @returns {number}
+ */
+function listeningSockets(port) {
+  return socketInodes(port, null, '0A').size;
+}
+
+/**
+ * Whether a process holds a socket listening on 127.0.0.1:port (its own, or one it was handed).
+ *
+ * @param {number} pid
+ * @param {number} port
+ * @returns {boolean}
+ */
+function holdsListeningSocket(pid, port) {
+  return holdsSocket(pid, socketInodes(port, null, '0A'));
+}
+
+/**
+ * Whether a process holds the server's end of the connection from
+ * 127.0.0.1:clientPort to 127.0.0.1:port.
+ *
+ * @param {number} pid
+ * @param {number} port
+ * @param {number} clientPort
+ * @returns {boolean}
+ */
+function holdsConnection(pid, port, clientPort) {
+  return holdsSocket(pid, socketInodes(port, clientPort, '01'));
+}
+
 function closeHttpServer(server) {
   server.closeAllConnections();
   return new Promise((resolve) => server.close(resolve));
+}
+
+// The inodes of 127.0.0.1 TCP sockets, from the kernel's table: `local` and `remote` ports, `state` in hex (0A listen, 01 established).
+function socketInodes(localPort, remotePort, state) {
+  const hex = (port) => `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  return new Set(fs.readFileSync('/proc/net/tcp', 'utf8').split('\n').map((line) => line.trim().split(/\s+/))
+    .filter((fields) => fields[1] === hex(localPort) && fields[3] === state && (remotePort === null || fields[2] === hex(remotePort)))
+    .map((fields) => `socket:[${fields[9]}]`));
+}
+
+function holdsSocket(pid, inodes) {
+  try {
+    return fs.readdirSync(`/proc/${pid}/fd`).some((fd) => {
+      try {
+        return inodes.has(fs.readlinkSync(`/proc/${pid}/fd/${fd}`));
+      } catch {
+        return false;
+      }
+    });
+  } catch {
+    return false;
+  }
 }

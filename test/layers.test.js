@@ -28,13 +28,14 @@ const MAY_IMPORT = {
   cluster: ['ops/dashboard', 'errors'],
   'ops/dashboard': ['net'],
   tls: ['errors'],
+  acme: ['tls', 'errors'],
   limits: ['errors'],
   // Routes choose a pool; they know pools only as the objects they are handed.
   routing: ['balancing', 'actions', 'errors'],
   pool: ['balancing', 'config', 'discovery', 'health', 'http/fast', 'http/h2', 'http/node', 'tls', 'ops', 'errors'],
   proxy: ['pool', 'routing', 'http/fast', 'http/node', 'tcp', 'tls', 'limits', 'config', 'ops', 'net', 'errors'],
-  service: ['proxy', 'pool', 'cluster', 'config', 'tls', 'ops', 'net', 'errors'],
-  cli: ['service', 'proxy', 'routing', 'actions', 'balancing', 'balancing/strategies', 'config', 'tls', 'ops', 'errors'],
+  service: ['proxy', 'pool', 'cluster', 'config', 'tls', 'acme', 'ops', 'net', 'errors'],
+  cli: ['service', 'proxy', 'routing', 'actions', 'acme', 'balancing', 'balancing/strategies', 'config', 'tls', 'ops', 'errors'],
   index: ['service', 'proxy', 'cli', 'balancing', 'balancing/strategies', 'ops', 'errors']
 };
 

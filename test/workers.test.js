@@ -4,8 +4,6 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { execFile } = require('node:child_process');
-const { promisify } = require('node:util');
 const { chooseDistribution, hasReusePort } = require('../lib/cluster/distribution');
 const {
   cleanup,
@@ -19,45 +17,11 @@ const {
   refusingPort,
   startLila,
   spawnLila,
-  nextLine
+  nextLine,
+  workerPids,
+  listeningSockets,
+  holdsListeningSocket
 } = require('./helpers');
-
-// The worker processes of a lila primary.
-async function workerPids(lila) {
-  try {
-    const { stdout } = await promisify(execFile)('pgrep', ['-P', String(lila.child.pid)]);
-    return stdout.trim().split('\n').filter(Boolean).map(Number).sort();
-  } catch {
-    return [];
-  }
-}
-
-// Sockets listening on 127.0.0.1:port, from the kernel's own table (state 0A is LISTEN).
-function listeningSockets(port) {
-  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
-  return fs.readFileSync('/proc/net/tcp', 'utf8').split('\n').filter((line) => {
-    const fields = line.trim().split(/\s+/);
-    return fields[1] === local && fields[3] === '0A';
-  }).length;
-}
-
-// Whether a process holds a socket listening on 127.0.0.1:port (its own, or one it was handed).
-function holdsListeningSocket(pid, port) {
-  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
-  const inodes = new Set(fs.readFileSync('/proc/net/tcp', 'utf8').split('\n').map((line) => line.trim().split(/\s+/))
-    .filter((fields) => fields[1] === local && fields[3] === '0A').map((fields) => `socket:[${fields[9]}]`));
-  try {
-    return fs.readdirSync(`/proc/${pid}/fd`).some((fd) => {
-      try {
-        return inodes.has(fs.readlinkSync(`/proc/${pid}/fd/${fd}`));
-      } catch {
-        return false;
-      }
-    });
-  } catch {
-    return false;
-  }
-}
 
 // Waits until an async predicate holds, for at most 5 s.
 async function eventually(predicate, what) {

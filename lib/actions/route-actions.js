@@ -151,6 +151,7 @@ class RouteActions {
 }
 
 module.exports = RouteActions;
+module.exports.quietAnswer = quietAnswer;
 
 /**
  * An answer that is not a failure (a redirect, a fixed answer, a preflight).

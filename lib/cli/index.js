@@ -13,6 +13,7 @@ const { tlsOf } = require('./tls-options');
 const { runHashPassword } = require('./hash-password');
 const { readConfigFile, parseConfig, summary } = require('./config-file');
 const Configuration = require('../service/configuration');
+const AcmeRunner = require('../acme/runner');
 const { OPTIONS } = require('./options');
 const { LilaError, codes } = require('../errors');
 const { version } = require('../../package.json');
@@ -55,7 +56,7 @@ async function run(args, io = {}) {
       return 0;
     }
     if (parsed.check) {
-      checkConfig(parsed.service.config, new Logger({ ...parsed.logger, stream: stderr }));
+      checkConfig(parsed.service.config, new Logger({ ...parsed.logger, stream: stderr }), parsed.service.acme);
       stdout.write(summary(parsed.service.config).map((line) => `${line}\n`).join('') + `lila: ${parsed.service.configFile}: good\n`);
       return 0;
     }
@@ -118,6 +119,11 @@ function parseCommandLine(args, env = process.env) {
   }
   const options = readOptions(values);
   const hostsFile = tool === null ? hostsFileOf(options.hosts, servers) : tool.hostsFile;
+  // The one route of a command line matches every host: ACME has no name to order.
+  if (options.acme !== undefined || options.tls === true) {
+    throw new LilaError(codes.INVALID_OPTION, `"--${options.acme !== undefined ? 'acme' : 'tls'}" obtains certificates for the hosts that routes name: ` +
+      'give them in a config file (lila --acme EMAIL --config lila.conf)');
+  }
   const tls = tlsOf(options, tokens);
   if (options.watch && hostsFile === undefined && tls === undefined) {
     throw new LilaError(codes.INVALID_OPTION, '"--watch" follows a hosts file or certificates; give --hosts or --tls-cert');
@@ -193,14 +199,36 @@ function parseConfigured(file, values, env) {
       watch: options.watch === true,
       drainTimeout: options['drain-timeout'],
       admin: adminOf(options, env),
-      workers: options.workers
+      workers: options.workers,
+      acme: acmeOf(options)
     }
   };
 }
 
+// --acme and the options that go with it, as `createService({acme})` takes them; undefined without it.
+function acmeOf(options) {
+  const given = Object.keys(options).filter((name) => name.startsWith('acme-') || name === 'state-dir');
+  if (options.acme === undefined) {
+    if (given.length > 0) throw new LilaError(codes.INVALID_OPTION, `"--${given[0]}" goes with --acme EMAIL`);
+    return undefined;
+  }
+  return {
+    email: options.acme,
+    directoryUrl: options['acme-directory'],
+    caFile: options['acme-ca'],
+    eab: options['acme-eab'],
+    challenges: options['acme-challenges'],
+    httpPort: options['acme-http-port'],
+    maxConcurrency: options['acme-max-concurrency'],
+    stateDir: options['state-dir']
+  };
+}
+
 // --check: everything a start would build (pools, certificates, routes), built and dropped.
-function checkConfig(model, logger) {
-  const configuration = new Configuration({ logger, drainTimeout: 0 });
+function checkConfig(model, logger, acme) {
+  // With --acme, listeners are checked as they would serve: port 443 and --tls listeners are HTTPS.
+  const shared = acme === undefined ? null : new AcmeRunner(acme, { logger }).shared;
+  const configuration = new Configuration({ logger, drainTimeout: 0, acme: shared });
   for (const warning of model.warnings) logger.warn(warning);
   const plan = configuration.prepare(model);
   for (const pool of plan.made) pool.close();

@@ -281,6 +281,51 @@ const OPTIONS = [
     help: 'do not verify the certificates of tls backends (said at startup)'
   },
   {
+    name: 'tls', group: 'tls', scope: 'listener', default: 'off',
+    help: 'serve TLS with the certificates --acme obtains only, without a --tls-cert (with --acme, a listener on port 443 is HTTPS already)'
+  },
+  {
+    name: 'acme', arg: '<email>', group: 'acme', scope: 'global', default: 'off',
+    help: 'obtain and renew, from an ACME CA (Let\'s Encrypt by default), a certificate for every exact host routed on an ' +
+      'HTTPS listener that no --tls-cert covers; the email is the account\'s contact',
+    read: acmeEmail
+  },
+  {
+    name: 'acme-directory', arg: '<url>', group: 'acme', scope: 'global', default: 'letsencrypt',
+    help: "the CA's ACME directory URL; letsencrypt and letsencrypt-staging name Let's Encrypt's",
+    read: acmeDirectory
+  },
+  {
+    name: 'acme-ca', arg: '<file>', group: 'acme', scope: 'global', default: "Node's CAs",
+    help: "trust the CA certificates of this PEM file for the directory's own HTTPS (a CA of one's own, a test CA)"
+  },
+  {
+    name: 'acme-eab', arg: '<kid:hmac>', group: 'acme', scope: 'global', default: 'none',
+    help: 'the external account binding a CA requires (ZeroSSL, Google): its key id and base64url HMAC key',
+    read: acmeEab
+  },
+  {
+    name: 'acme-challenges', arg: '<list>', group: 'acme', scope: 'global', default: 'http-01,tls-alpn-01',
+    help: 'the validations offered, by preference: http-01 (a plain http listener, or lila on --acme-http-port), ' +
+      'tls-alpn-01 (the HTTPS listener); the one that worked for a name is tried first next time',
+    read: acmeChallenges
+  },
+  {
+    name: 'acme-http-port', arg: '<[host:]port>', group: 'acme', scope: 'global', default: '80',
+    help: 'where lila answers http-01 (and redirects the rest to https) when no plain http listener is there; ' +
+      'another port behind a port forward from 80',
+    read: hostAndPort
+  },
+  {
+    name: 'acme-max-concurrency', arg: '<n>', group: 'acme', scope: 'global', default: '2',
+    help: 'orders in flight at once; more names wait their turn (the CA rate-limits new orders)',
+    read: (text, flag) => validateCount(text, flag, 1)
+  },
+  {
+    name: 'state-dir', arg: '<dir>', group: 'acme', scope: 'global', default: '$XDG_DATA_HOME/lila or ~/.local/share/lila',
+    help: 'where the ACME account, keys (mode 0600) and certificates are kept; lila instances may share it (one orders a name, the others read it)'
+  },
+  {
     name: 'admin', arg: '<[host:]port>', group: 'admin', scope: 'global', default: 'off',
     help: 'serve the admin API on this port: GET / (the live dashboard), GET /events, GET /status, GET /metrics (Prometheus), ' +
       'GET /route?key= (or ?id=), GET and PUT /config (with a config file), POST /pools/<pool>/backends, DELETE and PATCH ' +
@@ -438,6 +483,13 @@ const SCOPE_TEXT = {
   command: 'command line only'
 };
 
+// --acme-directory's short names.
+const ACME_DIRECTORIES = {
+  letsencrypt: 'https://acme-v02.api.letsencrypt.org/directory',
+  'letsencrypt-staging': 'https://acme-staging-v02.api.letsencrypt.org/directory'
+};
+const ACME_CHALLENGES = ['http-01', 'tls-alpn-01'];
+
 /** The sections of `--help`, in order, by the `group` of the options. */
 const GROUPS = {
   servers: 'Servers from a file, and the config file',
@@ -448,6 +500,7 @@ const GROUPS = {
   health: 'Health (a backend down gets no traffic; none available: http 503, tcp close)',
   limits: 'Protecting backends (limits and queue, stickiness, rate and size limits)',
   tls: 'TLS (HTTPS in the http layer; termination in the tcp layer)',
+  acme: 'Certificates from an ACME CA (Let\'s Encrypt), obtained and renewed by lila',
   admin: 'Admin API',
   logging: 'Logging (to stderr only)',
   workers: 'Workers',
@@ -598,6 +651,44 @@ function workerCount(text, flag) {
 }
 
 // --admin and --redirect-http: [host:]port, [v6addr]:port included.
+// The account's contact: an address a CA accepts as a mailto: URI.
+function acmeEmail(text, flag) {
+  if (!/^[^\s@:,<>]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$/.test(text)) {
+    throw new LilaError(codes.INVALID_OPTION, `"${flag}" is the ACME account's email address, received "${text}"`);
+  }
+  return text;
+}
+
+function acmeDirectory(text, flag) {
+  if (ACME_DIRECTORIES[text] !== undefined) return ACME_DIRECTORIES[text];
+  let url;
+  try {
+    url = new URL(text);
+  } catch {
+    url = null;
+  }
+  if (url === null || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
+    throw new LilaError(codes.INVALID_OPTION, `"${flag}" is an https URL or one of ${Object.keys(ACME_DIRECTORIES).join(', ')}, received "${text}"`);
+  }
+  return text;
+}
+
+function acmeEab(text, flag) {
+  const colon = text.indexOf(':');
+  if (colon <= 0 || !/^[A-Za-z0-9_-]+={0,2}$/.test(text.slice(colon + 1))) {
+    throw new LilaError(codes.INVALID_OPTION, `"${flag}" is KID:HMAC, the HMAC key base64url, received "${text}"`);
+  }
+  return { kid: text.slice(0, colon), hmacKey: text.slice(colon + 1).replace(/=+$/, '') };
+}
+
+function acmeChallenges(text, flag) {
+  const types = text.split(',').map((type) => type.trim());
+  if (types.length === 0 || types.some((type) => !ACME_CHALLENGES.includes(type)) || new Set(types).size !== types.length) {
+    throw new LilaError(codes.INVALID_OPTION, `"${flag}" is a list of ${ACME_CHALLENGES.join(', ')}, received "${text}"`);
+  }
+  return types;
+}
+
 function hostAndPort(text, flag) {
   const colon = text.lastIndexOf(':');
   let host = colon === -1 ? undefined : text.slice(0, colon);

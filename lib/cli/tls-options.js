@@ -3,7 +3,8 @@
 const { LilaError, codes } = require('../errors');
 
 // --tls-cert and --tls-key as pairs, each key with the certificate before
-// it; --tls-min-version, --tls-ciphers, --tls-curves and --redirect-http need them. Undefined without TLS.
+// it; --tls-min-version, --tls-ciphers, --tls-curves and --redirect-http need them (or --tls, whose
+// certificates --acme obtains: an empty list). Undefined without TLS.
 /**
  * @param {Record<string, unknown>} options as `readOptions` returns them
  * @param {{kind: string, name?: string, value?: string}[]} tokens `util.parseArgs`'s, in order
@@ -24,7 +25,8 @@ function tlsOf(options, tokens) {
       last.key = token.value;
     }
   }
-  if (certificates.length > 0) {
+  // --tls: certificates from --acme only.
+  if (certificates.length > 0 || options.tls === true) {
     return { certificates, minVersion: options['tls-min-version'], ciphers: options['tls-ciphers'], curves: options['tls-curves'] };
   }
   for (const name of ['tls-min-version', 'tls-ciphers', 'tls-curves', 'redirect-http']) {

@@ -51,15 +51,18 @@ const LIMIT_SUMS = {
  *
  * @param {{adminPorts: () => number[]}} primary
  * @param {import('../ops/logger')} logger
- * @param {{hasToken?: boolean}} [options] hasToken: the workers' admin APIs need a token for changes
+ * @param {{hasToken?: boolean, acme?: {status: () => object[], metrics: () => string}}} [options] hasToken: the workers' admin APIs need a token for changes; acme: --acme's names and families (it runs here)
  * @returns {http.Server & {dashboard: DashboardFeed}} not listening; `dashboard` is the feed of `/events`
  */
 function createClusterAdminServer(primary, logger, options = {}) {
   const hasToken = options.hasToken === true;
-  const feed = new DashboardFeed(new WorkerFrames(primary, mergeStatus), { logger });
+  // --acme runs here, in the primary: its names and counters are added to what the workers say.
+  const acme = options.acme === undefined ? null : options.acme;
+  const merge = acme === null ? mergeStatus : (statuses) => ({ ...mergeStatus(statuses), acme: acme.status() });
+  const feed = new DashboardFeed(new WorkerFrames(primary, merge), { logger });
   const server = http.createServer((request, response) => {
     if (answerHere(primary, request, response, feed, hasToken, logger)) return;
-    answer(primary, request, logger).then((reply) => {
+    answer(primary, request, logger, acme).then((reply) => {
       logger.debug(`admin: ${request.method} ${request.url} ${reply.status} (workers)`);
       respond(request, response, reply);
     }, (err) => {
@@ -124,7 +127,7 @@ function respond(request, response, reply) {
   response.end(request.method === 'HEAD' ? undefined : reply.body);
 }
 
-async function answer(primary, request, logger) {
+async function answer(primary, request, logger, acme) {
   let body;
   try {
     body = await readBody(request);
@@ -140,7 +143,8 @@ async function answer(primary, request, logger) {
       const replies = await Promise.all(ports.map((port) => ask(port, request, body, 'GET')));
       const ok = replies.filter((reply) => reply.status === 200);
       if (ok.length === 0) return replies[0];
-      return json(200, mergeStatus(ok.map((reply) => JSON.parse(reply.body))));
+      const status = mergeStatus(ok.map((reply) => JSON.parse(reply.body)));
+      return json(200, acme === null ? status : { ...status, acme: acme.status() });
     }
     if (read && path === '/route') {
       const replies = await Promise.all(ports.map((port) => ask(port, request, body, 'GET')));
@@ -151,7 +155,8 @@ async function answer(primary, request, logger) {
       const replies = await Promise.all(ports.map((port) => ask(port, request, body, 'GET')));
       const ok = replies.filter((reply) => reply.status === 200);
       if (ok.length === 0) return replies[0];
-      return { status: 200, type: ok[0].type, body: mergeMetrics(ok.map((reply) => reply.body)) };
+      const text = mergeMetrics(ok.map((reply) => reply.body));
+      return { status: 200, type: ok[0].type, body: acme === null ? text : text + acme.metrics() };
     }
     if (read) return await ask(ports[0], request, body, 'GET');
     const settled = await Promise.allSettled(ports.map((port) => ask(port, request, body, request.method)));

@@ -8,6 +8,8 @@ const { chooseDistribution, distribute } = require('./distribution');
 // served (the OOM killer, an operator) is replaced, never counted: giving up would take the
 // service down with it.
 const CRASHES = 5;
+// How long the primary waits for its workers to have a challenge before the CA is told to validate.
+const ACME_ACK_MS = 2000;
 const CRASH_WINDOW_MS = 10000;
 // Doubling with each death in the window: 100, 200, 400, 800 ms..., at most MAX_BACKOFF_MS.
 const FIRST_BACKOFF_MS = 100;
@@ -57,6 +59,44 @@ class Primary {
     this.announced = false;
     // The TLS session ticket keys every worker is handed, base64; null without TLS.
     this.ticketKeys = null;
+    // --acme: the certificates and challenges every worker serves (the latest message), or null.
+    this.acmeState = null;
+    this.acmeSeq = 0;
+    this.acmeWaiters = new Set();
+  }
+
+  /**
+   * Hands what ACME obtained (certificates, and the challenges a CA is
+   * validating) to every worker, and to each one forked from now on: the
+   * primary orders, the workers serve.
+   *
+   * @param {{certificates: object[], challenges: object}} state
+   * @returns {Promise<void>} once every worker listening has it (a challenge is answered everywhere
+   *   before the CA is told to validate), or after ACME_ACK_MS
+   */
+  shareAcme(state) {
+    const seq = ++this.acmeSeq;
+    this.acmeState = { lila: 'acme', seq, ...state };
+    const waiting = [...this.workers.values()].filter(({ worker }) => worker.isConnected());
+    for (const { worker } of waiting) this.sendAcme(worker);
+    return new Promise((resolve) => {
+      const check = () => {
+        if (waiting.every((entry) => entry.acmeSeq >= seq || !entry.worker.isConnected())) done();
+      };
+      const timer = setTimeout(() => done(), ACME_ACK_MS);
+      const done = () => {
+        clearTimeout(timer);
+        this.acmeWaiters.delete(check);
+        resolve();
+      };
+      this.acmeWaiters.add(check);
+      check();
+    });
+  }
+
+  sendAcme(worker) {
+    if (this.acmeState === null || !worker.isConnected()) return;
+    worker.send(this.acmeState, () => {});
   }
 
   /**
@@ -89,17 +129,23 @@ class Primary {
 
   fork() {
     const worker = cluster.fork(this.env);
-    const entry = { worker, listening: false, adminPort: 0 };
+    const entry = { worker, listening: false, adminPort: 0, acmeSeq: 0 };
     this.workers.set(worker.id, entry);
     worker.on('message', (message) => this.heard(entry, message));
     worker.on('exit', (code, signal) => this.exited(entry, code, signal));
     worker.on('error', (err) => this.logger.debug(`worker ${worker.process.pid}: ${err.message}`));
     this.sendTicketKeys(worker);
+    this.sendAcme(worker);
   }
 
   heard(entry, message) {
     if (message === null || typeof message !== 'object') return;
     if (message.lila === 'admin') entry.adminPort = message.port;
+    if (message.lila === 'acme-ack') {
+      entry.acmeSeq = message.seq;
+      for (const check of [...this.acmeWaiters]) check();
+      return;
+    }
     if (message.lila === 'fatal') {
       // Starting others would fail alike (the port is taken, ...).
       this.abort();

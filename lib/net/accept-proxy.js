@@ -7,6 +7,8 @@ const { setPeer, localOf } = require('./address');
 
 // The client named by the header of the connection a TLS server is wrapping.
 const wrapping = new AsyncLocalStorage();
+// Set on a TLS server once its 'secureConnection' sockets take the client of the stream they wrap.
+const kPeersSet = Symbol('peersSet');
 
 /**
  * `--accept-proxy`: every client connection must start with a PROXY
@@ -35,19 +37,28 @@ function acceptProxyProtocol(server, options) {
       for (const listener of listeners) listener.call(server, socket);
       return;
     }
-    // Whether a FIN half-closes the connection is the TLS socket's to decide, and it takes
-    // that from the stream it wraps: no half-open connection during the handshake (see
-    // halfOpenOnceSecure()); once it is done, the stream and the socket follow the TLS socket.
-    socket.allowHalfOpen = true;
-    const stream = Duplex.from({ readable: socket, writable: socket });
-    stream.allowHalfOpen = false;
-    stream.on('error', () => socket.destroy());
-    const peer = { source, local: localOf(socket), stream };
-    wrapping.run(peer, () => {
-      for (const listener of listeners) listener.call(server, stream);
-    });
+    tlsOverStream(server, listeners, socket, source);
   };
-  if (options.tls) {
+  // A listener that pauses on connect (the tcp layer) gets its connection paused, as without a header.
+  const resume = !options.tls && !server.pauseOnConnect;
+  server.on('connection', (socket) => readHeader(socket, options, deliver, resume));
+}
+
+/**
+ * Hands a connection some bytes of which were read already (and put back) to
+ * a TLS server's 'connection' listeners: over a stream of its own, since the
+ * server's own listener would read the socket's handle, past what was put
+ * back. The TLS socket made over it gets `source` as its client, and the
+ * socket's local address, before anyone sees it.
+ *
+ * @param {import('node:tls').Server} server
+ * @param {Function[]} listeners the server's 'connection' listeners
+ * @param {import('node:net').Socket} socket
+ * @param {{address: string, port: number} | null} source the client; null: the socket's peer
+ */
+function tlsOverStream(server, listeners, socket, source) {
+  if (server[kPeersSet] !== true) {
+    server[kPeersSet] = true;
     server.prependListener('secureConnection', (tlsSocket) => {
       const peer = wrapping.getStore();
       if (peer === undefined) return;
@@ -55,12 +66,20 @@ function acceptProxyProtocol(server, options) {
       peer.stream.allowHalfOpen = true;
     });
   }
-  // A listener that pauses on connect (the tcp layer) gets its connection paused, as without a header.
-  const resume = !options.tls && !server.pauseOnConnect;
-  server.on('connection', (socket) => readHeader(socket, options, deliver, resume));
+  // Whether a FIN half-closes the connection is the TLS socket's to decide, and it takes
+  // that from the stream it wraps: no half-open connection during the handshake (see
+  // halfOpenOnceSecure()); once it is done, the stream and the socket follow the TLS socket.
+  socket.allowHalfOpen = true;
+  const stream = Duplex.from({ readable: socket, writable: socket });
+  stream.allowHalfOpen = false;
+  stream.on('error', () => socket.destroy());
+  const peer = { source, local: localOf(socket), stream };
+  wrapping.run(peer, () => {
+    for (const listener of listeners) listener.call(server, stream);
+  });
 }
 
-module.exports = { acceptProxyProtocol };
+module.exports = { acceptProxyProtocol, tlsOverStream };
 
 function readHeader(socket, options, deliver, resume) {
   let buffer = null;

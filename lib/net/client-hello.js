@@ -14,6 +14,8 @@ const MAX_RECORD = 16384;
 const MAX_CLIENT_HELLO = MAX_RECORD + 1024;
 const SERVER_NAME = 0;
 const HOST_NAME = 0;
+// application_layer_protocol_negotiation (RFC 7301 §3.1).
+const ALPN = 16;
 // RFC 8446 §4.1.2 caps the legacy session id at 32 bytes.
 const MAX_SESSION_ID = 32;
 
@@ -27,11 +29,13 @@ const NOT_TLS = Object.freeze({ state: 'not-tls' });
  * and while the answer is 'more' the buffer is shorter than `MAX_CLIENT_HELLO`.
  *
  * @param {Buffer} buffer all the bytes received so far from the client
- * @returns {{state: 'more'} | {state: 'done', serverName: string | null} | {state: 'not-tls'}}
+ * @param {{alpn?: boolean}} [options] `alpn`: also read the protocols the client offers by ALPN
+ * @returns {{state: 'more'} | {state: 'done', serverName: string | null, alpn?: string[] | null} | {state: 'not-tls'}}
  *   serverName is the host_name asked for, lower-cased without a trailing dot; null when none
- *   (or none printable)
+ *   (or none printable); alpn (when asked) the protocols offered, in order, null without the extension
  */
-function readClientHello(buffer) {
+function readClientHello(buffer, options) {
+  const alpn = options !== undefined && options.alpn === true;
   let at = 0;
   let gathered = 0;
   // The handshake header's four bytes as they come (records may cut it), then the message's size.
@@ -62,15 +66,15 @@ function readClientHello(buffer) {
     }
     if (size === -1 || gathered < size) continue;
     // In one record, the usual case: read in place. Fragmented: join the payloads, once.
-    if (start === RECORD_HEADER) return parseHello(buffer, start, start + size);
-    return parseHello(joinPayloads(buffer, at, gathered), 0, size);
+    if (start === RECORD_HEADER) return parseHello(buffer, start, start + size, alpn);
+    return parseHello(joinPayloads(buffer, at, gathered), 0, size, alpn);
   }
 }
 
 module.exports = { readClientHello, MAX_CLIENT_HELLO };
 
 // The ClientHello message at [start, end) of `bytes`, its 4-byte handshake header included.
-function parseHello(bytes, start, end) {
+function parseHello(bytes, start, end, alpn) {
   // legacy_version (major 3) and random, then the session id's length byte.
   let p = start + HANDSHAKE_HEADER + 2 + 32;
   if (p + 1 > end || bytes[start + HANDSHAKE_HEADER] !== 3 || bytes[p] > MAX_SESSION_ID) return NOT_TLS;
@@ -83,11 +87,12 @@ function parseHello(bytes, start, end) {
   p += 1 + bytes[p];
   if (p > end) return NOT_TLS;
   // Before TLS 1.3 a hello may end here, without extensions.
-  if (p === end) return { state: 'done', serverName: null };
+  if (p === end) return alpn ? { state: 'done', serverName: null, alpn: null } : { state: 'done', serverName: null };
   // The extensions fill the rest exactly: what else would follow is no ClientHello.
   if (p + 2 > end || p + 2 + u16(bytes, p) !== end) return NOT_TLS;
   p += 2;
   let serverName;
+  let protocols = null;
   while (p < end) {
     if (p + 4 > end) return NOT_TLS;
     const type = u16(bytes, p);
@@ -98,10 +103,15 @@ function parseHello(bytes, start, end) {
       if (serverName !== undefined) return NOT_TLS;
       serverName = readServerName(bytes, p + 4, next);
       if (serverName === NOT_TLS) return NOT_TLS;
+    } else if (type === ALPN && alpn) {
+      if (protocols !== null) return NOT_TLS;
+      protocols = readProtocols(bytes, p + 4, next);
+      if (protocols === NOT_TLS) return NOT_TLS;
     }
     p = next;
   }
-  return { state: 'done', serverName: serverName === undefined ? null : serverName };
+  const name = serverName === undefined ? null : serverName;
+  return alpn ? { state: 'done', serverName: name, alpn: protocols } : { state: 'done', serverName: name };
 }
 
 // The server_name extension's data at [p, end): its ServerNameList (RFC 6066 §3).
@@ -123,6 +133,19 @@ function readServerName(bytes, p, end) {
     p = next;
   }
   return name;
+}
+
+// The ALPN extension's data at [p, end): its ProtocolNameList, each name 1 to 255 bytes (RFC 7301 §3.1).
+function readProtocols(bytes, p, end) {
+  if (p + 2 > end || p + 2 + u16(bytes, p) !== end || p + 2 === end) return NOT_TLS;
+  const protocols = [];
+  for (p += 2; p < end;) {
+    const next = p + 1 + bytes[p];
+    if (bytes[p] === 0 || next > end) return NOT_TLS;
+    protocols.push(bytes.toString('latin1', p + 1, next));
+    p = next;
+  }
+  return protocols;
 }
 
 // A host_name lila can route by, or null: an unusable one is no name, not a reason to refuse.

@@ -69,6 +69,8 @@ const CLIENT_ERRORS = {
  * @param {{text: () => string, reload: (text: string) => Promise<{ok: true, line: string} |
  *   {ok: false, message: string}>}} [options.config] with a config file: its text as it runs,
  *   and a reload with another text, all checked before any of it runs
+ * @param {{status: () => object[], metrics: () => string}} [options.acme] with --acme: each managed name
+ *   (`/status`'s `acme`) and the `lila_acme_*` families
  * @returns {http.Server & {dashboard: DashboardFeed}} `dashboard` is the feed of `/events`
  * @throws {LilaError} `LILA_ERR_INVALID_OPTION` for an empty token, or one with spaces or
  *   non-ASCII, and for a `config` without its two functions
@@ -90,6 +92,7 @@ function createAdminServer(proxy, options = {}) {
     proxy,
     configured,
     config,
+    acme: options.acme === undefined ? null : options.acme,
     logger: options.logger || proxy.logger,
     tokenDigest: token === undefined ? null : sha256(token),
     // The weight a backend had before POST .../drain, for .../enable.
@@ -240,7 +243,8 @@ function getStatus(admin) {
     ...tlsStatus(proxy),
     ...discoveryStatus(proxy),
     ...limitStatus(proxy),
-    ...configuredStatus(admin.configured)
+    ...configuredStatus(admin.configured),
+    ...(admin.acme === null ? {} : { acme: admin.acme.status() })
   });
 }
 
@@ -321,7 +325,8 @@ function tlsStatus(proxy) {
 
 async function getMetrics(admin) {
   const stats = await readProcessStats();
-  return { status: 200, type: CONTENT_TYPE, text: renderMetrics(admin.proxy, stats, admin.configured === null ? undefined : admin.configured()) };
+  const text = renderMetrics(admin.proxy, stats, admin.configured === null ? undefined : admin.configured());
+  return { status: 200, type: CONTENT_TYPE, text: admin.acme === null ? text : text + admin.acme.metrics() };
 }
 
 function send(admin, request, response, reply) {

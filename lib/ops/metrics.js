@@ -39,7 +39,25 @@ function renderMetrics(proxy, stats, configured) {
   return text;
 }
 
-module.exports = { renderMetrics, queueInUse, CONTENT_TYPE };
+/**
+ * `--acme`'s families: orders and failures, and each managed certificate's expiry.
+ *
+ * @param {{status: {name: string, notAfter: string | null}[], counters: {orders: number, failures: number,
+ *   obtained: number, renewed: number}}} acme
+ * @returns {string}
+ */
+function acmeFamilies(acme) {
+  const { counters, status } = acme;
+  return single('lila_acme_orders_total', 'counter', 'Certificate orders lila sent to the ACME CA.', counters.orders) +
+    single('lila_acme_failures_total', 'counter', 'Attempts to obtain or renew a certificate that failed (each tried again later).', counters.failures) +
+    single('lila_acme_certificates_obtained_total', 'counter', 'Certificates obtained for a name that had none.', counters.obtained) +
+    single('lila_acme_certificates_renewed_total', 'counter', 'Certificates renewed.', counters.renewed) +
+    family('lila_acme_certificate_expiry_timestamp_seconds', 'gauge', 'When each certificate lila obtained expires (Unix time).',
+      status.filter((entry) => entry.notAfter !== null)
+        .map((entry) => sample('lila_acme_certificate_expiry_timestamp_seconds', { name: entry.name }, Date.parse(entry.notAfter) / 1000)));
+}
+
+module.exports = { renderMetrics, acmeFamilies, queueInUse, CONTENT_TYPE };
 
 // What the families read of a proxy, as a plain object the pools can be added to.
 function proxyView(proxy) {

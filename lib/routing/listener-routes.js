@@ -4,6 +4,7 @@ const { RouteTable } = require('./route-table');
 const { WeightedSplit } = require('./weighted-split');
 const { parseHashKey, keyReader } = require('../balancing/hash-key');
 const RouteActions = require('../actions/route-actions');
+const ChallengeActions = require('../actions/acme-challenge');
 const { LilaError, codes } = require('../errors');
 
 /**
@@ -25,7 +26,7 @@ class Route {
     /** Requests (http) or connections (tcp) it has chosen a pool for. */
     this.requests = 0;
     /** What it does to a request besides choosing its pool (route options); null: nothing. */
-    this.actions = RouteActions.from(spec.actions, spec);
+    this.actions = spec.routeActions !== undefined ? spec.routeActions : RouteActions.from(spec.actions, spec);
     if (this.actions !== null && layer === 'tcp') {
       throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": route options such as --strip-prefix act on http requests; a tcp listener's routes only choose a pool`);
     }
@@ -87,10 +88,15 @@ class ListenerRoutes {
    * @param {ConstructorParameters<typeof Route>[0][]} specs in the order given
    * @param {(pool: object) => object} bindingOf
    * @param {'http' | 'tcp'} layer
+   * @param {{path: string, httpAnswer: (url: string) => string | null} | null} [challenges] a plain http listener's
+   *   ACME HTTP-01 tokens (acme/challenges.js): their path is answered before every route
    */
-  constructor(specs, bindingOf, layer) {
+  constructor(specs, bindingOf, layer, challenges = null) {
     this.list = specs.map((spec) => new Route(spec, bindingOf, layer));
     this.table = new RouteTable(this.list);
+    this.challenge = challenges === null || layer !== 'http' ? null : new Route({
+      text: 'acme-challenge', host: null, path: challenges.path, targets: [], routeActions: new ChallengeActions(challenges)
+    }, bindingOf, layer);
     // Whether a route names a host: a tcp listener without TLS then reads the ClientHello.
     this.named = this.list.some((route) => route.host !== null);
   }
@@ -101,6 +107,7 @@ class ListenerRoutes {
    * @returns {Route | null}
    */
   match(host, url) {
+    if (this.challenge !== null && url.startsWith(this.challenge.path)) return this.challenge;
     return this.table.match(host, url);
   }
 }

@@ -21,10 +21,13 @@ const RETIRE_POLL_MS = 250;
  */
 class Configuration {
   /**
-   * @param {{logger: import('./ops/logger'), engine?: string, drainTimeout: number}} options
+   * @param {{logger: import('./ops/logger'), engine?: string, drainTimeout: number,
+   *   acme?: {certificates: object, challenges: object} | null}} options `acme`: with --acme, what every
+   *   listener serves of it (the certificates obtained, the challenges waiting)
    */
   constructor(options) {
     this.logger = options.logger;
+    this.acme = options.acme === undefined ? null : options.acme;
     this.drainTimeout = options.drainTimeout;
     // Access lines name the route and the pool.
     this.traffic = new Traffic(this.logger, { routes: true });
@@ -72,6 +75,7 @@ class Configuration {
       }
       const taken = new Set();
       for (const spec of model.listeners) {
+        this.acmeTls(model.file, spec);
         const routes = spec.routes.map((route) => ({
           text: route.text,
           host: route.host,
@@ -91,12 +95,14 @@ class Configuration {
           const sources = spec.options.tls === undefined ? null : spec.options.tls.certificates;
           const certificates = sources === null || JSON.stringify(sources) === JSON.stringify(running.spec.options.tls.certificates)
             ? null
-            : built(model.file, (err) => lineOfFile(spec, err), () => new Proxy.CertificateStore(sources, { ...spec.options.tls, logger: this.logger }));
+            : built(model.file, (err) => lineOfFile(spec, err), () => new Proxy.CertificateStore(sources, {
+              ...spec.options.tls, logger: this.logger, managed: this.acme === null ? null : this.acme.certificates
+            }));
           plan.listeners.push({ spec, key, running, routes, certificates });
           continue;
         }
         const proxy = built(model.file, (err) => lineOfFile(spec, err), () => new Proxy({
-          ...spec.options, engine, requestId, logger: this.logger, traffic: this.traffic, routes
+          ...spec.options, engine, requestId, logger: this.logger, traffic: this.traffic, routes, acme: this.acme
         }));
         plan.listeners.push({ spec, key, running: null, proxy, routes });
       }
@@ -105,6 +111,32 @@ class Configuration {
       throw err;
     }
     return plan;
+  }
+
+  // With --acme, a listener of the http layer on port 443 is HTTPS (certificates from ACME,
+  // unless it has files); without it, --tls has no certificate to serve.
+  acmeTls(file, spec) {
+    const tls = spec.options.tls;
+    if (this.acme !== null && tls === undefined && spec.port === 443 && spec.layer === 'http') {
+      spec.options = { ...spec.options, tls: { certificates: [] } };
+    } else if (this.acme === null && tls !== undefined && tls.certificates.length === 0) {
+      throw new LilaError(codes.CONFIG, `${spec.line === undefined ? file : `${file}:${spec.line}`}: listen ${spec.text}: ` +
+        '--tls serves the certificates --acme obtains: give --acme EMAIL, or a --tls-cert');
+    }
+  }
+
+  /**
+   * Every listener of a plan (or those running) with its certificate files, for the names ACME manages.
+   *
+   * @param {object} [plan] a prepared plan: its listeners, new and kept
+   * @returns {{spec: object, certificates: object | null}[]}
+   */
+  certified(plan) {
+    if (plan === undefined) return this.listeners.map(({ spec, proxy }) => ({ spec, certificates: proxy.certificates }));
+    return plan.listeners.map((item) => ({
+      spec: item.spec,
+      certificates: item.certificates || (item.proxy || item.running.proxy).certificates
+    }));
   }
 
   /**
@@ -206,7 +238,7 @@ class Configuration {
       }
       await stopAccepting(redirect);
     }
-    return listenRedirect(where, item.address.port, this.logger);
+    return listenRedirect(where, item.address.port, this.logger, this.acme === null ? null : this.acme.challenges);
   }
 
   // A listener no longer in the file: it stops accepting and its connections finish.
@@ -337,8 +369,9 @@ function stopAccepting(server) {
   });
 }
 
-function listenRedirect(where, httpsPort, logger) {
-  const server = createRedirectServer(httpsPort, logger);
+function listenRedirect(where, httpsPort, logger, challenges) {
+  // With --acme it answers HTTP-01 too, as every plain listener does.
+  const server = createRedirectServer(httpsPort, logger, challenges);
   return new Promise((resolve, reject) => {
     server.once('error', (err) => {
       reject(new LilaError(codes.LISTEN, `cannot listen on ${formatHostPort(where.host === undefined ? '::' : where.host, where.port)} for the http redirect: ${err.code || err.message}`));

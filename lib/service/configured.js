@@ -8,6 +8,8 @@ const { tellPrimary } = require('../cluster/worker');
 const { workerReusesPort } = require('../cluster/distribution');
 const { watchFiles } = require('../config/file-watch');
 const { modelOf, objectOf } = require('../config/config-model');
+const AcmeRunner = require('../acme/runner');
+const { acmeFamilies } = require('../ops/metrics');
 const { LilaError, codes } = require('../errors');
 
 const { PRIMARY, WORKER } = Service.ROLES;
@@ -29,6 +31,8 @@ class ConfiguredService extends Service {
    *   config file anew for `reload()` (SIGHUP, --watch)
    * @param {string} [options.configFile] the config file's name, for --watch and the log
    * @param {(text: string) => import('../config/config-model').ConfigModel} [options.parseConfig] for `reloadText()`
+   * @param {ConstructorParameters<typeof AcmeRunner>[0]} [options.acme] `--acme`: certificates for every exact
+   *   host routed on an HTTPS listener, obtained and renewed from an ACME CA
    * @throws {LilaError} `LILA_ERR_CONFIG` naming the mistake
    */
   build(options) {
@@ -36,7 +40,13 @@ class ConfiguredService extends Service {
     this.loadConfig = options.loadConfig === undefined ? null : options.loadConfig;
     // A config text's reader, for reloadText() (the library's: cli/config-file.js).
     this.parseConfig = options.parseConfig === undefined ? null : options.parseConfig;
-    this.configuration = new Configuration({ logger: this.logger, drainTimeout: this.drainTimeout });
+    // --acme: the process that orders is this one alone, or the primary; workers serve what it hands them.
+    this.acme = options.acme === undefined || options.acme === null ? null : new AcmeRunner(options.acme, { logger: this.logger });
+    this.configuration = new Configuration({
+      logger: this.logger, drainTimeout: this.drainTimeout, acme: this.acme === null ? null : this.acme.shared
+    });
+    // Listened for at once: the primary sends its state as soon as it forks this worker.
+    if (this.acme !== null && this.role === WORKER) this.followPrimaryAcme();
     // A program's object, or a file's model. The primary builds it too: everything is checked before a worker is forked.
     const model = Array.isArray(options.config.pools) ? options.config : modelOf(options.config);
     this.plan = this.configuration.prepare(model);
@@ -64,9 +74,12 @@ class ConfiguredService extends Service {
     this.plan = null;
     if (this.role !== WORKER) for (const warning of plan.model.warnings) this.logger.warn(warning);
     if (this.role === PRIMARY) return this.startPrimary(plan);
+    // Stored certificates are in place before the first handshake; orders go on after.
+    if (this.acme !== null && this.role !== WORKER) await this.acme.start(this.configuration.certified(plan));
     try {
       await this.configuration.commit(plan, { reusePort: workerReusesPort() });
     } catch (err) {
+      if (this.acme !== null) this.acme.stop();
       if (this.role === WORKER) await tellPrimary({ lila: 'fatal', message: err.message });
       throw err;
     }
@@ -79,6 +92,7 @@ class ConfiguredService extends Service {
         token: this.admin.token,
         logger: this.logger,
         configured: () => this.configuration.view(),
+        acme: this.acme === null || this.role === WORKER ? undefined : this.acmeView(),
         // GET /config: the text that runs (a program's object has none); PUT /config: a reload with another.
         config: this.parseConfig === null ? undefined : {
           text: () => this.configuration.model.text || '',
@@ -108,6 +122,10 @@ class ConfiguredService extends Service {
   async startPrimary(plan) {
     for (const pool of plan.made) pool.close();
     if (plan.listeners.some((item) => item.proxy.certificates !== null)) this.shareTicketKeys();
+    // The primary orders; every worker gets what it obtains, and each challenge before the CA validates it.
+    if (this.acme !== null) {
+      await this.acme.start(this.configuration.certified(plan), { publish: () => this.primary.shareAcme(this.acme.snapshot()) });
+    }
     if (this.primary.distribution === 'reuseport') {
       for (const { spec } of plan.listeners) await portFree(spec.port, spec.host);
     }
@@ -115,7 +133,10 @@ class ConfiguredService extends Service {
     const { all, ...address } = await this.workersListening;
     if (this.admin !== null) {
       try {
-        await this.listenAdmin(createClusterAdminServer(this.primary, this.logger, { hasToken: this.admin.token !== undefined }));
+        await this.listenAdmin(createClusterAdminServer(this.primary, this.logger, {
+          hasToken: this.admin.token !== undefined,
+          acme: this.acme === null ? undefined : this.acmeView()
+        }));
       } catch (err) {
         this.primary.abort();
         throw err;
@@ -160,6 +181,7 @@ class ConfiguredService extends Service {
         for (const warning of next.warnings) this.logger.warn(warning);
         const result = await this.configuration.commit(plan);
         this.proxy = this.configuration.proxies[0];
+        if (this.acme !== null && this.role !== WORKER) this.acme.setNames(this.configuration.certified());
         if (this.watch) this.watchConfigured();
         const { listeners, pools } = result;
         const line = `${why}: reloaded ${this.configFile === null ? 'the config' : this.configFile}: ` +
@@ -258,11 +280,6 @@ class ConfiguredService extends Service {
   }
 
 
-  // --watch stops with the rest.
-  closeWatches() {
-    super.closeWatches();
-    if (this.configWatch !== null) this.configWatch.close();
-  }
 
   drainAll(timeout) {
     return this.configuration.drain(timeout);
@@ -276,10 +293,55 @@ class ConfiguredService extends Service {
   reload(why = 'reload') {
     if (this.primary !== null) {
       this.primary.reload();
+      if (this.acme !== null && this.loadConfig !== null) this.acmeNamesFromFile(why);
       return;
     }
     if (this.loadConfig === null) this.logger.warn(`${why} received: no config file to reload`);
     else this.reloadConfigured(why);
+  }
+
+  // The primary of workers orders for the names of the file its workers reload.
+  acmeNamesFromFile(why) {
+    let plan;
+    try {
+      plan = this.configuration.prepare(this.loadConfig());
+    } catch (err) {
+      if (!(err instanceof LilaError)) throw err;
+      this.logger.debug(`${why}: acme keeps its names: ${err.message}`);
+      return;
+    }
+    for (const pool of plan.made) pool.close();
+    this.acme.setNames(this.configuration.certified(plan));
+  }
+
+  // What the admin API shows of --acme: /status's names, /metrics's families.
+  acmeView() {
+    return {
+      status: () => this.acme.status(),
+      metrics: () => acmeFamilies({ status: this.acme.status(), counters: this.acme.counters })
+    };
+  }
+
+  // A worker serves the certificates and challenges its primary hands it.
+  followPrimaryAcme() {
+    process.on('message', (message) => {
+      if (message !== null && typeof message === 'object' && message.lila === 'acme') {
+        this.acme.load(message, (reply) => tellPrimary(reply));
+      }
+    });
+  }
+
+  stop(why) {
+    // The primary orders: it stops ordering before its workers drain.
+    if (this.acme !== null && this.role === PRIMARY) this.acme.stop();
+    super.stop(why);
+  }
+
+  // --acme stops with the rest.
+  closeWatches() {
+    super.closeWatches();
+    if (this.configWatch !== null) this.configWatch.close();
+    if (this.acme !== null) this.acme.stop();
   }
 
   // Every TLS listener's tickets.

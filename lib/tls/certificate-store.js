@@ -5,6 +5,8 @@ const { readCertificates, nameMatches } = require('./certificates');
 const { contextSettings } = require('./profile');
 
 const MIN_VERSIONS = { '1.2': 'TLSv1.2', '1.3': 'TLSv1.3' };
+// Names without a certificate logged, at most.
+const MAX_UNSERVED = 1000;
 
 /**
  * The certificates a TLS listener serves, chosen by the client's server
@@ -24,8 +26,11 @@ const MIN_VERSIONS = { '1.2': 'TLSv1.2', '1.3': 'TLSv1.3' };
 class CertificateStore {
   /**
    * @param {{cert: string, key?: string}[]} sources `--tls-cert` files or directories, with their `--tls-key`
-   * @param {{minVersion?: '1.2' | '1.3', ciphers?: string, curves?: string, logger: import('../ops/logger')}} options
-   *   ciphers, curves: as OpenSSL lists them (see ./profile.js for the defaults)
+   * @param {{minVersion?: '1.2' | '1.3', ciphers?: string, curves?: string, logger: import('../ops/logger'),
+   *   managed?: import('../acme/managed-certificates') | null}} options
+   *   ciphers, curves: as OpenSSL lists them (see ./profile.js for the defaults); managed: the
+   *   certificates ACME obtains, served for names no file covers exactly (none: `sources` may be
+   *   empty, and a client asking for a name without its certificate yet fails its handshake)
    * @throws {import('../errors').LilaError} `LILA_ERR_TLS_CERTIFICATE` naming a file that does not read
    */
   constructor(sources, options) {
@@ -41,6 +46,11 @@ class CertificateStore {
     this.onChange = null;
     // The session ticket keys every context shares (ticket-keys.js); each context's own until set.
     this.ticketKeys = null;
+    this.managed = options.managed === undefined ? null : options.managed;
+    // This listener's context of each managed certificate, made at the first handshake that wants it.
+    this.managedContexts = new Map();
+    // Names asked for that have no certificate here, each said once.
+    this.unserved = new Set();
     this.install(readCertificates(sources));
   }
 
@@ -60,7 +70,12 @@ class CertificateStore {
       const name = servername.toLowerCase();
       const exact = this.exact.get(name);
       if (exact !== undefined) return exact;
+      if (this.managed !== null) {
+        const entry = this.managed.get(name);
+        if (entry !== undefined) return this.managedContext(name, entry);
+      }
       for (const [pattern, context] of this.wildcards) if (nameMatches(pattern, name)) return context;
+      if (this.groups.length === 0) this.noCertificate(name);
     }
     return null;
   }
@@ -90,7 +105,30 @@ class CertificateStore {
    * @returns {tls.SecureContextOptions}
    */
   defaultOptions() {
-    return { ...this.contextOptions(this.groups[0]), ...this.settings, ...this.ticketOptions() };
+    // Certificates from ACME only: no default, a client without a managed name fails its handshake.
+    const own = this.groups.length === 0 ? {} : this.contextOptions(this.groups[0]);
+    return { ...own, ...this.settings, ...this.ticketOptions() };
+  }
+
+  // A listener of ACME's certificates only, asked for a name it has none for (yet): its
+  // handshake fails; said once a name (names clients make up are not kept past a bound).
+  noCertificate(name) {
+    if (this.unserved.has(name) || this.unserved.size >= MAX_UNSERVED) return;
+    this.unserved.add(name);
+    this.logger.warn(`tls: no certificate for ${name.slice(0, 253)} (yet: --acme obtains those of the routes' hosts); its handshakes fail`);
+  }
+
+  /**
+   * @param {string} name
+   * @param {{cert: string, key: string}} entry of the managed certificates
+   * @returns {tls.SecureContext} this listener's context of it, kept while the entry is
+   */
+  managedContext(name, entry) {
+    const made = this.managedContexts.get(name);
+    if (made !== undefined && made.entry === entry) return made.context;
+    const context = tls.createSecureContext({ cert: entry.cert, key: entry.key, ...this.settings, ...this.ticketOptions() });
+    this.managedContexts.set(name, { entry, context });
+    return context;
   }
 
   /**
@@ -124,6 +162,7 @@ class CertificateStore {
    */
   adopt(other) {
     this.sources = other.sources;
+    this.managed = other.managed;
     this.install(other.current);
     if (this.onChange !== null) this.onChange();
   }
@@ -139,6 +178,15 @@ class CertificateStore {
     for (const context of new Set([...this.exact.values(), ...this.wildcards.map(([, c]) => c)])) {
       if (context !== null) context.context.setTicketKeys(keys);
     }
+    for (const { context } of this.managedContexts.values()) context.context.setTicketKeys(keys);
+  }
+
+  /**
+   * @param {string} name lower case
+   * @returns {boolean} whether a certificate file covers it (exactly or by a wildcard): ACME leaves it to that
+   */
+  covers(name) {
+    return this.exact.has(name) || this.wildcards.some(([pattern]) => nameMatches(pattern, name));
   }
 
   /** @returns {string[]} every file a reload reads: certificates, keys, directories */

@@ -58,7 +58,7 @@ function nameMatches(pattern, name) {
   return dot > 0 && name.slice(dot) === pattern.slice(1);
 }
 
-module.exports = { readCertificates, nameMatches };
+module.exports = { readCertificates, nameMatches, readError };
 
 function readDirectory(directory) {
   let entries;

@@ -11,15 +11,26 @@ const MAX_HEADER_SIZE = 16 * 1024;
  * the method and body, unlike 301). The port of the HTTPS listener is in
  * the Location unless it is 443. It does not listen: the caller does.
  *
+ * With `--acme`, it answers the CA's HTTP-01 tokens first (lila opens one
+ * on port 80 when no plain listener would).
+ *
  * @param {number} httpsPort where lila serves HTTPS
  * @param {import('../ops/logger')} logger
+ * @param {{path: string, httpAnswer: (url: string) => string | null | Promise<string | null>} | null} [challenges] acme/challenges.js
  * @returns {http.Server}
  */
-function createRedirectServer(httpsPort, logger) {
+function createRedirectServer(httpsPort, logger, challenges = null) {
   const port = httpsPort === 443 ? '' : `:${httpsPort}`;
   const server = http.createServer({ maxHeaderSize: MAX_HEADER_SIZE, requestTimeout: 10000, headersTimeout: 10000 });
   server.on('request', (request, response) => {
     request.resume();
+    if (challenges !== null && request.url.startsWith(challenges.path)) {
+      Promise.resolve(challenges.httpAnswer(request.url)).then((answer) => {
+        response.writeHead(answer === null ? 404 : 200, { 'Content-Type': answer === null ? 'text/plain; charset=utf-8' : 'application/octet-stream' });
+        response.end(answer === null ? 'lila: 404 Not Found: no ACME challenge waits for this token\n' : answer);
+      });
+      return;
+    }
     const host = hostOf(request.headers.host);
     if (host === null || !request.url.startsWith('/')) {
       response.writeHead(400, { 'Content-Type': 'text/plain; charset=utf-8', Connection: 'close' });

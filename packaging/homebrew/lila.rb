@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "562fe5ebe52bc0c911c5c7b9770d82bed075f496fd5ffd5ac049327b06e8995f"
+  sha256 "f9c019e9c1f6811dc49f5fefe0ce90b12405278f6b96f0603f8a695c49fafa9a"
   license "MIT"
 
   depends_on "node"

@@ -169,6 +169,34 @@ function dashboardScript() {
     setText($('chart-p99-scale'), `max ${duration(draw($('chart-p99'), view.totals.p99_seconds, range, 300, 80))}`);
     renderAdmin(frame);
     renderRows(frame, range);
+    renderCertificates(frame);
+  }
+
+  // --acme: each name lila obtains a certificate for, its state and dates (/status's `acme`).
+  function renderCertificates(frame) {
+    const names = Array.isArray(frame.acme) ? frame.acme : null;
+    $('certificates').hidden = names === null;
+    if (names === null) return;
+    const body = $('certificates-table').tBodies[0];
+    while (body.rows.length > names.length) body.deleteRow(-1);
+    while (body.rows.length < names.length) {
+      const row = body.insertRow();
+      for (let i = 0; i < 6; i++) row.insertCell();
+    }
+    names.forEach((entry, index) => {
+      const cells = body.rows[index].cells;
+      setText(cells[0], String(entry.name));
+      setText(cells[1], String(entry.state));
+      cells[1].className = entry.state === 'failed' ? 'down' : entry.state === 'valid' ? 'up' : '';
+      setText(cells[2], day(entry.notAfter));
+      setText(cells[3], day(entry.nextRenewal));
+      setText(cells[4], entry.challenge || '–');
+      setText(cells[5], entry.lastError || '');
+    });
+  }
+
+  function day(iso) {
+    return typeof iso === 'string' ? iso.slice(0, 16).replace('T', ' ') + ' UTC' : '–';
   }
 
   function renderAdmin(frame) {

@@ -137,6 +137,15 @@ function html(style, script) {
       </table>
     </div>
   </section>
+  <section id="certificates" aria-labelledby="certificates-title" hidden>
+    <h2 id="certificates-title">Certificates (ACME)</h2>
+    <div class="scroll">
+      <table id="certificates-table">
+        <thead><tr><th>name</th><th>state</th><th>expires</th><th>next renewal</th><th>challenge</th><th>last error</th></tr></thead>
+        <tbody></tbody>
+      </table>
+    </div>
+  </section>
   <section id="admin" class="admin" aria-label="Changes">
     <p id="read-only" class="note" hidden>Read-only: this admin API takes no changes from web pages. Start lila with <code>--admin-token</code> to drain, enable and weigh backends from here.</p>
     <form id="token-form" class="token" hidden>

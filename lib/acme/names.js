@@ -1,0 +1,43 @@
+'use strict';
+
+const { checkNames } = require('./csr');
+
+/**
+ * The names lila obtains certificates for: every exact host routed on an
+ * HTTPS listener of the http layer that no certificate file of that
+ * listener covers (a name with a `--tls-cert` keeps it). Wildcard hosts
+ * would need DNS-01, and IP addresses or single labels no public CA signs:
+ * those are left to the listener's own certificates, each said once.
+ *
+ * @param {{spec: {layer: string, options: {tls?: object}, routes: {host: string | null}[]},
+ *   certificates: {covers: (name: string) => boolean} | null}[]} listeners
+ * @returns {{names: string[], skipped: {host: string, why: string}[]}}
+ */
+function namesToManage(listeners) {
+  const names = new Set();
+  const skipped = new Map();
+  for (const { spec, certificates } of listeners) {
+    if (spec.layer !== 'http' || spec.options.tls === undefined || certificates === null) continue;
+    for (const route of spec.routes) {
+      const host = route.host;
+      if (host === null || names.has(host) || certificates.covers(host)) continue;
+      const why = reasonToSkip(host);
+      if (why === null) names.add(host);
+      else skipped.set(host, why);
+    }
+  }
+  return { names: [...names], skipped: [...skipped].map(([host, why]) => ({ host, why })) };
+}
+
+module.exports = { namesToManage };
+
+function reasonToSkip(host) {
+  if (host.startsWith('*.')) return 'a wildcard needs the DNS-01 challenge, which lila does not answer';
+  try {
+    checkNames([host]);
+  } catch {
+    return 'not a DNS name a public CA signs (an IP address, or a name lila cannot put in a request)';
+  }
+  if (!host.includes('.')) return 'a single-label name no public CA signs';
+  return null;
+}
