@@ -4,6 +4,7 @@
 // the certificates lila serves checked as a browser would, against Pebble's root.
 
 const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
 const fs = require('node:fs');
 const https = require('node:https');
 const os = require('node:os');
@@ -70,6 +71,23 @@ listen 127.0.0.1:${ports.tlsPort} --tls
     await checkAdmin(lila.admin, obtained, 'tls-alpn-01');
     assert.doesNotMatch(lila.stderr, /answering http-01/);
     assert.equal(count(lila.stderr, /^lila: (?:warn|error): /gm), 0, lila.stderr);
+  });
+
+  it('binds its account with --acme-eab where the CA requires it, and says why it cannot order without', async () => {
+    const eab = { kid: 'lila-kid', hmacKey: crypto.randomBytes(32).toString('base64url') };
+    const listeners = (ports) => `
+listen 127.0.0.1:${ports.tlsPort} --tls
+  route e.lila.test web
+`;
+    const bound = await startSite(listeners, { only: 'tls-alpn-01', pebble: { eab } });
+    const lila = await startAcme(bound.site, ['--acme-challenges', 'tls-alpn-01', '--acme-eab', `${eab.kid}:${eab.hmacKey}`], { listeners: 1 });
+    const obtained = await obtainedAll(lila, ['e.lila.test'], bound.tlsPort);
+    await checkServed(bound.site, bound.tlsPort, obtained, 'tls-alpn-01');
+
+    const unbound = await startSite(listeners, { only: 'tls-alpn-01', pebble: { eab } });
+    const refused = await startAcme(unbound.site, ['--acme-challenges', 'tls-alpn-01'], { listeners: 1 });
+    const [line] = await logged(refused, /^lila: error: acme: cannot obtain the certificate of e\.lila\.test: .*externalAccountRequired.*$/m, OBTAIN_WITHIN);
+    assert.match(line, /trying again in 60 s$/);
   });
 
   it('renews a short-lived certificate in time: every handshake meanwhile verifies, new ones get the new certificate, an open connection keeps its own', async function () {

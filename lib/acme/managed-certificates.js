@@ -22,6 +22,9 @@ class ManagedCertificates {
    * @param {{cert: string, key: string}} pair the PEM chain and its key, checked already
    */
   set(name, pair) {
+    // The same certificate again (read back from the state directory): its contexts stay.
+    const kept = this.byName.get(name);
+    if (kept !== undefined && kept.cert === pair.cert && kept.key === pair.key) return;
     const leaf = new X509Certificate(pair.cert);
     this.byName.set(name, { cert: pair.cert, key: pair.key, notAfter: new Date(leaf.validTo), serial: leaf.serialNumber });
     if (this.onChange !== null) this.onChange();

@@ -216,14 +216,16 @@ class AcmeManager {
   // The stored certificate when it is not due; else, under the name's lock, an order.
   async obtain(entry) {
     const name = entry.name;
+    // The certificate whose renewal time (a third of its life left, or the CA's window) has come.
+    const renewed = entry.renewAt !== null && Date.now() >= entry.renewAt ? entry.serial : null;
     let stored = await this.store.readCertificate(this.directoryUrl, name);
-    if (stored !== null && this.install(entry, stored) && !this.due(stored)) return { ordered: false, cert: stored.cert };
+    if (stored !== null && this.install(entry, stored) && !this.due(stored, renewed)) return { ordered: false, cert: stored.cert };
     if (entry.notAfter !== null && entry.notAfter.getTime() > Date.now()) entry.state = 'renewing';
     // Another instance on this state directory may be ordering it: it stores what it gets.
     const release = await this.store.waitForLock(name, { staleMs: this.lockStaleMs, signal: this.abort.signal });
     try {
       stored = await this.store.readCertificate(this.directoryUrl, name);
-      if (stored !== null && this.install(entry, stored) && !this.due(stored)) return { ordered: false, cert: stored.cert };
+      if (stored !== null && this.install(entry, stored) && !this.due(stored, renewed)) return { ordered: false, cert: stored.cert };
       const client = await this.account();
       const types = this.typesFor(entry, stored);
       if (types.length === 0) throw new Error(`no challenge can be answered (--acme-challenges ${this.types.join(',')}; no port answers http-01)`);
@@ -347,10 +349,12 @@ class AcmeManager {
     return true;
   }
 
-  // Whether a certificate has a third of its lifetime or less left.
-  due(pair) {
+  // Whether a certificate is to be replaced: a third of its lifetime or less is left, or it is
+  // the one whose renewal time came (`renewed`, its serial). One that another instance renewed
+  // meanwhile is a new one, due by its own dates only.
+  due(pair, renewed) {
     const leaf = new crypto.X509Certificate(pair.cert);
-    return Date.now() >= ratioTime(new Date(leaf.validFrom), new Date(leaf.validTo));
+    return leaf.serialNumber === renewed || Date.now() >= ratioTime(new Date(leaf.validFrom), new Date(leaf.validTo));
   }
 
   // When to renew: a third of the lifetime left, or earlier in the window the CA suggests.

@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "f9c019e9c1f6811dc49f5fefe0ce90b12405278f6b96f0603f8a695c49fafa9a"
+  sha256 "117aa7a0e7635274717e48437d2b93352f3f3812af13eb8a1d08dd3be2c03b45"
   license "MIT"
 
   depends_on "node"
