@@ -94,8 +94,14 @@ module.exports = { PEBBLE, CHALLTESTSRV, needPebble, startPebble };
 
 // startPebble on ports found free now.
 async function launch(dir, pki, certificate, options) {
-  const [listenPort, managementPort, challManagementPort, dnsPort] =
-    await Promise.all([freePort(), freePort(), freePort(), freeDnsPort()]);
+  // Never the ports Pebble validates on: a port the caller let go may come back from bind(0), and
+  // Pebble would then validate against its own HTTPS or DNS server.
+  const avoid = new Set([options.httpPort, options.tlsPort]);
+  let ports;
+  do {
+    ports = await Promise.all([freePort(), freePort(), freePort(), freeDnsPort()]);
+  } while (ports.some((port) => avoid.has(port)));
+  const [listenPort, managementPort, challManagementPort, dnsPort] = ports;
   const config = {
     pebble: {
       listenAddress: `127.0.0.1:${listenPort}`,

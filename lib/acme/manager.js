@@ -194,8 +194,8 @@ class AcmeManager {
       entry.failures++;
       entry.lastError = err.message;
       entry.state = entry.notAfter !== null && entry.notAfter.getTime() > Date.now() ? 'renewing' : 'failed';
-      const delay = Math.min(RETRY_MAX_MS, this.retryBaseMs * 2 ** (entry.failures - 1), err.retryAfter || Infinity);
-      const wait = Math.max(delay, err.retryAfter || 0);
+      // The backoff, or later when the CA says so (a rate limit's Retry-After); never sooner.
+      const wait = Math.max(Math.min(RETRY_MAX_MS, this.retryBaseMs * 2 ** (entry.failures - 1)), err.retryAfter || 0);
       this.logger.error(`acme: cannot ${renewing ? 'renew' : 'obtain'} the certificate of ${entry.name}: ${err.message}; ` +
         `trying again in ${describeDelay(wait)}${entry.notAfter !== null ? ', serving the old one meanwhile' : ''}`);
       this.schedule(entry, Date.now() + wait);

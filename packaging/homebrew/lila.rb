@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "117aa7a0e7635274717e48437d2b93352f3f3812af13eb8a1d08dd3be2c03b45"
+  sha256 "4bd3d7f921e9c1f1cee3a90c5a86c7abed4631baa0e3c4ec2f927dd8bcad34aa"
   license "MIT"
 
   depends_on "node"
