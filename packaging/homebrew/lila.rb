@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "4bd3d7f921e9c1f1cee3a90c5a86c7abed4631baa0e3c4ec2f927dd8bcad34aa"
+  sha256 "a19a8850d08b76f108783e0a02d53fd5245d310470f059bb79e1ae604563af4d"
   license "MIT"
 
   depends_on "node"
