@@ -322,6 +322,42 @@ describe('TLS-ALPN-01 beside the clients of an HTTPS listener', function () {
     const served = await httpsGet(port, 'm.lila.test', { ca: pki.ca });
     assert.deepEqual([served.status, served.serial], [200, managed.serial]);
   });
+
+  // Until its hello is whole, a client's bytes are held: one that goes first must take nothing with it.
+  for (const [how, go] of [['half-closes', (socket) => socket.end()], ['resets', (socket) => socket.resetAndDestroy()]]) {
+    it(`lets go at once of a client that ${how} before its hello is whole, and serves the next`, async () => {
+      const { proxy, managed } = await listener({ headerTimeout: 3600 * 1000 });
+      const accepted = once(proxy.server, 'connection');
+      const socket = net.connect(proxy.port, '127.0.0.1');
+      onCleanup(() => socket.destroy());
+      socket.on('error', () => {});
+      const [server] = await accepted;
+      // The hello's timer was set as the connection came (a refed Timeout: lila's socket timeouts are unrefed).
+      const timers = () => process.getActiveResourcesInfo().filter((name) => name === 'Timeout').length;
+      const reading = timers();
+      socket.write(Buffer.from([0x16, 3, 1, 0, 200, 1, 0, 0, 196]));
+      socket.resume();
+      await once(server, 'data');
+      const closed = new Promise((resolve) => server.once('close', resolve));
+      go(socket);
+      await closed;
+      assert.equal(timers(), reading - 1, 'the hello timer cleared as the client went, not at the header timeout');
+      const served = await httpsGet(proxy.port, 'm.lila.test', { ca: pki.ca });
+      assert.deepEqual([served.status, served.serial], [200, managed.serial]);
+    });
+  }
+
+  it('closes a client that half-closes behind a PROXY header before its hello is whole, and serves the next', async () => {
+    const { port, managed } = await listener({ acceptProxy: true });
+    const socket = net.connect(port, '127.0.0.1');
+    onCleanup(() => socket.destroy());
+    socket.on('error', () => {});
+    socket.end(Buffer.concat([Buffer.from('PROXY TCP4 203.0.113.7 192.0.2.1 51234 443\r\n'), Buffer.from([0x16, 3, 1, 0, 200, 1, 0, 0, 196])]));
+    socket.resume();
+    await new Promise((resolve) => socket.once('close', resolve));
+    const served = await httpsGet(port, 'm.lila.test', { ca: pki.ca, header: 'PROXY TCP4 203.0.113.7 192.0.2.1 51234 443\r\n' });
+    assert.deepEqual([served.status, served.body, served.serial], [200, 'A 203.0.113.7', managed.serial]);
+  });
 });
 
 // `count` distinct ports free on 127.0.0.1 now (held together while they are found).

@@ -46,6 +46,11 @@ function divertAlpn(server, options) {
       return hello;
     });
     readHello(socket, options.timeout, (hello, buffer) => {
+      // A client that ended or went before its hello was whole can never finish a handshake.
+      if (hello === null) {
+        socket.destroy();
+        return;
+      }
       const asked = hello.state === 'done' && hello.alpn !== null && hello.alpn.length === 1 &&
         hello.alpn[0] === options.protocol && hello.serverName !== null;
       const context = asked ? options.contextFor(hello.serverName) : null;
@@ -63,7 +68,8 @@ function divertAlpn(server, options) {
 
 module.exports = { divertAlpn };
 
-// The bytes a client sends until its ClientHello is whole (or is no hello), paused then.
+// The bytes a client sends until its ClientHello is whole (or is no hello), paused then;
+// null for a client that ends or closes before (its bytes cannot be put back after the end).
 function readHello(socket, timeout, done) {
   let buffer = Buffer.alloc(0);
   const timer = setTimeout(() => finish({ state: 'not-tls' }), timeout);
@@ -72,17 +78,20 @@ function readHello(socket, timeout, done) {
     const hello = readClientHello(buffer, { alpn: true });
     if (hello.state !== 'more') finish(hello);
   };
-  const onEnd = () => finish({ state: 'not-tls' });
+  // The timer and the buffer go now, not at the timeout.
+  const onEnd = () => finish(null);
   const finish = (hello) => {
     clearTimeout(timer);
     socket.removeListener('data', onData);
     socket.removeListener('end', onEnd);
+    socket.removeListener('close', onEnd);
     socket.pause();
     done(hello, buffer);
   };
   socket.on('error', onError);
   socket.on('data', onData);
   socket.on('end', onEnd);
+  socket.on('close', onEnd);
   socket.resume();
 }
 

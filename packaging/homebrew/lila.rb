@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "a19a8850d08b76f108783e0a02d53fd5245d310470f059bb79e1ae604563af4d"
+  sha256 "25e5ede49c3a79378efb39e50d9a09a11076cd06e3e8b6396e6d02e755d71200"
   license "MIT"
 
   depends_on "node"
