@@ -630,6 +630,42 @@ describe('the config file', function () {
       assert.equal((await request(port)).body, 'B');
     });
 
+    it('keeps the global options of the command line through a reload: they win over the file\'s, as at start', async () => {
+      const echo = await startHttpBackend('echo', (req, res) => res.end(String(req.headers['x-request-id'])));
+      const port = await refusingPort();
+      const file = writeConfig(dir, 'lila.conf', [`pool a round-robin ${echo.address}`, `listen 127.0.0.1:${port}`, '  route * a']);
+      const lila = await startConfigured(['--config', file, '--request-id'], 1);
+      assert.match((await request(port)).body, /^[0-9a-f]{32}$/);
+
+      const reloaded = nextLine(lila, /lila: SIGHUP: .*/);
+      lila.child.kill('SIGHUP');
+      assert.match((await reloaded).line, /^lila: SIGHUP: reloaded /);
+      // A new connection: the one before may still be served by the listener the reload replaced.
+      assert.match((await request(port, { agent: false })).body, /^[0-9a-f]{32}$/, 'still an id after the reload');
+    });
+
+    it('says which global options read at start changed, by line, and applies those a reload takes', async () => {
+      const echo = await startHttpBackend('echo', (req, res) => res.end(String(req.headers['x-request-id'])));
+      const port = await refusingPort();
+      const file = writeConfig(dir, 'lila.conf', ['--drain-timeout 5s', '--log-level info',
+        `pool a round-robin ${echo.address}`, `listen 127.0.0.1:${port}`, '  route * a']);
+      const lila = await startConfigured(['--config', file], 1);
+      assert.equal((await request(port)).body, 'undefined');
+
+      // --drain-timeout changes, --log-level goes (back to its default), --request-id (which a reload applies) comes.
+      writeConfig(dir, 'lila.conf', ['--drain-timeout 1s', '--request-id',
+        `pool a round-robin ${echo.address}`, `listen 127.0.0.1:${port}`, '  route * a']);
+      const reloaded = nextLine(lila, /lila: SIGHUP: reloaded .*/);
+      lila.child.kill('SIGHUP');
+      await reloaded;
+      const warnings = lila.stderr.split('\n').filter((line) => line.startsWith('lila: warn:'));
+      assert.deepEqual(warnings, [
+        `lila: warn: ${file}:1: "--drain-timeout" changed, and lila reads it only at start: it stays as it was until lila restarts`,
+        `lila: warn: ${file}: "--log-level" changed, and lila reads it only at start: it stays as it was until lila restarts`
+      ]);
+      assert.match((await request(port, { agent: false })).body, /^[0-9a-f]{32}$/);
+    });
+
     it('keeps a listener whose certificate file has gone missing on a reload, naming the line', async () => {
       const a = await startHttpBackend('A');
       const port = await refusingPort();

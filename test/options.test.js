@@ -84,6 +84,13 @@ describe('options', () => {
 
       assert.deepEqual(readmeOptions(), expected);
     });
+
+    it('names exactly the global options a reload applies', () => {
+      const sentence = README.replace(/\s+/g, ' ').match(/A reload applies changes to (.*?) \(replacing/);
+      assert.notEqual(sentence, null, 'the sentence is in README');
+      const named = sentence[1].match(/`--[a-z-]+`/g).map((name) => name.slice(3, -1));
+      assert.deepEqual(named.sort(), OPTIONS.filter((option) => option.reloads === true).map((option) => option.name).sort());
+    });
   });
 
   describe('--help', () => {

@@ -45,7 +45,8 @@ function readConfigFile(file) {
  * @throws {LilaError} `LILA_ERR_CONFIG` naming `file:line`
  */
 function parseConfig(text, file) {
-  const model = { file, text, global: { proxy: {} }, pools: [], listeners: [], warnings: [] };
+  // globalLines: the line each global option is on, for what a reload says of it.
+  const model = { file, text, global: { proxy: {} }, globalLines: {}, pools: [], listeners: [], warnings: [] };
   const globalWords = [];
   for (const block of readConfigText(text, file)) {
     const atLine = (line) => at(file, line);
@@ -66,6 +67,7 @@ function parseConfig(text, file) {
     if (positionals.length > 0) throw at(file, line)(`"${positionals[0]}" is not an option: a line of its own holds options only`);
     const options = readAt(values, at(file, line));
     Object.assign(model.global, options, { proxy: { ...model.global.proxy, ...options.proxy } });
+    for (const name of Object.keys(values)) model.globalLines[name] = line;
   }
   check(model, file);
   return model;

@@ -182,20 +182,28 @@ function parseConfigured(file, values, env) {
     const line = { layer: 'a pool or listen', pool: 'a pool', route: 'a route or listen' }[option.scope] || 'a listen';
     throw new LilaError(codes.INVALID_OPTION, `"--${option.name}" goes in the config file, on ${option.scope === 'command' ? 'no line: it is for a command line without --config' : `${line} line`}`);
   }
-  const model = readConfigFile(file);
-  // The command line's global options win over the file's.
+  // The command line's global options win over the file's, at start and at every reload.
   const given = readOptions(values);
-  const options = { ...model.global, ...given, proxy: { ...model.global.proxy, ...given.proxy } };
-  model.global = options;
+  const withGiven = (model) => {
+    model.global = { ...model.global, ...given, proxy: { ...model.global.proxy, ...given.proxy } };
+    return model;
+  };
+  const model = withGiven(readConfigFile(file));
+  const options = model.global;
+  const reread = (next) => {
+    withGiven(next);
+    next.warnings.push(...readAtStartChanged(options, next));
+    return next;
+  };
   return {
     check: values.check === true,
     logger: loggerOptions(options),
     service: {
       config: model,
       configFile: file,
-      loadConfig: () => readConfigFile(file),
+      loadConfig: () => reread(readConfigFile(file)),
       // PUT /config: a text run as the file is (its mistakes named by line).
-      parseConfig: (text) => parseConfig(text, file),
+      parseConfig: (text) => reread(parseConfig(text, file)),
       watch: options.watch === true,
       drainTimeout: options['drain-timeout'],
       admin: adminOf(options, env),
@@ -203,6 +211,22 @@ function parseConfigured(file, values, env) {
       acme: acmeOf(options)
     }
   };
+}
+
+// What a reload says of the global options read only at start (--admin, --workers, --acme, ...)
+// that the file now gives otherwise: they change when lila restarts, not before.
+function readAtStartChanged(running, next) {
+  const warnings = [];
+  for (const option of OPTIONS) {
+    if (option.scope !== 'global' || option.reloads === true) continue;
+    const key = option.alias || option.name;
+    const [was, now] = [running, next.global].map((global) => JSON.stringify(option.key === undefined ? global[key] : global.proxy[option.key]));
+    if (was === now) continue;
+    const line = next.globalLines === undefined ? undefined : next.globalLines[option.name];
+    const where = line === undefined ? next.file : `${next.file}:${line}`;
+    warnings.push(`${where}: "--${option.name}" changed, and lila reads it only at start: it stays as it was until lila restarts`);
+  }
+  return warnings;
 }
 
 // --acme and the options that go with it, as `createService({acme})` takes them; undefined without it.

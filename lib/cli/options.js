@@ -33,9 +33,10 @@ const MAX_WORKERS = 256;
  * - `scope`: where the config file takes it: `global` (a line of its own), `pool` (a pool's
  *   lines), `listener` (a listen line's), `layer` (both), `route` (a route line's, a listen line's for its
  *   routes, and the command line's for its one route), `command` (the command line only)
+ * - `reloads`: a global option a reload of the config file applies; the others are read at start
  *
  * @type {{name: string, short?: string, arg?: string, group: string, scope: string, help: string, default: string,
- *   read?: (text: string, flag: string) => unknown, key?: string, multiple?: boolean, alias?: string}[]}
+ *   read?: (text: string, flag: string) => unknown, key?: string, multiple?: boolean, alias?: string, reloads?: boolean}[]}
  */
 const OPTIONS = [
   {
@@ -57,7 +58,7 @@ const OPTIONS = [
       'an invalid file keeps what runs'
   },
   {
-    name: 'resolver', arg: '<ip[:port],...>', group: 'dns', scope: 'global', default: '/etc/resolv.conf', key: 'resolvers',
+    name: 'resolver', arg: '<ip[:port],...>', group: 'dns', scope: 'global', reloads: true, default: '/etc/resolv.conf', key: 'resolvers',
     help: "the DNS servers resolve and srv: servers ask, e.g. 127.0.0.1:8600 for Consul's DNS",
     read: validateResolvers
   },
@@ -128,7 +129,7 @@ const OPTIONS = [
     help: 'bytes a request head may take, else 431', read: (text, flag) => validateCount(text, flag, 1024)
   },
   {
-    name: 'engine', arg: '<fast|node>', group: 'http', scope: 'global', default: DEFAULTS.engine, key: 'engine',
+    name: 'engine', arg: '<fast|node>', group: 'http', scope: 'global', reloads: true, default: DEFAULTS.engine, key: 'engine',
     help: "fast: lila's own HTTP/1.1 engine on net, and h2 on core http2; node: Node's core http, HTTP/1.1 only, the reference",
     read: (text, flag) => validateChoice(text, HTTP_ENGINES, flag)
   },
@@ -273,11 +274,11 @@ const OPTIONS = [
     help: 'a plain http listener answers every request with 308 to the same host and URI on https (it needs no route)'
   },
   {
-    name: 'backend-ca', arg: '<file>', group: 'tls', scope: 'global', default: "Node's CAs",
+    name: 'backend-ca', arg: '<file>', group: 'tls', scope: 'global', reloads: true, default: "Node's CAs",
     help: 'verify the certificates of tls backends against the CA certificates of this PEM file'
   },
   {
-    name: 'backend-insecure', group: 'tls', scope: 'global', default: 'off',
+    name: 'backend-insecure', group: 'tls', scope: 'global', reloads: true, default: 'off',
     help: 'do not verify the certificates of tls backends (said at startup)'
   },
   {
@@ -360,7 +361,7 @@ const OPTIONS = [
     read: (text, flag) => validateChoice(text, Logger.ACCESS_FORMATS, flag)
   },
   {
-    name: 'request-id', group: 'logging', scope: 'global', default: 'off', key: 'requestId',
+    name: 'request-id', group: 'logging', scope: 'global', reloads: true, default: 'off', key: 'requestId',
     help: "http: every request gets an id, the client's X-Request-ID when valid (1 to 200 letters, digits or -_.:+/=@), " +
       'else 32 random hex digits, and a W3C traceparent, continued with a parent id of lila\'s or started; both go to ' +
       "the backend and into access lines, the id into every response's X-Request-ID and lila's own answers"

@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "25e5ede49c3a79378efb39e50d9a09a11076cd06e3e8b6396e6d02e755d71200"
+  sha256 "a390ee44ca77ccafda935b734a563eabc3a9e133f5d67e04ed4f98de0a38f6b6"
   license "MIT"
 
   depends_on "node"
