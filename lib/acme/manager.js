@@ -98,7 +98,7 @@ class AcmeManager {
       this.names.delete(name);
       this.certificates.delete(name);
     }
-    const loading = [];
+    const added = [];
     for (const name of wanted) {
       if (this.names.has(name)) continue;
       const entry = {
@@ -106,9 +106,12 @@ class AcmeManager {
         failures: 0, timer: null, removed: false, queued: false, serial: null
       };
       this.names.set(name, entry);
-      loading.push(this.loadStored(entry).then(() => this.enqueue(entry)));
+      added.push(entry);
     }
-    return Promise.all(loading).then(() => {});
+    // Their turns come in the order the config names them, not as their files happen to be read.
+    return Promise.all(added.map((entry) => this.loadStored(entry))).then(() => {
+      for (const entry of added) this.enqueue(entry);
+    });
   }
 
   // What the state directory holds for a name, served at once (its turn decides whether it is due).

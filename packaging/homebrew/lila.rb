@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "a390ee44ca77ccafda935b734a563eabc3a9e133f5d67e04ed4f98de0a38f6b6"
+  sha256 "49bb5e552618d921bd2954f9af83fb829c8c1a83837bea7c48520b72c36941ce"
   license "MIT"
 
   depends_on "node"
