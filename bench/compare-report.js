@@ -35,15 +35,17 @@ const NGINX_OF_LAYER = { http: 'nginx http', tcp: 'nginx stream', https: 'nginx 
 
 /**
  * bench/compare.js's report, in markdown: the command, the setup, then the
- * medians of every target and load, lila's ratios to its peers, and memory
- * per idle connection. `vs direct` is `-` when direct (layer null) was not
+ * medians of every target and load, lila's ratios to its peers (another
+ * checkout's lila, a target with `of`: its ratios to the working tree's), and
+ * memory per idle connection. `vs direct` is `-` when direct (layer null) was not
  * measured (`--only`); a target not run at a load has no row there. A load
  * with a `goal` adds it to the ratios to nginx, with `ok` or `MISS`.
  *
  * @param {object} results
  * @param {string[]} results.setup paragraphs describing the machine and the run
  * @param {{name: string, goal?: number}[]} results.loads `goal`: lila's req/CPU-s over nginx's at least that
- * @param {{name: string, layer: 'http' | 'https' | 'tcp' | 'h2' | 'grpc' | null}[]} results.targets
+ * @param {{name: string, layer: 'http' | 'https' | 'tcp' | 'h2' | 'grpc' | null, of?: string}[]} results.targets
+ *   `of`: the working tree's target this one is another lila's of (`lila http fast` for `lila http fast @b124524`)
  * @param {Map<string, Sample[]>} results.samples by `sampleKey(target, load)`
  * @param {object[] | null} results.idle `{target, open, before, after}`, memory from proc-stats; null: not measured
  * @param {string[]} results.notes what was skipped or changed, and why
@@ -94,6 +96,18 @@ function describeMachine({ nginx, haproxy }) {
   versions.push(`http-proxy ${require('http-proxy/package.json').version}`);
   return `${name}, ${cpus === null ? os.cpus().length : cpus[1]} cores (lscpu), Linux ${os.release().split('-')[0]}, ` +
     `Node ${process.version}; ${versions.join(', ')}; ${new Date().toISOString().slice(0, 10)}.`;
+}
+
+/**
+ * One sentence on the lilas of other checkouts a run measures besides the
+ * working tree's: the name each goes by, its executable, and its commit.
+ *
+ * @param {{name: string, path: string}[]} lilas
+ * @returns {string}
+ */
+function describeLilas(lilas) {
+  const each = lilas.map(({ name, path: file }) => `\`@${name}\` ${file} (${lilaRevision(path.dirname(file))})`);
+  return `Other lilas (\`--lila\`), named after \`@\` in the tables: ${each.join('; ')}.`;
 }
 
 /**
@@ -165,7 +179,7 @@ function textHeader(columns) {
   return [textRow(columns, columns.map(([title]) => title)), textRow(columns, columns.map(([, width]) => '-'.repeat(width)))];
 }
 
-module.exports = { formatReport, describeMachine, writeSection, sampleKey, median, textHeader, textRow };
+module.exports = { formatReport, describeMachine, describeLilas, writeSection, sampleKey, median, textHeader, textRow };
 
 // Every column's median over the rounds; errors add up.
 function summarize(list) {
@@ -212,12 +226,13 @@ function throughputTable(loads, targets, medians) {
 
 // Above 1, lila serves more per second or per CPU-second; a p99 above 1 is lila slower.
 // Loads with a goal add `goal` and `result` columns, filled in for the ratios to nginx.
+// Another checkout's lila is taken to the working tree's only: its ratios to the peers follow from those.
 function ratioTable(loads, targets, medians) {
   const names = new Set(targets.map((target) => target.name));
   const pairs = [];
   for (const target of targets) {
-    if (!target.name.startsWith('lila')) continue;
-    for (const peer of PEERS[target.layer]) pairs.push([target, peer]);
+    if (target.of !== undefined) pairs.push([target, target.of]);
+    else if (target.name.startsWith('lila')) for (const peer of PEERS[target.layer]) pairs.push([target, peer]);
   }
   const goals = loads.some((load) => load.goal !== undefined);
   const rows = [];
@@ -291,9 +306,8 @@ function shellWord(arg) {
   return /^[\w.,:/=@+-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, "'\\''")}'`;
 }
 
-// What was measured: the working tree's lib/, which may differ from the last commit.
-function lilaRevision() {
-  const root = path.join(__dirname, '..');
+// What was measured: a checkout's lib/ (the working tree's by default), which may differ from its last commit.
+function lilaRevision(root = path.join(__dirname, '..')) {
   const git = (args) => spawnSync('git', ['-C', root, ...args], { encoding: 'utf8' });
   const commit = git(['rev-parse', '--short', 'HEAD']);
   if (commit.status !== 0) return 'lila';

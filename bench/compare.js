@@ -5,14 +5,13 @@ const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { spawnSync } = require('node:child_process');
-const { HTTP_ENGINES } = require('../lib/proxy');
 const { LILA, BACKENDS, startChild, parsePorts, parseLilaPort, freePort } = require('./children');
 const { processTree, memory, othersStart, othersSince } = require('./proc-stats');
 const { nginxBackends, nginxProxy, nginxStreamModule, nginxHttp2Syntax, haproxyConfig } = require('./peer-configs');
-const { formatReport, describeMachine, writeSection, sampleKey } = require('./compare-report');
+const { formatReport, describeMachine, describeLilas, writeSection, sampleKey } = require('./compare-report');
 const { makeCertificates, SERVER_NAME } = require('./certificates');
 const {
-  runBench, refuseAfterSignal, stopRunChild, canPin, openFilesLimit, startListening, exited, commandPath, wholeNumber, sleep
+  runBench, refuseAfterSignal, stopRunChild, canPin, openFilesLimit, startListening, exited, commandPath, wholeNumber, otherLilas, sleep
 } = require('./run-kit');
 const { startLoadProcess, ask } = require('./load-process');
 
@@ -24,6 +23,9 @@ const README = path.join(__dirname, 'README.md');
 const NGINX = '/usr/sbin/nginx';
 const PROXY_CPU = 0;
 const LOAD_CPU = 1;
+// lila's http engines (`--engine`), the default first: written here, not read from lib/, so that
+// the bench runs whatever the library's files are called, and other checkouts' lilas (`--lila`).
+const HTTP_ENGINES = ['fast', 'node'];
 const LOADS = [
   { name: '7 keep-alive', connections: 7, close: false },
   { name: '64 keep-alive', connections: 64, close: false },
@@ -75,10 +77,12 @@ const SETTLE_MS = 1000;
 
 main();
 
-// `npm run bench:compare [-- --rounds <n>] [--duration <s>] [--only <names>] [--tls | --h2] [--write]`:
-// direct, lila and its peers in front of the same three backends, rounds interleaved, medians
+// `npm run bench:compare [-- --rounds <n>] [--duration <s>] [--only <names>] [--tls | --h2] [--lila <name>=<path>]...
+// [--write]`: direct, lila and its peers in front of the same three backends, rounds interleaved, medians
 // reported; with `--tls`, the proxies serve HTTPS (RSA and ECDSA certificates) instead; with
-// `--h2`, HTTP/2 (h2c and over TLS) to h2load, and gRPC calls to three gRPC backends.
+// `--h2`, HTTP/2 (h2c and over TLS) to h2load, and gRPC calls to three gRPC backends. Each
+// `--lila <name>=<path>` adds the lila executable at <path> (another checkout's, e.g. a git worktree
+// of an older commit) as a copy of every lila target, `lila http fast @<name>`, ...
 function main() {
   return runBench({ openFiles: 0, certificates: null }, async (run) => {
     const options = optionsFrom(process.argv.slice(2));
@@ -93,9 +97,9 @@ function main() {
     const loads = options.mode === 'tls' ? tlsLoads(run.certificates) : options.mode === 'h2' ? H2_LOADS : LOADS;
     run.load = startLoadProcess(run, pinned(run, LOAD_CPU, process.execPath, [LOAD]), 'load.js');
     const backends = await startBackends(run, notes, options.mode === 'h2');
-    const all = options.mode === 'tls' ? tlsTargetsFor(run, backends)
+    const all = withOtherLilas(options.mode === 'tls' ? tlsTargetsFor(run, backends)
       : options.mode === 'h2' ? h2TargetsFor(run, backends, await startGrpcBackends(run, notes))
-        : targetsFor(run, backends);
+        : targetsFor(run, backends), options.lilas);
     const targets = await startTargets(run, chosenTargets(all, options.only, notes), notes);
     const samples = await measureRounds(run, targets, loads, options, notes);
     for (const target of targets) if (target.child !== null) await stopRunChild(run, target.child);
@@ -126,6 +130,7 @@ function optionsFrom(args) {
       only: { type: 'string' },
       tls: { type: 'boolean' },
       h2: { type: 'boolean' },
+      lila: { type: 'string', multiple: true },
       write: { type: 'boolean' }
     }
   });
@@ -136,11 +141,14 @@ function optionsFrom(args) {
   // The README's table is a full run.
   if (only !== null && values.write === true) throw new RangeError('"--write" measures every target: drop "--only"');
   if (values.tls === true && values.h2 === true) throw new RangeError('"--tls" and "--h2" are runs of their own: choose one');
+  // The README's table is the working tree's lila and its peers.
+  if (values.lila !== undefined && values.write === true) throw new RangeError('"--write" measures this lila alone: drop "--lila"');
   return {
     rounds: wholeNumber('--rounds', values.rounds, DEFAULT_ROUNDS),
     duration: wholeNumber('--duration', values.duration, DEFAULT_SECONDS),
     only,
     mode: values.tls === true ? 'tls' : values.h2 === true ? 'h2' : 'plain',
+    lilas: otherLilas(values.lila),
     write: values.write === true
   };
 }
@@ -225,21 +233,12 @@ async function startGrpcBackends(run, notes) {
 function targetsFor(run, backends) {
   const servers = backends.ports.map((port) => `127.0.0.1:${port}`);
   const targets = [{ name: 'direct', layer: null, start: async () => ({ port: backends.ports[0], child: null }) }];
-  const lila = (name, layer, extra) => ({
-    name,
-    layer,
-    start: () => startLila(run, layer, [...extra, ...servers])
-  });
-  for (const engine of HTTP_ENGINES) {
-    // --engine appears with the second engine; lila without it knows only one.
-    if (HTTP_ENGINES.length === 1) targets.push(lila('lila http', 'http', []));
-    else targets.push(lila(`lila http ${engine}`, 'http', ['--engine', engine]));
-  }
+  const lila = (name, layer, extra) => lilaTarget(run, { name, layer }, layer, [...extra, ...servers]);
+  for (const engine of HTTP_ENGINES) targets.push(lila(`lila http ${engine}`, 'http', ['--engine', engine]));
   targets.push(lila('lila tcp', 'tcp', []));
-  // --workers with the default engine, named when there are several.
+  // --workers with the default engine.
   const [first] = HTTP_ENGINES;
-  if (HTTP_ENGINES.length === 1) targets.push(lila('lila http x2', 'http', ['--workers', '2']));
-  else targets.push(lila(`lila http ${first} x2`, 'http', ['--engine', first, '--workers', '2']));
+  targets.push(lila(`lila http ${first} x2`, 'http', ['--engine', first, '--workers', '2']));
   targets.push({ name: 'node-http-proxy', layer: 'http', start: () => startNodePeer(run, PEER, servers) });
   targets.push({ name: 'net pipe', layer: 'tcp', start: () => startNodePeer(run, NET_PIPE, servers) });
   if (fs.existsSync(NGINX)) {
@@ -271,7 +270,7 @@ function targetsFor(run, backends) {
 function tlsTargetsFor(run, backends) {
   const servers = backends.ports.map((port) => `127.0.0.1:${port}`);
   const haproxy = commandPath('haproxy');
-  const plain = /^(direct|lila http( [a-z]+)?|nginx http|haproxy http)$/;
+  const plain = /^(direct|lila http [a-z]+|nginx http|haproxy http)$/;
   const targets = targetsFor(run, backends).filter(({ name }) => plain.test(name));
   for (const tls of run.certificates) {
     const certificate = { cert: tls.type };
@@ -283,10 +282,8 @@ function tlsTargetsFor(run, backends) {
       targets.push({ name: 'direct', layer: null, ...certificate, start: async () => ({ port, child: null }) });
     }
     for (const engine of HTTP_ENGINES) {
-      const name = HTTP_ENGINES.length === 1 ? 'lila https' : `lila https ${engine}`;
-      const engineArgs = HTTP_ENGINES.length === 1 ? [] : ['--engine', engine];
-      const args = [...engineArgs, ...files, ...servers];
-      targets.push({ name, layer: 'https', ...certificate, start: () => startLila(run, 'http', args) });
+      const args = ['--engine', engine, ...files, ...servers];
+      targets.push(lilaTarget(run, { name: `lila https ${engine}`, layer: 'https', ...certificate }, 'http', args));
     }
     if (fs.existsSync(NGINX)) {
       const start = () => startNginxProxy(run, 'http', backends.ports, null, tls);
@@ -322,7 +319,7 @@ function h2TargetsFor(run, backends, grpcBackends) {
   const haproxy = commandPath('haproxy');
   const http2 = fs.existsSync(NGINX) ? nginxHttp2Syntax(NGINX) : null;
   const [engine] = HTTP_ENGINES;
-  const plain = new Set(['direct', HTTP_ENGINES.length === 1 ? 'lila http' : `lila http ${engine}`, 'nginx http', 'haproxy http']);
+  const plain = new Set(['direct', `lila http ${engine}`, 'nginx http', 'haproxy http']);
   const targets = targetsFor(run, backends).filter(({ name }) => plain.has(name));
   const peers = (kind, layer, nginxStart, haproxyStart) => {
     if (http2 === null) targets.push({ name: `nginx ${layer}`, layer, kind, skipped: `${NGINX} not found.` });
@@ -348,7 +345,7 @@ function h2TargetsFor(run, backends, grpcBackends) {
       targets.push({ name: 'direct', layer: null, kind, start: async () => ({ port, child: null }) });
     }
     const files = tls === undefined ? [] : ['--tls-cert', tls.certFile, '--tls-key', tls.keyFile];
-    targets.push({ name: 'lila h2', layer: 'h2', kind, start: () => startLila(run, 'http', [...files, ...servers]) });
+    targets.push(lilaTarget(run, { name: 'lila h2', layer: 'h2', kind }, 'http', [...files, ...servers]));
     // Every stream in flight holds an HTTP/1.1 upstream connection: nginx keeps as many idle.
     const nginxOptions = { name: `nginx-${kind}`, http2, keepalive: inFlight };
     peers(
@@ -362,7 +359,7 @@ function h2TargetsFor(run, backends, grpcBackends) {
   const { ports } = grpcBackends;
   targets.push({ name: 'direct', layer: null, kind: 'grpc', start: async () => ({ port: ports[0], child: null }) });
   const grpcServers = ports.map((port) => `127.0.0.1:${port},h2`);
-  targets.push({ name: 'lila grpc', layer: 'grpc', kind: 'grpc', start: () => startLila(run, 'http', grpcServers) });
+  targets.push(lilaTarget(run, { name: 'lila grpc', layer: 'grpc', kind: 'grpc' }, 'http', grpcServers));
   // nginx sends one call at a time on an upstream connection.
   const nginxOptions = { name: 'nginx-grpc', http2, grpc: true, keepalive: GRPC_CONCURRENCY };
   peers(
@@ -374,8 +371,28 @@ function h2TargetsFor(run, backends, grpcBackends) {
   return targets;
 }
 
-// The targets `--only` names (all without it), those that cannot run here
-// left out with a note, targets sharing a reason in one.
+// A lila target (`fields`: its name, layer, certificate or kind), started as
+// `lila round-robin --layer <layer> <args>`; `startOther(lila)` starts the
+// same with another checkout's lila.
+function lilaTarget(run, fields, layer, args) {
+  const startOther = (other) => startLila(run, layer, args, other);
+  return { ...fields, start: () => startOther(null), startOther };
+}
+
+// `--lila`: after each lila target, a copy of it per other lila, in the order
+// given, named `<name> @<other>`, `of` its target: the same loads and
+// certificate or kind, measured in the same rounds.
+function withOtherLilas(targets, lilas) {
+  return targets.flatMap((target) => {
+    if (target.startOther === undefined) return [target];
+    const copies = lilas.map((lila) => ({ ...target, name: `${target.name} @${lila.name}`, of: target.name, start: () => target.startOther(lila) }));
+    return [target, ...copies];
+  });
+}
+
+// The targets `--only` names (all without it; a lila target's name brings its
+// copies of `--lila` along), those that cannot run here left out with a note,
+// targets sharing a reason in one.
 function chosenTargets(targets, only, notes) {
   if (only !== null) {
     // With --tls, a target runs once per certificate under one name.
@@ -385,7 +402,7 @@ function chosenTargets(targets, only, notes) {
       throw new RangeError(`"--only": no target ${unknown.map((name) => `"${name}"`).join(', ')}; the targets: ${names.join(', ')}`);
     }
   }
-  const chosen = only === null ? targets : targets.filter((target) => only.includes(target.name));
+  const chosen = only === null ? targets : targets.filter((target) => only.includes(target.name) || only.includes(target.of));
   const skipped = new Map();
   for (const { name, skipped: reason } of chosen) {
     const names = skipped.get(reason) || [];
@@ -395,25 +412,28 @@ function chosenTargets(targets, only, notes) {
   return chosen.filter((target) => target.skipped === undefined);
 }
 
-// A peer that fails to start is skipped with a note; lila failing stops the run.
+// A peer that fails to start is skipped with a note, as is another checkout's
+// lila (an older one may not know an option); the working tree's lila failing stops the run.
 async function startTargets(run, targets, notes) {
   const started = [];
   for (const target of targets) {
     try {
       started.push(Object.assign(target, await target.start(), { lost: null }));
     } catch (err) {
-      if (target.name.startsWith('lila') || run.signal !== null) throw err;
+      if ((target.name.startsWith('lila') && target.of === undefined) || run.signal !== null) throw err;
       notes.push(`${target.name} skipped: ${err.message}`);
     }
   }
   return started;
 }
 
-async function startLila(run, layer, args) {
+// The working tree's lila, or with `other` ({name, path} of `--lila`) that one.
+async function startLila(run, layer, args, other = null) {
   const http = layer === 'http' ? ['--keepalive-timeout', `${KEEPALIVE_SECONDS}s`] : [];
   const lilaArgs = ['round-robin', '--layer', layer, '-a', '127.0.0.1', '-p', '0', ...http, ...args];
-  const [command, spawnArgs] = pinned(run, PROXY_CPU, process.execPath, [LILA, ...lilaArgs]);
-  const { value, child } = await startReady(run, command, spawnArgs, 'stderr', parseLilaPort, 'lila');
+  const [command, spawnArgs] = pinned(run, PROXY_CPU, process.execPath, [other === null ? LILA : other.path, ...lilaArgs]);
+  const name = other === null ? 'lila' : `lila @${other.name}`;
+  const { value, child } = await startReady(run, command, spawnArgs, 'stderr', parseLilaPort, name);
   return { port: value, child };
 }
 
@@ -477,6 +497,7 @@ async function startHaproxy(run, haproxy, mode, ports, tls = undefined, more = {
 // same one.
 async function measureRounds(run, targets, loads, { rounds, duration }, notes) {
   const samples = new Map();
+  const width = nameWidth(targets);
   for (let round = 0; round < rounds; round++) {
     for (const load of loads) {
       for (let i = 0; i < targets.length; i++) {
@@ -495,7 +516,7 @@ async function measureRounds(run, targets, loads, { rounds, duration }, notes) {
           notes.push(target.lost);
           // With --h2 a target object serves one load, and its name may stay in the tables for another.
           samples.delete(sampleKey(target, load));
-          process.stderr.write(`round ${round + 1}/${rounds}  ${load.name.padEnd(13)}  ${target.name.padEnd(18)}  ${target.lost}\n`);
+          process.stderr.write(`round ${round + 1}/${rounds}  ${load.name.padEnd(13)}  ${target.name.padEnd(width)}  ${target.lost}\n`);
           continue;
         }
         // A proxy stopped from outside (a stray signal) would leave rows of errors: it leaves the tables instead.
@@ -510,7 +531,7 @@ async function measureRounds(run, targets, loads, { rounds, duration }, notes) {
         const cpu = sample.cpu === null ? '' : `, proxy CPU ${sample.cpu.toFixed(2)} s`;
         const resumed = sample.resumed === undefined ? '' : `, ${Math.round(sample.resumed * 100)}% resumed`;
         process.stderr.write(
-          `round ${round + 1}/${rounds}  ${load.name.padEnd(13)}  ${target.name.padEnd(18)}  ` +
+          `round ${round + 1}/${rounds}  ${load.name.padEnd(13)}  ${target.name.padEnd(width)}  ` +
             `${Math.round(sample.rps)} req/s, p99 ${sample.p99.toFixed(2)} ms${cpu}${resumed}` +
             `${sample.errors === 0 ? '' : `, ${sample.errors} errors`}\n`
         );
@@ -524,6 +545,7 @@ async function measureRounds(run, targets, loads, { rounds, duration }, notes) {
 // IDLE_CONNECTIONS idle keep-alive clients that have had one response each.
 async function measureIdle(run, targets, count, notes) {
   const rows = [];
+  const width = nameWidth(targets);
   for (const target of targets) {
     if (target.layer === null) continue;
     let fresh;
@@ -543,7 +565,7 @@ async function measureIdle(run, targets, count, notes) {
       rows.push({ target, before, after, ...opened });
       const perConnection = opened.open === 0 ? NaN : (after.rss - before.rss) / opened.open;
       process.stderr.write(
-        `idle  ${target.name.padEnd(18)}  ${opened.open} open, ${Math.round(perConnection)} B each` +
+        `idle  ${target.name.padEnd(width)}  ${opened.open} open, ${Math.round(perConnection)} B each` +
           `${opened.failed === 0 ? '' : `, ${opened.failed} failed (${opened.error})`}\n`
       );
     } catch (err) {
@@ -554,6 +576,11 @@ async function measureIdle(run, targets, count, notes) {
     }
   }
   return rows;
+}
+
+// The progress lines' target column: 18, or the longest name with `--lila`.
+function nameWidth(targets) {
+  return Math.max(18, ...targets.map(({ name }) => name.length));
 }
 
 function setupLines({ run, backends, options, others }) {
@@ -571,6 +598,7 @@ function setupLines({ run, backends, options, others }) {
   const executables = { nginx: fs.existsSync(NGINX) ? NGINX : null, haproxy: commandPath('haproxy') };
   return [
     describeMachine(executables),
+    ...(options.lilas.length > 0 ? [describeLilas(options.lilas)] : []),
     ...(options.mode === 'tls' ? [openSslVersions(executables)] : []),
     ...(options.mode === 'h2' ? [h2Setup(executables)] : []),
     `Backends A, B and C: ${served}. ${cores} ` +

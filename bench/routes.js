@@ -4,11 +4,14 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
+const { spawnSync } = require('node:child_process');
 const { LILA, BACKENDS, startChild, parsePorts, freePort } = require('./children');
 const { processTree, cpuDuring, othersStart, othersSince } = require('./proc-stats');
 const { nginxBackends } = require('./peer-configs');
-const { describeMachine, median, textHeader, textRow } = require('./compare-report');
-const { runBench, refuseAfterSignal, stopRunChild, canPin, pinned, openFilesLimit, startListening, exited, wholeNumber } = require('./run-kit');
+const { describeMachine, describeLilas, median, textHeader, textRow } = require('./compare-report');
+const {
+  runBench, refuseAfterSignal, stopRunChild, canPin, pinned, openFilesLimit, startListening, exited, wholeNumber, otherLilas
+} = require('./run-kit');
 const { startLoadProcess, ask, serveLoad } = require('./load-process');
 
 const NGINX = '/usr/sbin/nginx';
@@ -45,20 +48,24 @@ const COLUMNS = [
 if (process.argv[2] === LOAD_ROLE) serveLoad(runLoad);
 else main();
 
-// `npm run bench:routes [-- --rounds <n>] [--duration <s>] [--connections <n>] [--split]`: lila with one
-// route, then with 1000, in front of the same three backends, rounds alternating; medians.
+// `npm run bench:routes [-- --rounds <n>] [--duration <s>] [--connections <n>] [--split] [--lila <name>=<path>]...`:
+// lila with one route, then with 1000, in front of the same three backends, rounds alternating; medians.
+// Each `--lila <name>=<path>` adds both configurations run by the lila executable at <path> (another
+// checkout's, e.g. a git worktree of an older commit), `1 route @<name>` and `1000 routes @<name>`,
+// in the same rounds; a lila that reads no config file runs `1 route` by its command line only.
 function main() {
   return runBench({}, async (run) => {
     const options = optionsFrom(process.argv.slice(2));
+    const lilas = options.lilas.map((lila) => ({ ...lila, readsConfig: readsConfig(lila) }));
     const others = othersStart();
     run.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-routes-'));
     run.pinned = canPin();
     // This script again, as the load process: autocannon on the load core, as bench/load.js for bench/compare.js.
     run.load = startLoadProcess(run, pinned(run, LOAD_CPU, process.execPath, [__filename, LOAD_ROLE]), 'load process');
     const backends = await startBackends(run);
-    const configs = configsFor(backends.ports, options);
+    const { configs, left } = withOtherLilas(configsFor(backends.ports, options), lilas);
     const samples = await measureRounds(run, configs, options);
-    const report = formatReport({ configs, samples, options, backends, run, others: othersSince(others) });
+    const report = formatReport({ configs, left, lilas, samples, options, backends, run, others: othersSince(others) });
     process.stdout.write(`\n${report.text}`);
     if (report.failed) process.exitCode = 1;
   });
@@ -71,11 +78,13 @@ function optionsFrom(args) {
       rounds: { type: 'string', short: 'r' },
       duration: { type: 'string', short: 'd' },
       connections: { type: 'string', short: 'c' },
-      split: { type: 'boolean' }
+      split: { type: 'boolean' },
+      lila: { type: 'string', multiple: true }
     }
   });
   return {
     split: values.split === true,
+    lilas: otherLilas(values.lila),
     rounds: wholeNumber('--rounds', values.rounds, DEFAULT_ROUNDS),
     duration: wholeNumber('--duration', values.duration, DEFAULT_SECONDS),
     connections: wholeNumber('--connections', values.connections, DEFAULT_CONNECTIONS)
@@ -101,6 +110,11 @@ function configsFor(ports, { split }) {
     name: '1 route',
     routes: 1,
     text: [...head, `pool all round-robin ${all.server}`, '', listen, '  route * all', ''].join('\n'),
+    // The same listener, pool and route, for a lila that reads no config file.
+    commandLine: [
+      'round-robin', ...all.server.split(' '), '-a', '127.0.0.1', '-p', 'PORT', '--keepalive-timeout', `${KEEPALIVE_SECONDS}s`,
+      '--admin', '127.0.0.1:ADMIN', ...LOG_LEVEL.split(' ')
+    ],
     requests: mix(() => ({ route: '*', pool: 'all', backends: BACKEND_NAMES }))
   };
   const poolOf = (kind, i) => pools[(i + { exact: 0, wildcard: 1, path: 2 }[kind]) % pools.length];
@@ -120,6 +134,33 @@ function configsFor(ports, { split }) {
     })
   };
   return [one, thousand];
+}
+
+// `--lila`: after the working tree's configurations (`lila` null), each other
+// lila's, named `<config> @<name>`, `of` the working tree's. A lila whose
+// --help has no --config (b124524 and older) runs a configuration's
+// `commandLine` instead, and counts requests by backend only
+// (`lila_requests_total`); one without a command line is left out (`left`,
+// `{name, lila}`).
+function withOtherLilas(configs, lilas) {
+  const all = configs.map((config) => ({ ...config, lila: null }));
+  const left = [];
+  for (const lila of lilas) {
+    for (const config of configs) {
+      const name = `${config.name} @${lila.name}`;
+      if (lila.readsConfig) all.push({ ...config, name, of: config.name, lila });
+      else if (config.commandLine !== undefined) all.push({ ...config, name, of: config.name, lila, text: null, counted: 'requests' });
+      else left.push({ name, lila });
+    }
+  }
+  return { configs: all, left };
+}
+
+// Whether a lila reads a config file: its --help lists --config.
+function readsConfig({ name, path: file }) {
+  const help = spawnSync(process.execPath, [file, '--help'], { encoding: 'utf8' });
+  if (help.status !== 0) throw new Error(`"--lila ${name}=${file}": \`${file} --help\` exited (${help.signal || help.status}): is it lila?`);
+  return /--config <file>/.test(help.stdout);
 }
 
 // CYCLE requests in the order of MIX, the nth of a kind aimed at route
@@ -168,25 +209,33 @@ async function startBackends(run) {
   return { kind: 'node', ports: value.map(({ port }) => port) };
 }
 
-// The real executable with the configuration's file, on the proxy core, on a
-// free port: lila's startup line is left out by --log-level warn, with its
-// drain lines at each stop.
+// The real executable (the working tree's, or another lila's) with the
+// configuration's file, or its command line, on the proxy core, on a free
+// port: lila's startup line is left out by --log-level warn, with its drain
+// lines at each stop.
 async function startLila(run, config) {
   const port = await freePort();
   const admin = await freePort();
-  const file = path.join(run.dir, `${config.routes}-routes.conf`);
-  fs.writeFileSync(file, config.text.replace('PORT', String(port)).replace('ADMIN', String(admin)));
-  const [command, args] = pinned(run, PROXY_CPU, process.execPath, [LILA, '--config', file]);
+  const fill = (text) => text.replace('PORT', String(port)).replace('ADMIN', String(admin));
+  let lilaArgs = config.text === null ? config.commandLine.map(fill) : null;
+  if (lilaArgs === null) {
+    const file = path.join(run.dir, `${config.routes}-routes${config.lila === null ? '' : `-${config.lila.name}`}.conf`);
+    fs.writeFileSync(file, fill(config.text));
+    lilaArgs = ['--config', file];
+  }
+  const executable = config.lila === null ? LILA : config.lila.path;
+  const [command, args] = pinned(run, PROXY_CPU, process.execPath, [executable, ...lilaArgs]);
   const child = await startListening(run, command, args, port, `lila (${config.name})`);
   return { child, port, admin };
 }
 
-// Rounds alternate which configuration goes first, so neither always follows
-// the other. Each run has a lila of its own: with the same two processes for
+// Rounds rotate which configuration goes first, so none always follows the
+// same one. Each run has a lila of its own: with the same two processes for
 // every round, a gap of several percent between them lasted for minutes, and
 // rounds cannot average out what belongs to one process.
 async function measureRounds(run, configs, { rounds, duration, connections }) {
   const samples = configs.map(() => []);
+  const width = nameWidth(configs);
   for (let round = 0; round < rounds; round++) {
     for (let i = 0; i < configs.length; i++) {
       const index = (i + round) % configs.length;
@@ -197,7 +246,7 @@ async function measureRounds(run, configs, { rounds, duration, connections }) {
         const message = { op: 'run', port, connections, duration, pids: processTree(child.pid), requests: config.requests };
         sample = await ask(run.load, message);
         if (exited(child)) throw new Error(`lila (${config.name}) exited (${child.signalCode || child.exitCode})`);
-        sample.routeGap = routeGap(config, sample.sent, await routeCounts(admin), connections);
+        sample.routeGap = routeGap(config, sample.sent, await routeCounts(admin, config), connections);
         for (const text of sample.routeGap.wrong) sample.mismatches.push({ text, count: 1 });
       } finally {
         await stopRunChild(run, child);
@@ -205,7 +254,7 @@ async function measureRounds(run, configs, { rounds, duration, connections }) {
       samples[index].push(sample);
       const wrong = sample.mismatches.reduce((sum, { count }) => sum + count, 0);
       process.stderr.write(
-        `round ${round + 1}/${rounds}  ${config.name.padEnd(11)}  ${Math.round(sample.rps)} req/s, ` +
+        `round ${round + 1}/${rounds}  ${config.name.padEnd(width)}  ${Math.round(sample.rps)} req/s, ` +
           `proxy CPU ${sample.cpu.toFixed(2)} s, ${Math.round(sample.requests / sample.cpu)} req/CPU-s` +
           `${wrong === 0 ? '' : `, ${wrong} mismatches`}${sample.errors === 0 ? '' : `, ${sample.errors} errors`}\n`
       );
@@ -215,10 +264,18 @@ async function measureRounds(run, configs, { rounds, duration, connections }) {
 }
 
 // lila's own count of each route's requests, from its admin API's /metrics.
-async function routeCounts(admin) {
+// A lila without routes (`counted: 'requests'`) counts requests by backend:
+// their sum is its one route's.
+async function routeCounts(admin, config) {
   const response = await fetch(`http://127.0.0.1:${admin}/metrics`);
   const text = await response.text();
   const counts = new Map();
+  if (config.counted === 'requests') {
+    const [{ route }] = config.requests;
+    for (const match of text.matchAll(/^lila_requests_total\{[^}]*\} (\d+)$/gm)) counts.set(route, (counts.get(route) || 0) + Number(match[1]));
+    if (counts.size === 0) throw new Error(`lila (${config.name})'s /metrics has no lila_requests_total`);
+    return counts;
+  }
   for (const match of text.matchAll(/^lila_route_requests_total\{[^}]*route="([^"]*)"[^}]*\} (\d+)$/gm)) {
     counts.set(match[1], (counts.get(match[1]) || 0) + Number(match[2]));
   }
@@ -244,26 +301,32 @@ function routeGap(config, sent, counts, connections) {
   return { gap, off: gap > allowed ? gap - allowed : 0, wrong: gap > allowed ? wrong : [] };
 }
 
-function formatReport({ configs, samples, options, backends, run, others }) {
+// The table has a row per configuration; the ratio of 1000 routes to one is
+// judged for the working tree's lila, and given for each other lila with both,
+// followed by each other lila's figures over the working tree's.
+function formatReport({ configs, left, lilas, samples, options, backends, run, others }) {
   const served = backends.kind === 'nginx'
     ? 'nginx (one worker), each answering `Hello from <name>\\n` from its configuration'
     : 'bench/backends.js (Node http), answering `Hello from <name>\\n`';
+  const columns = COLUMNS.map(([title, width], i) => [title, i === 0 ? nameWidth(configs) : width]);
   const cores = run.pinned ? `lila on CPU ${PROXY_CPU}, autocannon (a process of its own) and the backends on CPU ${LOAD_CPU}.` : 'Nothing pinned.';
   const command = ['node', path.relative(process.cwd(), process.argv[1]), ...process.argv.slice(2)].join(' ');
   const lines = [
     describeMachine({ nginx: backends.kind === 'nginx' ? NGINX : null, haproxy: null }),
+    ...(lilas.length > 0 ? [describeLilas(lilas)] : []),
     `Command: ${command}`,
     `Backends A, B and C: ${served}. ${cores} lila --config (the fast engine), a new process for each run; ` +
       `${options.connections} keep-alive connections, ${CYCLE} requests in turn (4 in 10 to exact hosts, 3 to hosts two labels ` +
       `under a wildcard, 2 to a path prefix, 1 to no named host); ${options.rounds} round${options.rounds === 1 ? '' : 's'} ` +
-      `of ${options.duration} s per configuration after ${WARMUP_SECONDS} s of warm-up, alternating; medians. ` +
+      `of ${options.duration} s per configuration after ${WARMUP_SECONDS} s of warm-up, ` +
+      `${configs.length === 2 ? 'alternating' : 'rotating'}; medians. ` +
       (options.split
         ? '--split: the 1000 routes send to pools a, b and c of one backend each, in turn. '
         : 'Every route sends to the one pool of A, B and C; lila\'s count of each route\'s requests (/metrics) is checked against what was sent. ') +
       `Other processes used ${others.cpu.toFixed(0)} CPU-s during the ${others.wall.toFixed(0)} s of the run ` +
       `(${others.share.toFixed(0)}% of the machine).`,
     '',
-    ...textHeader(COLUMNS)
+    ...textHeader(columns)
   ];
   const medians = samples.map((list) => ({
     rps: median(list.map((s) => s.rps)),
@@ -276,22 +339,32 @@ function formatReport({ configs, samples, options, backends, run, others }) {
   configs.forEach((config, i) => {
     const m = medians[i];
     const wrong = m.mismatches.reduce((sum, { count }) => sum + count, 0);
-    lines.push(textRow(COLUMNS, [config.name, config.routes, Math.round(m.rps), m.cpu.toFixed(2), Math.round(m.perCpu), (1e6 / m.perCpu).toFixed(2), m.checked, wrong]));
+    lines.push(textRow(columns, [config.name, config.routes, Math.round(m.rps), m.cpu.toFixed(2), Math.round(m.perCpu), (1e6 / m.perCpu).toFixed(2), m.checked, wrong]));
   });
   // Both estimates are judged: the ratio of the medians, and the median of each round's ratio,
   // which a slow drift of the machine (both configurations faster for a minute) moves less.
-  const ratio = medians[1].perCpu / medians[0].perCpu;
-  const paired = samples[1].map((s, r) => s.requests / s.cpu / (samples[0][r].requests / samples[0][r].cpu));
-  const pairedMedian = median(paired);
+  const { ratio, pairedMedian, text } = ratioLine(configs, samples, 1, 0);
   const judged = Math.min(ratio, pairedMedian);
   lines.push(
     '',
-    `${configs[1].name} / ${configs[0].name}, req/CPU-s: ${ratio.toFixed(3)} (${percent(ratio)}), the ratio of the medians; ` +
-      `round by round ${pairedMedian.toFixed(3)} (${percent(pairedMedian)}), the median of ${paired.length} ` +
-      `(${Math.min(...paired).toFixed(3)} to ${Math.max(...paired).toFixed(3)}).`,
+    text,
     `${judged >= BOUND ? 'ok' : 'MISS'}: the issue allows at most ${Math.round((1 - BOUND) * 100)}% fewer; ` +
       `the lower of the two is ${judged.toFixed(3)}${judged >= BOUND ? ', at least' : ', under'} ${BOUND}.`
   );
+  for (const lila of lilas) {
+    const own = configs.map((config, i) => (config.lila === lila ? i : -1)).filter((i) => i !== -1);
+    if (own.length === 2) lines.push(ratioLine(configs, samples, own[1], own[0]).text);
+    for (const i of own) lines.push(ratioLine(configs, samples, i, configs.findIndex((config) => config.name === configs[i].of)).text);
+    const byCommandLine = own.filter((i) => configs[i].text === null).map((i) => configs[i].name);
+    if (byCommandLine.length > 0) {
+      lines.push(
+        `${byCommandLine.join(', ')}: this lila reads no config file, so \`lila ${configs[own[0]].commandLine.join(' ')}\` ` +
+          '(the same listener, pool and route), checked against its count of requests by backend (lila_requests_total).'
+      );
+    }
+    const notRun = left.filter((config) => config.lila === lila).map(({ name }) => name);
+    if (notRun.length > 0) lines.push(`${notRun.join(', ')}: not run, this lila reads no config file (its --help has no --config).`);
+  }
   let failed = false;
   configs.forEach((config, i) => {
     const { mismatches, errors } = medians[i];
@@ -306,6 +379,23 @@ function formatReport({ configs, samples, options, backends, run, others }) {
   });
   if (!failed) lines.push('Every response was a 200 from the expected pool, and lila counted each route\'s requests as sent.');
   return { text: `${lines.join('\n')}\n`, failed };
+}
+
+// `a / b` (indexes of configs) in req/CPU-s: the ratio of the medians, and the median of each round's ratio.
+function ratioLine(configs, samples, a, b) {
+  const perCpu = (s) => s.requests / s.cpu;
+  const ratio = median(samples[a].map(perCpu)) / median(samples[b].map(perCpu));
+  const paired = samples[a].map((s, r) => perCpu(s) / perCpu(samples[b][r]));
+  const pairedMedian = median(paired);
+  const text = `${configs[a].name} / ${configs[b].name}, req/CPU-s: ${ratio.toFixed(3)} (${percent(ratio)}), the ratio of the medians; ` +
+    `round by round ${pairedMedian.toFixed(3)} (${percent(pairedMedian)}), the median of ${paired.length} ` +
+    `(${Math.min(...paired).toFixed(3)} to ${Math.max(...paired).toFixed(3)}).`;
+  return { ratio, pairedMedian, text };
+}
+
+// The config column's width: its title's, or the longest name's with `--lila`.
+function nameWidth(configs) {
+  return Math.max(COLUMNS[0][1], ...configs.map(({ name }) => name.length));
 }
 
 function mergeMismatches(list) {

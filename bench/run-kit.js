@@ -2,11 +2,14 @@
 
 const fs = require('node:fs');
 const os = require('node:os');
+const path = require('node:path');
 const { spawn, spawnSync } = require('node:child_process');
 const { stopChild, accepts } = require('./children');
 
 const READY_TIMEOUT_MS = 5000;
 const STOP_TIMEOUT_MS = 5000;
+// A name other lilas are told apart by in target and row names (`lila http fast @b124524`): no spaces, nothing a shell quotes.
+const LILA_NAME = /^[\w.-]+$/;
 
 /**
  * @typedef {object} Run what a bench run has started, for its cleanup
@@ -172,6 +175,32 @@ function wholeNumber(name, text, fallback) {
 }
 
 /**
+ * The lilas of other checkouts the `--lila NAME=PATH` options name, checked:
+ * each name well formed and given once, each path an existing file.
+ *
+ * @param {string[] | undefined} texts the option's values, as given
+ * @returns {{name: string, path: string}[]} in the order given; `path` absolute
+ * @throws {RangeError} naming the option and what it received
+ */
+function otherLilas(texts = []) {
+  const lilas = [];
+  for (const text of texts) {
+    const at = text.indexOf('=');
+    const name = text.slice(0, at);
+    const file = text.slice(at + 1);
+    if (at === -1 || !LILA_NAME.test(name) || file === '') {
+      throw new RangeError(`"--lila" must be NAME=PATH, NAME made of letters, digits, '_', '.' and '-', received "${text}"`);
+    }
+    if (lilas.some((lila) => lila.name === name)) throw new RangeError(`"--lila": the name "${name}" is given twice`);
+    if (!fs.statSync(file, { throwIfNoEntry: false })?.isFile()) {
+      throw new RangeError(`"--lila" must name a lila executable, received "${text}": no file ${file}`);
+    }
+    lilas.push({ name, path: path.resolve(file) });
+  }
+  return lilas;
+}
+
+/**
  * @param {number} ms
  * @returns {Promise<void>}
  */
@@ -180,7 +209,8 @@ function sleep(ms) {
 }
 
 module.exports = {
-  runBench, refuseAfterSignal, stopRunChild, canPin, pinned, openFilesLimit, startListening, exited, commandPath, wholeNumber, sleep
+  runBench, refuseAfterSignal, stopRunChild, canPin, pinned, openFilesLimit, startListening, exited, commandPath, wholeNumber, otherLilas,
+  sleep
 };
 
 // Ctrl-C reaches every child too; whatever is still running gets SIGTERM, then SIGKILL.

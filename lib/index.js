@@ -1,7 +1,6 @@
 'use strict';
 
-const Proxy = require('./proxy');
-const { Service, ConfiguredService, createService: serviceFor } = require('./service');
+const { Service, Proxy, createService: serviceFor } = require('./service');
 const Balancer = require('./balancing/balancer');
 const Backend = require('./balancing/backend');
 const { MemberPools } = require('./balancing/member-pools');
@@ -10,10 +9,10 @@ const { strategies } = require('./balancing/strategies');
 const { parseServer } = require('./balancing/server-address');
 const { LilaError, codes } = require('./errors');
 const { createAdminServer } = require('./ops/admin-server');
-const { parseConfig } = require('./cli/config-file');
+const { parseConfig } = require('./config/config-file');
 
 /**
- * Creates a load balancer; call `listen()` on it to start.
+ * Creates a load balancer, one pool behind one listener; call `listen()` on it to start.
  *
  * @param {ConstructorParameters<typeof Proxy>[0]} options
  * @returns {Proxy}
@@ -49,7 +48,7 @@ function createBalancer(mode, servers, options) {
 }
 
 /**
- * Runs lila as the executable does: a proxy and, as configured, its hosts
+ * Runs lila as the executable does: a command line's one pool (or a config) and, as configured, its hosts
  * file, admin API and worker processes. Call `handleSignals()` for the
  * executable's signals, then `start()`; `exited` resolves with an exit code.
  *
@@ -88,7 +87,6 @@ module.exports = {
   createAdminServer,
   Proxy,
   Service,
-  ConfiguredService,
   Balancer,
   Backend,
   Logger,

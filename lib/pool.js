@@ -4,72 +4,40 @@ const Balancer = require('./balancing/balancer');
 const Logger = require('./ops/logger');
 const Health = require('./health');
 const { Discovery, splitServers } = require('./discovery');
-const { parseHashKey } = require('./balancing/hash-key');
+const { parseHashKeyOn } = require('./balancing/strategies/hash-key');
 const { validateChoice, validateCount, validateDuration, validatePath, validateResolvers } = require('./config/validate');
 const { parseSticky } = require('./config/traffic-values');
 const { backendTlsSettings } = require('./tls/backend-settings');
-const UpstreamSockets = require('./http/fast/upstream-sockets');
-const UpstreamSessions = require('./http/h2/upstream-sessions');
-const UpstreamPools = require('./http/node/upstream-pools');
 const { LilaError, codes } = require('./errors');
+const {
+  LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS, BACKEND_DEFAULTS, HEALTH_DEFAULTS, DISCOVERY_DEFAULTS, QUEUE_DEFAULTS, POOL_DEFAULTS
+} = require('./config/defaults');
 
-const LAYERS = ['http', 'tcp'];
-// The implementations of the http layer; the first is the default.
-const HTTP_ENGINES = ['fast', 'node'];
-const HOST_HEADERS = ['client', 'backend'];
-// What a pool does towards its backends when an option is not given.
-const BACKEND_DEFAULTS = { connectTimeout: 5000, timeout: 60000, hostHeader: 'client', locationRewrite: true };
-// nginx's max_fails and fail_timeout, HAProxy's inter, rise and fall.
-const HEALTH_DEFAULTS = {
-  maxFails: 1,
-  failTimeout: 10000,
-  failOn5xx: false,
-  slowStart: 0,
-  healthCheck: false,
-  healthInterval: 5000,
-  healthTimeout: 2000,
-  healthRise: 2,
-  healthFall: 3,
-  healthPath: '/'
-};
-// Servers found through DNS: the longest time between two lookups of a name,
-// and the shortest (lookups follow the TTL in between).
-const DISCOVERY_DEFAULTS = { resolveInterval: 10000 };
+// Lookups of a name found through DNS follow the answer's TTL, at least this long apart.
 const MIN_RESOLVE_INTERVAL = 1000;
-// HAProxy's maxconn (none by default), maxqueue and timeout queue.
-const QUEUE_DEFAULTS = { maxConns: 0, maxQueue: 1024, queueTimeout: 10000 };
-// --send-proxy: the PROXY protocol version for every backend.
-const SEND_PROXY_VERSIONS = ['v1', 'v2'];
 
 /**
- * The `createProxy` options that belong to a pool: what is per group of
- * backends, towards the backends. The others belong to a listener.
- */
-const POOL_OPTIONS = new Set([
-  'mode', 'servers', 'balancer', 'hashKey', 'connectTimeout', 'timeout', 'hostHeader', 'locationRewrite',
-  ...Object.keys(HEALTH_DEFAULTS), 'resolvers', 'resolveInterval', 'backendTls', 'sendProxy', ...Object.keys(QUEUE_DEFAULTS), 'sticky'
-]);
-
-/**
- * A named group of backends, what one lila served before routes: the
- * balancer and its strategy, health (passive and active), the backends'
- * limits and queue, stickiness, discovery, and how backends are reached
- * (timeouts, backend TLS, PROXY protocol sent, pooled upstream connections).
- * Listeners' routes choose a pool; nothing in it knows routes exist.
+ * A named group of backends: the balancer and its strategy, health
+ * (passive and active), the backends' limits and queue, stickiness,
+ * discovery, and how backends are reached (timeouts, backend TLS, PROXY
+ * protocol sent), with the connections engines keep to them. Listeners'
+ * routes choose a pool; nothing in it knows routes or engines exist: an
+ * engine asks it for what it needs (`connections`).
  */
 class Pool {
   /**
-   * @param {object} options the pool's options of `createProxy` (see POOL_OPTIONS), and:
+   * @param {object} options the pool's options of `createProxy` (see config/defaults.js's POOL_OPTIONS), and:
    * @param {string} [options.name] defaults to `default`
    * @param {'http' | 'tcp'} [options.layer] defaults to `http`
-   * @param {'fast' | 'node'} [options.engine] the http engine its listeners run
+   * @param {'fast' | 'node'} [options.engine] the http engine its listeners run: `h2` servers need `fast`
    * @param {Logger} [options.logger]
    * @throws {LilaError} for invalid options or servers
    */
   constructor(options) {
     this.name = options.name === undefined ? 'default' : options.name;
     this.layer = validateChoice(options.layer === undefined ? LAYERS[0] : options.layer, LAYERS, 'layer');
-    this.engine = validateChoice(options.engine === undefined ? HTTP_ENGINES[0] : options.engine, HTTP_ENGINES, 'engine');
+    // Only read by the h2 check below; a listener's engine is checked where it is made.
+    this.engine = options.engine === undefined ? HTTP_ENGINES[0] : options.engine;
     this.logger = options.logger || new Logger();
     httpOnly(options, this.layer);
     /** What the engines read towards this pool's backends. */
@@ -93,17 +61,12 @@ class Pool {
       throw new LilaError(codes.INVALID_OPTION, `server "${h2Server.name}" speaks h2: that needs the http layer on the fast engine` +
         (this.layer === 'tcp' ? '; the tcp layer passes any protocol as it is, without "h2"' : ''));
     }
-    if (this.layer === 'tcp' && options.hashKey !== undefined && parseHashKey(options.hashKey).source !== 'ip') {
-      throw new LilaError(
-        codes.INVALID_OPTION,
-        `"--hash-key ${options.hashKey}" needs the http layer; the tcp layer can hash only the client ip`
-      );
-    }
+    if (options.hashKey !== undefined) parseHashKeyOn(options.hashKey, this.layer);
     this.health = new Health(this.balancer, healthSettings(options), this.logger, {
       layer: this.layer, backendTls: this.settings.backendTls, sendProxy: this.settings.sendProxy
     });
-    // The engine's pooled connections to the backends, made with the first listener that uses them.
-    this.upstream = null;
+    // What engines keep of connections to the backends, by kind, made when first asked for.
+    this.upstream = new Map();
     this.started = false;
   }
 
@@ -113,21 +76,23 @@ class Pool {
   }
 
   /**
-   * The pooled connections of this pool's backends for its http engine: shared
-   * by every listener that routes here, kept across reloads while the pool is.
+   * The connections an engine keeps to this pool's backends (pooled sockets,
+   * h2 sessions, agents): made by `make()` when first asked for under
+   * `kind`, then shared by every listener that routes here, and kept across
+   * reloads while the pool is; destroyed when it closes.
    *
-   * @returns {{pools: object, h2Sessions: object | null}}
+   * @template {{destroy: () => void}} T
+   * @param {string} kind
+   * @param {() => T} make
+   * @returns {T}
    */
-  connections() {
-    if (this.upstream === null && this.layer === 'http') {
-      this.upstream = this.engine === 'fast'
-        ? {
-          pools: new UpstreamSockets(this.balancer, this.settings.backendTls),
-          h2Sessions: new UpstreamSessions(this.balancer, this.settings.backendTls, this.settings, this.logger)
-        }
-        : { pools: new UpstreamPools(this.balancer), h2Sessions: null };
+  connections(kind, make) {
+    let made = this.upstream.get(kind);
+    if (made === undefined) {
+      made = make();
+      this.upstream.set(kind, made);
     }
-    return this.upstream === null ? { pools: null, h2Sessions: null } : this.upstream;
+    return made;
   }
 
   /** Starts health checks and DNS lookups (its owner does, once its first listener listens). */
@@ -146,23 +111,16 @@ class Pool {
     if (this.discovery !== null) this.discovery.stop();
   }
 
-  /** Stops, and closes the pooled upstream connections: nothing is in flight on them any more. */
+  /** Stops, and closes the connections to the backends: nothing is in flight on them any more. */
   close() {
     this.stop();
-    if (this.upstream === null) return;
-    this.upstream.pools.destroy();
-    if (this.upstream.h2Sessions !== null) this.upstream.h2Sessions.destroy();
-    this.upstream = null;
+    for (const connections of this.upstream.values()) connections.destroy();
+    this.upstream.clear();
   }
 }
 
 module.exports = Pool;
-module.exports.POOL_OPTIONS = POOL_OPTIONS;
-module.exports.LAYERS = LAYERS;
-module.exports.HTTP_ENGINES = HTTP_ENGINES;
-module.exports.HOST_HEADERS = HOST_HEADERS;
-module.exports.SEND_PROXY_VERSIONS = SEND_PROXY_VERSIONS;
-module.exports.DEFAULTS = { ...BACKEND_DEFAULTS, ...HEALTH_DEFAULTS, ...DISCOVERY_DEFAULTS, ...QUEUE_DEFAULTS };
+module.exports.DEFAULTS = POOL_DEFAULTS;
 
 // --sticky reads cookies: only the http layer has them.
 function httpOnly(options, layer) {

@@ -7,7 +7,7 @@ const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const { Logger } = require('../lib');
 const Traffic = require('../lib/ops/traffic');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const { connectH2, fetchH2 } = require('./h2');
 const {
   cleanup,

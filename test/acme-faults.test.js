@@ -327,7 +327,7 @@ describe('TLS-ALPN-01 beside the clients of an HTTPS listener', function () {
   for (const [how, go] of [['half-closes', (socket) => socket.end()], ['resets', (socket) => socket.resetAndDestroy()]]) {
     it(`lets go at once of a client that ${how} before its hello is whole, and serves the next`, async () => {
       const { proxy, managed } = await listener({ headerTimeout: 3600 * 1000 });
-      const accepted = once(proxy.server, 'connection');
+      const accepted = once(proxy.listener.server, 'connection');
       const socket = net.connect(proxy.port, '127.0.0.1');
       onCleanup(() => socket.destroy());
       socket.on('error', () => {});

@@ -56,7 +56,6 @@ async function startConfigured(lines, { token, access = false } = {}) {
   const admin = createAdminServer(service.proxy, {
     token,
     logger,
-    configured: () => service.configuration.view(),
     config: {
       text: () => text,
       reload: async (next) => {

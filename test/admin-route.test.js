@@ -75,8 +75,7 @@ async function startConfigured(text) {
     return service.exited;
   });
   const admin = createAdminServer(service.proxy, {
-    logger: new Logger({ level: 'silent' }),
-    configured: () => service.configuration.view()
+    logger: new Logger({ level: 'silent' })
   });
   admin.listen(0, '127.0.0.1');
   await once(admin, 'listening');

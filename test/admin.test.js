@@ -160,6 +160,12 @@ function assertHistograms(metrics, name) {
   return backends;
 }
 
+// What runs, as the metrics read it: one plain http listener before one pool with this balancer.
+function oneListenerView(balancer) {
+  const listener = { layer: 'http', settings: { rateLimiter: null }, gate: null, certificates: null, acceptProxy: false };
+  return { single: true, listener, pool: { balancer, discovery: null }, traffic: new Traffic(new Logger({ level: 'silent' })) };
+}
+
 describe('admin API', () => {
   afterEach(cleanup);
 
@@ -291,7 +297,7 @@ describe('admin API', () => {
       assert.deepEqual(assertHistograms(metrics, 'lila_request_duration_seconds'), new Set(['A', 'B']));
       assert.equal(metrics.families.get('lila_requests_total').type, 'counter');
       assert.equal(valueOf(metrics, 'lila_connections_total'), 8);
-      assert.ok(Math.abs(valueOf(metrics, 'lila_start_time_seconds') - proxy.traffic.startedAt / 1000) < 0.001);
+      assert.ok(Math.abs(valueOf(metrics, 'lila_start_time_seconds') - proxy.listener.traffic.startedAt / 1000) < 0.001);
       assert.ok(valueOf(metrics, 'process_start_time_seconds') <= Date.now() / 1000);
     });
 
@@ -305,7 +311,7 @@ describe('admin API', () => {
       // Drained as well as down: not even panic mode tries it, so lila answers itself.
       proxy.balancer.setWeight(name, 0);
       const second = await request(proxy.port, { agent: false });
-      await until(() => proxy.traffic.unrouted.requests === 1, 'the answer without a backend is counted');
+      await until(() => proxy.listener.traffic.unrouted.requests === 1, 'the answer without a backend is counted');
       const metrics = parseMetrics((await api(adminPort, 'GET', '/metrics')).body);
 
       assert.equal(valueOf(metrics, 'lila_requests_total', { backend: name, code: String(first.status) }), 1);
@@ -415,8 +421,8 @@ describe('admin API', () => {
       assert.equal(missing.maxFds, undefined);
       assert.equal(limited.maxFds, 4096);
       assert.equal(unlimited.maxFds, undefined);
-      const proxy = { layer: 'http', balancer: { backends: [], panicPicks: 0 }, traffic: new Traffic(new Logger({ level: 'silent' })) };
-      const families = [...parseMetrics(renderMetrics(proxy, missing)).families.keys()];
+      const view = oneListenerView({ backends: [], panicPicks: 0 });
+      const families = [...parseMetrics(renderMetrics(view, missing)).families.keys()];
       assert.deepEqual(families.slice(families.indexOf('process_start_time_seconds')), [
         'process_start_time_seconds',
         'process_cpu_seconds_total',
@@ -427,14 +433,10 @@ describe('admin API', () => {
 
     it('escapes backslashes, double quotes and newlines in label values', () => {
       const name = 'a "quoted"\\name\nsplit';
-      const proxy = {
-        layer: 'http',
-        balancer: { backends: [new Backend({ name, host: '127.0.0.1', port: 9 })], panicPicks: 0 },
-        traffic: new Traffic(new Logger({ level: 'silent' }))
-      };
-      proxy.balancer.backends[0].stats.request(200, 0.02);
+      const view = oneListenerView({ backends: [new Backend({ name, host: '127.0.0.1', port: 9 })], panicPicks: 0 });
+      view.pool.balancer.backends[0].stats.request(200, 0.02);
 
-      const text = renderMetrics(proxy);
+      const text = renderMetrics(view);
 
       assert.ok(text.includes('lila_requests_total{backend="a \\"quoted\\"\\\\name\\nsplit",code="200"} 1\n'));
       const metrics = parseMetrics(text);

@@ -4,7 +4,7 @@ const assert = require('node:assert/strict');
 const http2 = require('node:http2');
 const net = require('node:net');
 const { once } = require('node:events');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const { cleanup, onCleanup, startHttpBackend, startLila, request, responseReader, deferred } = require('./helpers');
 const { connectH2, fetchH2 } = require('./h2');
 

@@ -8,7 +8,7 @@ const path = require('node:path');
 const { once } = require('node:events');
 const { Writable } = require('node:stream');
 const { Logger, createService, createAdminServer } = require('../lib');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const {
   cleanup, onCleanup, startProxy, request, keepAliveAgent, startLila, runLila, nextLine, startTcpBackend, collect
 } = require('./helpers');
@@ -466,7 +466,7 @@ describe('servers found through DNS (resolve)', function () {
       const members = [`api.test:${port}@127.0.0.1`, `api.test:${port}@127.0.0.2`];
       await membersBecome(proxy, members);
       const before = proxy.backends.slice();
-      for (let i = 0; i < 4; i++) await request(service.proxy.server.address().port);
+      for (let i = 0; i < 4; i++) await request(service.proxy.listener.server.address().port);
       const lookups = proxy.discovery.watchers.get(`api.test:${port}`).lookups;
 
       // A fixed server joins; the resolve line stays, with another weight.
@@ -507,7 +507,7 @@ describe('servers found through DNS (resolve)', function () {
       await fs.promises.writeFile(file, `api.test:${port} resolve\n`);
       service.reload('test');
       await membersBecome(proxy, [`api.test:${port}@127.0.0.1`]);
-      assert.equal((await request(service.proxy.server.address().port)).body, 'A');
+      assert.equal((await request(service.proxy.listener.server.address().port)).body, 'A');
     });
   });
 

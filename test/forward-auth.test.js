@@ -356,7 +356,7 @@ describe('--forward-auth', () => {
 async function untilConnections(proxy, count) {
   const deadline = Date.now() + 5000;
   for (;;) {
-    const open = await new Promise((resolve, reject) => proxy.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+    const open = await new Promise((resolve, reject) => proxy.listener.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
     if (open === count) return;
     if (Date.now() > deadline) throw new Error(`${open} client connections open, not ${count}`);
     await new Promise(setImmediate);

@@ -69,7 +69,7 @@ describe('HTTP/2 under abuse', () => {
 
     for (let i = 0; i < SESSIONS; i++) await abuse(proxy.port, clientRandom);
 
-    await until(() => activeCounts(proxy).every((n) => n === 0) && proxy.connections.size === 0, 'every stream and connection is released');
+    await until(() => activeCounts(proxy).every((n) => n === 0) && proxy.listener.connections.size === 0, 'every stream and connection is released');
     const session = await connectH2(`http://127.0.0.1:${proxy.port}`);
     const after = await Promise.all([fetchH2(session, { ':path': '/after' }), fetchH2(session, { ':path': '/after' })]);
     assert.deepEqual(after.map((response) => [response.status, response.body.toString()]).sort(), [[200, 'A'], [200, 'B']]);
@@ -102,7 +102,7 @@ describe('HTTP/2 under abuse', () => {
 
     for (let i = 0; i < HTTP1_CLIENTS; i++) await http1Abuse(proxy.port, clientRandom);
 
-    await until(() => activeCounts(proxy)[0] === 0 && proxy.connections.size === 0, 'every request and connection is released');
+    await until(() => activeCounts(proxy)[0] === 0 && proxy.listener.connections.size === 0, 'every request and connection is released');
     const after = await request(proxy.port, { agent: false, path: '/after' });
     assert.deepEqual([after.status, after.body], [200, 'B']);
   });

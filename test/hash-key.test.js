@@ -1,8 +1,8 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const { parseHashKey, keyReader } = require('../lib/balancing/hash-key');
-const { hashString } = require('../lib/balancing/hash-string');
+const { parseHashKey, keyReader } = require('../lib/balancing/strategies/hash-key');
+const { hashString } = require('../lib/balancing/strategies/hash-string');
 
 function read(spec, request, clientAddress = '10.0.0.7') {
   return keyReader(parseHashKey(spec))({ clientAddress, request });

@@ -88,7 +88,7 @@ async function startTcpBackend(name, onConnection, options = {}) {
 async function startProxy(options) {
   const proxy = createProxy({ logger: new Logger({ level: 'silent' }), ...options });
   const clients = new Set();
-  proxy.server.on('connection', (socket) => {
+  proxy.listener.server.on('connection', (socket) => {
     clients.add(socket);
     socket.on('close', () => clients.delete(socket));
   });

@@ -2,7 +2,7 @@
 
 const assert = require('node:assert/strict');
 const net = require('node:net');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const { cleanup, onCleanup, startHttpBackend, startProxy, request, until, activeCounts, prng } = require('./helpers');
 
 const CONNECTIONS = 300;
@@ -51,7 +51,7 @@ for (const engine of HTTP_ENGINES) {
 
       for (let i = 0; i < CONNECTIONS; i++) await abuse(proxy.port, clientRandom);
 
-      await until(() => activeCounts(proxy)[0] === 0 && proxy.connections.size === 0, 'every request and connection is released');
+      await until(() => activeCounts(proxy)[0] === 0 && proxy.listener.connections.size === 0, 'every request and connection is released');
       const after = await request(proxy.port, { agent: false, path: '/after' });
       assert.equal(after.status, 200);
       assert.equal(after.body, 'A');

@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const net = require('node:net');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const { cleanup, onCleanup, startHttpBackend, startProxy, responseReader } = require('./helpers');
 
 // Fixed, so that CI sends the same bytes on every run; LILA_DIFF_SEED=<n> replays another

@@ -5,7 +5,7 @@ const http = require('node:http');
 const net = require('node:net');
 const { once } = require('node:events');
 const { Writable } = require('node:stream');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const { Logger } = require('../lib');
 const {
   cleanup,

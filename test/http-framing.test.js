@@ -24,7 +24,7 @@ const {
   responseReader
 } = require('./helpers');
 
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const MB = 1024 * 1024;
 const CURL = '/usr/bin/curl';
 

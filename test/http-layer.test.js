@@ -21,7 +21,7 @@ const {
   collect,
   keepAliveAgent
 } = require('./helpers');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 
 const MB = 1024 * 1024;
 
@@ -41,7 +41,7 @@ for (const engine of HTTP_ENGINES) {
         const backends = await Promise.all(['A', 'B', 'C'].map((name) => startHttpBackend(name)));
         const proxy = await startProxy({ engine, mode: 'round-robin', servers: backends.map((b) => b.address) });
         let clientConnections = 0;
-        proxy.server.on('connection', () => clientConnections++);
+        proxy.listener.server.on('connection', () => clientConnections++);
         const agent = keepAliveAgent();
 
         const bodies = [];

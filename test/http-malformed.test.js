@@ -1,7 +1,7 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const { adminPort, untilIdle } = require('./h2');
 const { cleanup, startHttpBackend, startLila, request, rawExchange } = require('./helpers');
 

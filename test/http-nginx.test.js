@@ -9,7 +9,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { once } = require('node:events');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const {
   cleanup,
   onCleanup,
@@ -136,7 +136,7 @@ async function requestSite(port, options = {}) {
 
 function countConnections(proxy) {
   const count = { value: 0 };
-  proxy.server.on('connection', () => count.value++);
+  proxy.listener.server.on('connection', () => count.value++);
   return count;
 }
 

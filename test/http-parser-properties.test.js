@@ -2,8 +2,8 @@
 
 const assert = require('node:assert/strict');
 const fc = require('fast-check');
-const { parseRequestHead, requestLineProblem } = require('../lib/http/fast/head-parser');
-const ChunkedScanner = require('../lib/http/fast/chunked-scanner');
+const { parseRequestHead, requestLineProblem } = require('../lib/http/wire/head-parser');
+const ChunkedScanner = require('../lib/http/wire/chunked-scanner');
 const { requestStream, chunkedBody, cuts, split } = require('./generators');
 const { lilaReads, nodeReads } = require('./parser-harness');
 const { check, runs, seed, withinTime } = require('./property-run');

@@ -2,7 +2,7 @@
 
 const assert = require('node:assert/strict');
 const net = require('node:net');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const { cleanup, onCleanup, startHttpBackend, startProxy, responseReader } = require('./helpers');
 
 describe('request lines', () => {

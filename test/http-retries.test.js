@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const http = require('node:http');
 const { once } = require('node:events');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const { cleanup, onCleanup, startHttpBackend, startTcpBackend, startProxy, request } = require('./helpers');
 
 // A request every backend answers, sent by each client of the load in turn.

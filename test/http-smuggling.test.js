@@ -1,7 +1,7 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const { cleanup, startHttpBackend, startProxy, request, until, rawExchange } = require('./helpers');
 
 // What a client would smuggle past lila if lila and its backend framed a message differently.

@@ -6,7 +6,7 @@ const net = require('node:net');
 const { once } = require('node:events');
 const { promisify } = require('node:util');
 const { WebSocket, WebSocketServer } = require('ws');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const {
   cleanup,
   onCleanup,
@@ -77,7 +77,7 @@ async function untilNoConnections(server, what) {
 }
 
 async function untilNothingLeft(proxy, backend) {
-  await untilNoConnections(proxy.server, 'lila has no client connection left');
+  await untilNoConnections(proxy.listener.server, 'lila has no client connection left');
   await untilNoConnections(backend, 'the backend has no connection left');
   await until(() => activeCounts(proxy).every((n) => n === 0), 'the tunnel is released');
 }

@@ -9,21 +9,29 @@ const LIB = path.join(__dirname, '..', 'lib');
 // the layers, never up. A part is a folder (`http/fast`) or a top-level file (`proxy`).
 const MAY_IMPORT = {
   errors: [],
-  net: [],
-  'balancing/strategies': ['balancing', 'errors'],
+  net: ['errors'],
+  'balancing/strategies': ['errors'],
   balancing: ['balancing/strategies', 'errors'],
-  config: ['balancing', 'routing', 'errors'],
+  // The config model, its readers and the one option table: data, and what checks it.
+  config: ['balancing', 'balancing/strategies', 'routing', 'tls', 'ops', 'errors'],
   discovery: ['balancing', 'errors'],
   health: ['net', 'errors'],
   // What a route does to a request: written once, for every engine to call.
   actions: ['errors'],
   http: ['actions', 'net', 'errors'],
-  // The fast engine and its h2 side use each other: an exchange sends on h2 backends'
-  // streams, and an h2 client's stream is an exchange.
-  'http/fast': ['http', 'http/h2', 'actions', 'net', 'errors'],
-  'http/h2': ['http', 'http/fast', 'actions', 'net', 'errors'],
+  // How HTTP/1.1 and h2 look on the wire, for every engine and both kinds of upstream.
+  'http/wire': ['http', 'errors'],
+  // Connections to backends (HTTP/1.1 sockets, h2 sessions), shared by the fast engine and its h2 side.
+  'http/upstream': ['http/wire', 'http', 'net', 'errors'],
+  // One request on its way to a backend of its pool, for HTTP/1.1 and h2 clients alike.
+  'http/exchange': ['http/upstream', 'http/wire', 'http', 'actions', 'net', 'errors'],
+  // The engines' own folders never import each other: what two share lies below both.
+  'http/fast': ['http/exchange', 'http/wire', 'http', 'net', 'errors'],
+  'http/h2': ['http/exchange', 'http/wire', 'http', 'actions', 'net', 'errors'],
   'http/node': ['http', 'actions', 'net', 'errors'],
   tcp: ['net', 'errors'],
+  // Each engine's face towards a listener, and the binding of a pool.
+  engines: ['http/fast', 'http/h2', 'http/node', 'http/upstream', 'http', 'tcp', 'config', 'net', 'errors'],
   ops: ['balancing', 'balancing/strategies', 'ops/dashboard', 'net', 'errors'],
   cluster: ['ops/dashboard', 'errors'],
   'ops/dashboard': ['net'],
@@ -31,13 +39,16 @@ const MAY_IMPORT = {
   acme: ['tls', 'errors'],
   limits: ['errors'],
   // Routes choose a pool; they know pools only as the objects they are handed.
-  routing: ['balancing', 'actions', 'errors'],
-  pool: ['balancing', 'config', 'discovery', 'health', 'http/fast', 'http/h2', 'http/node', 'tls', 'ops', 'errors'],
-  proxy: ['pool', 'routing', 'http/fast', 'http/node', 'tcp', 'tls', 'limits', 'config', 'ops', 'net', 'errors'],
-  service: ['proxy', 'pool', 'cluster', 'config', 'tls', 'acme', 'ops', 'net', 'errors'],
-  cli: ['service', 'proxy', 'routing', 'actions', 'acme', 'balancing', 'balancing/strategies', 'config', 'tls', 'ops', 'errors'],
-  index: ['service', 'proxy', 'cli', 'balancing', 'balancing/strategies', 'ops', 'errors']
+  routing: ['balancing', 'balancing/strategies', 'actions', 'errors'],
+  pool: ['balancing', 'balancing/strategies', 'config', 'discovery', 'health', 'tls', 'ops', 'errors'],
+  // A listener knows pools only as what its routes name and its engine binds.
+  listener: ['engines', 'routing', 'tls', 'limits', 'config', 'ops', 'net', 'errors'],
+  service: ['listener', 'pool', 'cluster', 'config', 'tls', 'acme', 'ops', 'net', 'errors'],
+  cli: ['service', 'config', 'routing', 'actions', 'acme', 'balancing', 'balancing/strategies', 'tls', 'ops', 'errors'],
+  index: ['service', 'config', 'balancing', 'balancing/strategies', 'ops', 'errors']
 };
+// The engines' folders: none of them imports another.
+const ENGINE_FOLDERS = ['http/fast', 'http/h2', 'http/node', 'tcp'];
 
 function libFiles(directory = LIB) {
   return fs.readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
@@ -52,30 +63,67 @@ function partOf(file) {
   return relative.length === 1 ? relative[0].replace(/\.js$/, '') : relative.slice(0, -1).join('/');
 }
 
+// Every import inside lib/: the file, what it names, and the parts it goes from and to.
+function imports() {
+  const found = [];
+  for (const file of libFiles()) {
+    const source = fs.readFileSync(file, 'utf8');
+    for (const [, specifier] of source.matchAll(/\brequire\('(\.{1,2}\/[^']*)'\)/g)) {
+      const target = require.resolve(path.resolve(path.dirname(file), specifier));
+      if (target.startsWith(LIB + path.sep)) found.push({ file, specifier, from: partOf(file), to: partOf(target) });
+    }
+  }
+  return found;
+}
+
 describe('layers of lib/', () => {
   it('gives every file a part that lib/README.md describes', () => {
     const map = fs.readFileSync(path.join(LIB, 'README.md'), 'utf8');
     for (const part of new Set(libFiles().map(partOf))) {
       assert.ok(Object.hasOwn(MAY_IMPORT, part), `${part} has a line in this test's table`);
-      const named = ['index', 'errors', 'pool', 'proxy'].includes(part) ? `\`${part}.js\`` : `\`${part}/\``;
+      const named = ['index', 'errors', 'pool'].includes(part) ? `\`${part}.js\`` : `\`${part}/\``;
       assert.ok(map.includes(named), `lib/README.md describes ${named}`);
     }
   });
 
-  it('requires only downwards: engines never import ops, health or the proxy; strategies never an engine', () => {
+  it('requires only downwards: engines never import ops, health or a listener; strategies never an engine', () => {
     const climbing = [];
-    for (const file of libFiles()) {
-      const part = partOf(file);
-      const source = fs.readFileSync(file, 'utf8');
-      for (const [, specifier] of source.matchAll(/\brequire\('(\.{1,2}\/[^']*)'\)/g)) {
-        const target = require.resolve(path.resolve(path.dirname(file), specifier));
-        if (!target.startsWith(LIB + path.sep)) continue;
-        const to = partOf(target);
-        if (to !== part && !MAY_IMPORT[part].includes(to)) climbing.push(`${path.relative(LIB, file)} requires ${specifier} (${to})`);
-      }
+    for (const { file, specifier, from, to } of imports()) {
+      if (to !== from && !MAY_IMPORT[from].includes(to)) climbing.push(`${path.relative(LIB, file)} requires ${specifier} (${to})`);
     }
 
     assert.deepEqual(climbing, []);
+  });
+
+  it('lets no engine folder import another', () => {
+    for (const engine of ENGINE_FOLDERS) {
+      assert.deepEqual(MAY_IMPORT[engine].filter((part) => ENGINE_FOLDERS.includes(part)), [], `${engine} may import no engine folder`);
+    }
+    const across = imports().filter(({ from, to }) => from !== to && ENGINE_FOLDERS.includes(from) && ENGINE_FOLDERS.includes(to));
+
+    assert.deepEqual(across.map(({ file, specifier }) => `${path.relative(LIB, file)} requires ${specifier}`), []);
+  });
+
+  it('has no cycle between parts: what a part imports never imports it back, however far', () => {
+    const graph = new Map();
+    for (const { from, to } of imports()) {
+      if (from === to) continue;
+      if (!graph.has(from)) graph.set(from, new Set());
+      graph.get(from).add(to);
+    }
+    const cycles = [];
+    const reach = (start, part, seen) => {
+      for (const next of graph.get(part) || []) {
+        if (next === start) cycles.push(`${start} -> ... -> ${part} -> ${start}`);
+        else if (!seen.has(next)) {
+          seen.add(next);
+          reach(start, next, seen);
+        }
+      }
+    };
+    for (const part of graph.keys()) reach(part, part, new Set([part]));
+
+    assert.deepEqual(cycles, []);
   });
 
   it('keeps process.exit out of lib/ (examples in comments aside)', () => {

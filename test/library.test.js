@@ -338,7 +338,7 @@ describe('library', () => {
       const code = await service.exited;
 
       assert.deepEqual([before, after, code], ['A', 'B', 0]);
-      assert.equal(service.proxy.server.listening, false);
+      assert.equal(service.proxy.listener.server.listening, false);
     });
 
     it('refuses watch without a hosts file', () => {

@@ -4,7 +4,7 @@ const assert = require('node:assert/strict');
 const net = require('node:net');
 const tls = require('node:tls');
 const { once } = require('node:events');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const { Pki } = require('./pki');
 const {
   cleanup,
@@ -87,18 +87,18 @@ describe('client connection limit', () => {
         const reader = responseReader(socket);
         socket.write(GET);
         waiting.push({ socket, response: reader.response() });
-        await until(() => proxy.gate.held.size === count, `${count} connections wait`);
+        await until(() => proxy.listener.gate.held.size === count, `${count} connections wait`);
       }
-      assert.equal(proxy.gate.open, 1);
-      assert.equal(proxy.traffic.tlsHandshakes, 1, 'no handshake for a connection not served yet');
+      assert.equal(proxy.listener.gate.open, 1);
+      assert.equal(proxy.listener.traffic.tlsHandshakes, 1, 'no handshake for a connection not served yet');
 
       first.socket.destroy();
       const second = await waiting[0].response;
       assert.equal(second.status, 200);
-      assert.equal(proxy.gate.held.size, 1, 'the third still waits while the second is open');
+      assert.equal(proxy.listener.gate.held.size, 1, 'the third still waits while the second is open');
       waiting[0].socket.destroy();
       assert.equal((await waiting[1].response).status, 200);
-      assert.equal(proxy.gate.waited, 2);
+      assert.equal(proxy.listener.gate.waited, 2);
     });
   }
 
@@ -111,18 +111,18 @@ describe('client connection limit', () => {
     assert.equal(String((await once(first, 'data'))[0]), 'echo one');
 
     const reset = net.connect(proxy.port, '127.0.0.1');
-    await until(() => proxy.gate.held.size === 1, 'the second connection waits');
+    await until(() => proxy.listener.gate.held.size === 1, 'the second connection waits');
     const third = net.connect(proxy.port, '127.0.0.1');
     onCleanup(() => third.destroy());
     third.write('three');
-    await until(() => proxy.gate.held.size === 2, 'the third connection waits');
+    await until(() => proxy.listener.gate.held.size === 2, 'the third connection waits');
     reset.resetAndDestroy();
-    await until(() => proxy.gate.held.size === 1, 'the reset connection is forgotten');
+    await until(() => proxy.listener.gate.held.size === 1, 'the reset connection is forgotten');
     assert.equal(backend.sockets.size, 1);
 
     first.destroy();
     assert.equal(String((await once(third, 'data'))[0]), 'echo three');
-    assert.equal(proxy.gate.open, 1);
+    assert.equal(proxy.listener.gate.open, 1);
   });
 
   it('closes the connections it holds when it stops', async () => {
@@ -132,12 +132,12 @@ describe('client connection limit', () => {
     const held = net.connect(proxy.port, '127.0.0.1');
     onCleanup(() => held.destroy());
     held.on('error', () => {});
-    await until(() => proxy.gate.held.size === 1, 'the second connection waits');
+    await until(() => proxy.listener.gate.held.size === 1, 'the second connection waits');
 
     const drained = proxy.drain(1000);
     await once(held, 'close');
 
-    assert.equal(proxy.gate.held.size, 0);
+    assert.equal(proxy.listener.gate.held.size, 0);
     await drained;
   });
 });

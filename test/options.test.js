@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { OPTIONS, GROUPS, SCOPE_TEXT, parseArgsOptions, readOptions } = require('../lib/cli/options');
+const { OPTIONS, GROUPS, SCOPE_TEXT, parseArgsOptions, readOptions } = require('../lib/config/options');
 const { helpText, optionSignature } = require('../lib/cli/help');
 const { runLila } = require('./helpers');
 

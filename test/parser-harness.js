@@ -3,8 +3,8 @@
 const http = require('node:http');
 const { Duplex } = require('node:stream');
 const { RequestReader, HEAD, UPGRADE, DONE } = require('../lib/http/fast/request-reader');
-const ChunkedScanner = require('../lib/http/fast/chunked-scanner');
-const { DEFAULTS } = require('../lib/proxy');
+const ChunkedScanner = require('../lib/http/wire/chunked-scanner');
+const { DEFAULTS } = require('../lib/config/defaults');
 
 // What the fast engine's reader is in once its input is used up.
 const STATES = ['head', 'length body', 'chunked body', 'upgrade', 'done'];

@@ -5,7 +5,7 @@ const http = require('node:http');
 const net = require('node:net');
 const tls = require('node:tls');
 const { once } = require('node:events');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const { parseProxyHeader, proxyHeaderV1, proxyHeaderV2 } = require('../lib/net/proxy-protocol');
 const { Pki } = require('./pki');
 const { findExecutable, startPeer } = require('./peers');
@@ -296,7 +296,7 @@ describe('PROXY protocol', function () {
         const fine = await exchange(proxy.port, Buffer.concat([whole, Buffer.from('GET / HTTP/1.1\r\nHost: lila\r\nConnection: close\r\n\r\n')]));
 
         assert.deepEqual(answers.filter((answer) => answer !== ''), []);
-        assert.equal(proxy.traffic.proxyHeaderFailures, answers.length);
+        assert.equal(proxy.listener.traffic.proxyHeaderFailures, answers.length);
         assert.ok(fine.endsWith('A'), fine);
       });
     }
@@ -313,7 +313,7 @@ describe('PROXY protocol', function () {
       await once(socket, 'close');
 
       assert.ok(performance.now() - started >= 150);
-      assert.equal(proxy.traffic.proxyHeaderFailures, 1);
+      assert.equal(proxy.listener.traffic.proxyHeaderFailures, 1);
     });
 
     for (const [layer, engine] of [['http', 'fast'], ['http', 'node'], ['tcp', undefined]]) {
@@ -339,7 +339,7 @@ describe('PROXY protocol', function () {
 
         if (layer === 'http') assert.ok(answer.endsWith('A 203.0.113.7 for=203.0.113.7;host=lila;proto=https'), answer);
         else assert.equal(answer, 'A');
-        assert.equal(proxy.traffic.tlsHandshakes, 1);
+        assert.equal(proxy.listener.traffic.tlsHandshakes, 1);
       });
     }
   });
@@ -434,7 +434,7 @@ describe('PROXY protocol', function () {
         const local = await exchange(proxy.port, unix(0x20, 0x31));
 
         assert.deepEqual(refused, ['', '']);
-        assert.equal(proxy.traffic.proxyHeaderFailures, 2);
+        assert.equal(proxy.listener.traffic.proxyHeaderFailures, 2);
         assert.ok(local.endsWith('A'), local);
         // LOCAL keeps the real peer.
         assert.deepEqual(backend.headers.map((header) => header.line.replace(/ \d+ /, ' <port> ')), [`PROXY TCP4 127.0.0.1 127.0.0.1 <port> ${proxy.port}`]);

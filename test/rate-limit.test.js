@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const http = require('node:http');
 const net = require('node:net');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const RateLimiter = require('../lib/limits/rate-limiter');
 const {
   cleanup,
@@ -47,7 +47,7 @@ describe('rate limits', () => {
       const a = await startHttpBackend('A');
       const proxy = await startProxy({ engine, mode: 'round-robin', servers: [a.address], rateLimit: '20/s,burst=2' });
       // When the fast client's requests reach lila: a loaded machine sends them late and bunched.
-      const limiter = proxy.settings.rateLimiter;
+      const limiter = proxy.listener.settings.rateLimiter;
       const take = limiter.take.bind(limiter);
       const arrivals = [];
       limiter.take = (client) => {
@@ -73,7 +73,7 @@ describe('rate limits', () => {
         assert.equal(answer.body, 'lila: 429 Too Many Requests: too many requests from this address\n');
       }
       assert.deepEqual(slow.answers.map((answer) => answer.status), Array(5).fill(200));
-      assert.equal(proxy.settings.rateLimiter.limited, limited.length);
+      assert.equal(proxy.listener.settings.rateLimiter.limited, limited.length);
     });
 
     it(`keeps a keep-alive connection open after a 429 (${engine} engine)`, async () => {

@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const net = require('node:net');
 const { createService, Logger } = require('../lib');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const { RequestIds, withRequestIds, withResponseId, parseTraceparent, randomHex } = require('../lib/actions/request-id');
 const { connectH2, startH2Backend, fetchH2 } = require('./h2');
 const {

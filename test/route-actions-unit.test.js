@@ -10,6 +10,7 @@ const { parseHeaderEdit, applyHeaderEdits } = require('../lib/actions/header-edi
 const PathEdits = require('../lib/actions/path-edits');
 const AddressRules = require('../lib/actions/address-rules');
 const Cors = require('../lib/actions/cors');
+const Answer = require('../lib/actions/answer');
 const RequestView = require('../lib/actions/request-view');
 const RouteActions = require('../lib/actions/route-actions');
 const { check, runs, seed } = require('./property-run');
@@ -361,7 +362,7 @@ describe('RouteActions', () => {
     const actions = RouteActions.from({ allow: ['10.0.0.0/8'], redirect: ['https://new.test{uri}', '301'], cors: '*' }, route);
     assert.equal(actions.answer(view({ client: '11.0.0.1' })).status, 403);
     const redirect = actions.answer(view({ url: '/api/x?y=1' }));
-    assert.deepEqual([redirect.status, redirect.fields, redirect.quiet], [301, ['Location', 'https://new.test/api/x?y=1'], true]);
+    assert.deepEqual([redirect.status, redirect.fields, redirect instanceof Answer], [301, ['Location', 'https://new.test/api/x?y=1'], true]);
     const preflight = RouteActions.from({ cors: '*' }, route).answer(view({ method: 'OPTIONS', headers: { origin: 'https://a.test', 'access-control-request-method': 'GET' } }));
     assert.equal(preflight.status, 204);
     assert.equal(RouteActions.from({ cors: '*' }, route).answer(view()), null);

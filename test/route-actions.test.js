@@ -8,7 +8,7 @@ const path = require('node:path');
 const { once } = require('node:events');
 const { WebSocket, WebSocketServer } = require('ws');
 const { createService, Logger } = require('../lib');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const { Pki } = require('./pki');
 const { connectH2, fetchH2 } = require('./h2');
 const {

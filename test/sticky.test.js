@@ -4,7 +4,7 @@ const assert = require('node:assert/strict');
 const https = require('node:https');
 const { once } = require('node:events');
 const WebSocket = require('ws');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const { Pki } = require('./pki');
 const {
   cleanup,

@@ -72,7 +72,7 @@ describe('TLS session resumption', function () {
     const keys = [];
     const rotation = new TicketKeyRotation((next) => {
       keys.push(next);
-      proxy.setTicketKeys(next);
+      proxy.listener.setTicketKeys(next);
     }, { every: 60000 });
     onCleanup(() => rotation.stop());
 
@@ -87,6 +87,6 @@ describe('TLS session resumption', function () {
     assert.equal(keys[1].length, 48);
     assert.equal(stale.reused, false);
     assert.equal(fresh.reused, true);
-    assert.deepEqual(proxy.server.getTicketKeys(), keys[1]);
+    assert.deepEqual(proxy.listener.server.getTicketKeys(), keys[1]);
   });
 });

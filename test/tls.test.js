@@ -9,7 +9,7 @@ const { once } = require('node:events');
 const { execFile } = require('node:child_process');
 const { promisify } = require('node:util');
 const { WebSocket, WebSocketServer } = require('ws');
-const { HTTP_ENGINES } = require('../lib/proxy');
+const { HTTP_ENGINES } = require('../lib/config/defaults');
 const { Logger } = require('../lib');
 const { Pki } = require('./pki');
 const {
@@ -90,7 +90,7 @@ describe('TLS on the listener', function () {
 
         assert.deepEqual(bodies, ['A', 'B', 'A', 'B']);
         assert.equal(sockets.size, 1);
-        assert.equal(proxy.traffic.tlsHandshakes, 1);
+        assert.equal(proxy.listener.traffic.tlsHandshakes, 1);
         assert.deepEqual(seen[0], { proto: 'https', forwarded: 'for=127.0.0.1;host=lila.test;proto=https' });
       });
 
@@ -230,7 +230,7 @@ describe('TLS on the listener', function () {
       client.end('plain bytes through TLS');
 
       assert.equal((await collect(client)).toString(), 'plain bytes through TLS');
-      assert.equal(proxy.traffic.tlsHandshakes, 1);
+      assert.equal(proxy.listener.traffic.tlsHandshakes, 1);
     });
   });
 
@@ -257,7 +257,7 @@ describe('TLS on the listener', function () {
 
         assert.ok(took >= 250 && took < 3000, `closed after ${Math.round(took)} ms`);
         assert.equal(fine.serialNumber, main.serial);
-        await until(() => proxy.traffic.tlsHandshakeFailures === 2, 'both failures counted');
+        await until(() => proxy.listener.traffic.tlsHandshakeFailures === 2, 'both failures counted');
       });
     }
 

@@ -1,6 +1,6 @@
 'use strict';
 
-const RouteActions = require('./route-actions');
+const Answer = require('./answer');
 const { LilaError, codes } = require('../errors');
 
 /**
@@ -24,7 +24,7 @@ class ChallengeActions {
 
   /**
    * @param {{url: string}} view
-   * @returns {LilaError | Promise<LilaError>} the key authorization (200), or 404 for a token lila does
+   * @returns {Answer | LilaError | Promise<Answer | LilaError>} the key authorization (200), or 404 for a token lila does
    *   not know; a promise while the state directory is asked
    */
   answer(view) {
@@ -54,5 +54,5 @@ module.exports = ChallengeActions;
 
 function reply(view, answer) {
   if (answer === null) return new LilaError(codes.NO_ROUTE, `no ACME challenge waits for "${view.url.slice(0, 200)}"`, 404);
-  return RouteActions.quietAnswer(200, [], Buffer.from(answer), 'application/octet-stream');
+  return new Answer(200, [], Buffer.from(answer), 'application/octet-stream');
 }

@@ -1,7 +1,7 @@
 'use strict';
 
 const fs = require('node:fs');
-const { STATUS_CODES } = require('node:http');
+const Answer = require('./answer');
 const PathEdits = require('./path-edits');
 const AddressRules = require('./address-rules');
 const Cors = require('./cors');
@@ -25,7 +25,7 @@ const MAX_ERROR_PAGE = 1024 * 1024;
  *    fixed answer, then a CORS preflight; null lets the request go on;
  * 2. `target(url)` and `requestHeaders(headers, view)`: what the backend gets;
  * 3. `responseHeaders(headers, view)`: what the client gets, of the backend's
- *    response and of lila's own answers alike (`ownAnswer(status)` gives an
+ *    response and of lila's own answers alike (`errorPage(status)` gives an
  *    error page's body).
  *
  * A request's view is a `RequestView` (request-view.js); engines make it
@@ -67,9 +67,9 @@ class RouteActions {
    * lila's answer before any pool, or null to go on.
    *
    * @param {object} view
-   * @returns {LilaError | null | Promise<LilaError | null>} with `fields` (`[name, value, ...]`) and, for
-   *   answers that are not errors, `body`, `contentType` and `quiet` (not logged as a failure); a promise
-   *   while `--forward-auth` or `--basic-auth` checks the credentials
+   * @returns {Answer | LilaError | null | Promise<Answer | LilaError | null>} null: the request goes on to its pool;
+   *   an `Answer` (a redirect, a fixed answer, a preflight) or a `LilaError` refusing it (403, 401, with its
+   *   `fields`) is sent instead; a promise while `--forward-auth` or `--basic-auth` checks the credentials
    */
   answer(view) {
     if (this.access !== null && !this.access.admits(view.clientAddress)) {
@@ -87,13 +87,13 @@ class RouteActions {
    * `answer()` once the client is let in.
    *
    * @param {object} view
-   * @returns {LilaError | null}
+   * @returns {Answer | null}
    */
   admitted(view) {
     if (this.fixed !== null) return this.fixed(view);
     if (this.cors !== null) {
       const preflight = this.cors.preflight(view);
-      if (preflight !== null) return quietAnswer(preflight.status, preflight.fields, '', undefined);
+      if (preflight !== null) return new Answer(preflight.status, preflight.fields, '', undefined);
     }
     return null;
   }
@@ -151,18 +151,6 @@ class RouteActions {
 }
 
 module.exports = RouteActions;
-module.exports.quietAnswer = quietAnswer;
-
-/**
- * An answer that is not a failure (a redirect, a fixed answer, a preflight).
- *
- * @returns {LilaError}
- */
-function quietAnswer(status, fields, body, contentType) {
-  return Object.assign(new LilaError('LILA_ROUTE_ANSWER', `${status} ${STATUS_CODES[status] || ''}`.trim(), status), {
-    fields, body, contentType, quiet: true
-  });
-}
 
 // --redirect URL [CODE] or --respond CODE [BODY] [--content-type TYPE]: one of them, checked now.
 function fixedAnswer(options, where) {
@@ -175,7 +163,7 @@ function fixedAnswer(options, where) {
     const status = Number(code);
     if (!REDIRECT_STATUSES.has(status)) throw invalid(`${where}: --redirect "${url}" ${code}: the status is one of 301, 302, 303, 307, 308`);
     const location = compileTemplate(url, `${where}: --redirect "${url}"`);
-    return (view) => quietAnswer(status, ['Location', location(view)], '', undefined);
+    return (view) => new Answer(status, ['Location', location(view)], '', undefined);
   }
   if (respond !== undefined) {
     const [code, text = ''] = respond;
@@ -183,7 +171,7 @@ function fixedAnswer(options, where) {
     if (!/^\d{3}$/.test(code) || status < 200 || status > 599) throw invalid(`${where}: --respond "${code}": the status is a number from 200 to 599`);
     const body = Buffer.from(text);
     const type = options.contentType === undefined ? 'text/plain; charset=utf-8' : options.contentType;
-    return () => quietAnswer(status, [], body, type);
+    return () => new Answer(status, [], body, type);
   }
   if (options.contentType !== undefined) throw invalid(`${where}: --content-type goes with --respond`);
   return null;

@@ -1,15 +1,18 @@
 'use strict';
 
 const EventEmitter = require('node:events');
-const Backend = require('./backend');
-const eligible = require('./strategies/eligible');
 const SlotQueue = require('./slot-queue');
 const { atLimit } = SlotQueue;
 const { StickyIndex } = require('./sticky');
-const { parseServer, checkWeight, checkMaxConns, isValidName } = require('./server-address');
+const { checkMaxConns } = require('./server-address');
+const { checkServerList, createBackend } = require('./member-entry');
+const { addMember, removeMember, setMemberWeight, syncMembers, changeMembers } = require('./member-changes');
+const { createStrategy, pickFrom, tellStrategy } = require('./strategy-guard');
+const { panicPick } = require('./panic-pick');
 const { resolveStrategy } = require('./strategies');
-const { recordLatency } = require('./peak-ewma');
-const { LilaError, codes } = require('../errors');
+const { recordLatency } = require('./strategies/peak-ewma');
+
+/** @typedef {import('./backend')} Backend */
 
 /**
  * @typedef {object} PickContext What a strategy may look at; any field may be missing.
@@ -61,9 +64,7 @@ class Balancer extends EventEmitter {
   constructor(mode, servers, options = {}) {
     super();
     const Strategy = resolveStrategy(mode, options.cwd);
-    if (!Array.isArray(servers) || (servers.length === 0 && options.allowEmpty !== true)) {
-      throw new LilaError(codes.NO_SERVERS, 'no servers given; list them as host:port after the mode, or in a hosts file (--hosts)');
-    }
+    checkServerList(servers, options.allowEmpty);
     this.mode = typeof mode === 'function' ? mode.name : mode;
     this.now = options.now || performance.now.bind(performance);
     this.logger = options.logger || null;
@@ -78,7 +79,7 @@ class Balancer extends EventEmitter {
     this.strategy = null;
     this.backupStrategy = null;
     this.defaultMaxConns = checkMaxConns(options.maxConns === undefined ? 0 : options.maxConns, 'maxConns');
-    for (const server of servers) this.join(this.toBackend(server));
+    for (const server of servers) this.join(createBackend(server, this.backends, this.defaultMaxConns));
     this.strategy = createStrategy(Strategy, this.primaries, options, this.mode);
     if (this.backups.length > 0) this.backupStrategy = createStrategy(Strategy, this.backups, options, this.mode);
     // Strategies that index backends by load hear of every count change.
@@ -125,12 +126,15 @@ class Balancer extends EventEmitter {
       const sticky = this.sticky.target(this.backends, ctx);
       if (sticky !== null) return atLimit(sticky) ? null : sticky;
     }
-    let backend = this.pickWith(this.strategy, ctx);
+    let backend = pickFrom(this, this.strategy, ctx);
     // Primaries at their limits are busy, not gone: backups are not for that.
     if (backend === null && this.backupStrategy !== null && !(this.limited && this.queue.primariesAtLimit(ctx))) {
-      backend = this.pickWith(this.backupStrategy, ctx);
+      backend = pickFrom(this, this.backupStrategy, ctx);
     }
-    if (backend === null) backend = this.panicPick(ctx);
+    if (backend === null) {
+      backend = panicPick(this.backends, ctx);
+      if (backend !== null) this.panicPicks++;
+    }
     return backend;
   }
 
@@ -149,7 +153,7 @@ class Balancer extends EventEmitter {
         backend.trialOpen = false;
         backend.trialPending = true;
       }
-      if (this.tracksLoad) this.tell('acquired', backend);
+      if (this.tracksLoad) tellStrategy(this, 'acquired', backend);
     }
     return backend;
   }
@@ -166,7 +170,7 @@ class Balancer extends EventEmitter {
       backend.trialPending = false;
       backend.trialOpen = backend.state !== 'up';
     }
-    if (this.tracksLoad) this.tell('released', backend);
+    if (this.tracksLoad) tellStrategy(this, 'released', backend);
     if (backend.removed && backend.active === 0) this.emit('drained', backend);
     // A slot freed: the oldest waiter that can use it gets it.
     if (this.queue.length > 0) this.queue.dispatch();
@@ -226,14 +230,7 @@ class Balancer extends EventEmitter {
    * @throws {LilaError} `LILA_ERR_INVALID_SERVER` when invalid or already a member
    */
   add(server) {
-    const backend = this.toBackend(server);
-    this.join(backend);
-    if (backend.backup && this.backupStrategy === null) {
-      this.backupStrategy = createStrategy(this.Strategy, this.backups, this.strategyOptions, this.mode);
-    }
-    this.changed();
-    this.emit('add', backend);
-    return backend;
+    return addMember(this, server);
   }
 
   /**
@@ -244,17 +241,7 @@ class Balancer extends EventEmitter {
    * @returns {Backend | null} the removed backend, null when there is no such member
    */
   remove(name) {
-    const index = this.backends.findIndex((backend) => backend.name === name);
-    if (index === -1) return null;
-    const [backend] = this.backends.splice(index, 1);
-    const group = backend.backup ? this.backups : this.primaries;
-    group.splice(group.indexOf(backend), 1);
-    backend.removed = true;
-    this.changed();
-    this.emit('remove', backend);
-    // Next tick, so that a caller can listen for it after remove() returns.
-    if (backend.active === 0) process.nextTick(() => this.emit('drained', backend));
-    return backend;
+    return removeMember(this, name);
   }
 
   /**
@@ -267,13 +254,7 @@ class Balancer extends EventEmitter {
    * @throws {LilaError} `LILA_ERR_INVALID_SERVER` for an invalid weight
    */
   setWeight(name, weight) {
-    checkWeight(weight, name);
-    const backend = this.backends.find((member) => member.name === name);
-    if (backend === undefined) return null;
-    backend.weight = weight;
-    backend.effectiveWeight = weight;
-    this.changed();
-    return backend;
+    return setMemberWeight(this, name, weight);
   }
 
   /**
@@ -289,56 +270,7 @@ class Balancer extends EventEmitter {
    * @throws {LilaError} for an invalid server, a name listed twice, or no servers
    */
   sync(servers, options = {}) {
-    if (!Array.isArray(servers) || (servers.length === 0 && options.allowEmpty !== true)) {
-      throw new LilaError(codes.NO_SERVERS, 'no servers given; list them as host:port after the mode, or in a hosts file (--hosts)');
-    }
-    const wanted = new Map();
-    for (const server of servers) {
-      const parsed = entryOf(server);
-      if (wanted.has(parsed.name)) throw new LilaError(codes.INVALID_SERVER, `server "${parsed.name}" is listed twice`);
-      wanted.set(parsed.name, parsed);
-    }
-    const current = new Map(this.backends.map((backend) => [backend.name, backend]));
-    // One rebuild of the strategies at the end, not one per change.
-    this.deferChanges = true;
-    try {
-      return this.apply(wanted, current);
-    } finally {
-      this.deferChanges = false;
-      this.changed();
-    }
-  }
-
-  apply(wanted, current) {
-    const removed = [];
-    for (const [name, backend] of current) {
-      const want = wanted.get(name);
-      if (want === undefined || want.host !== backend.host || want.port !== backend.port || want.backup !== backend.backup ||
-        (want.tls === true) !== backend.tls || want.sni !== backend.sni || (want.sendProxy || 0) !== backend.sendProxy ||
-        want.value !== backend.value) {
-        removed.push(this.remove(name));
-        current.delete(name);
-      }
-    }
-    const added = [];
-    const reweighted = [];
-    for (const [name, want] of wanted) {
-      const backend = current.get(name);
-      if (backend === undefined) {
-        added.push(this.add(want));
-        continue;
-      }
-      if (backend.weight !== want.weight) reweighted.push(this.setWeight(name, want.weight));
-      // A changed limit applies at once; changed() below hands out the slots it frees.
-      backend.maxConns = want.maxConns === undefined ? this.defaultMaxConns : want.maxConns;
-    }
-    // Round-robin goes in the order given: the file's.
-    const position = new Map([...wanted.keys()].map((name, i) => [name, i]));
-    const byOrder = (a, b) => position.get(a.name) - position.get(b.name);
-    this.backends.sort(byOrder);
-    this.primaries.sort(byOrder);
-    this.backups.sort(byOrder);
-    return { added, removed, reweighted };
+    return syncMembers(this, servers, options);
   }
 
   /**
@@ -354,82 +286,13 @@ class Balancer extends EventEmitter {
    * @returns {{added: Backend[], removed: Backend[], reweighted: Backend[]}}
    * @throws {LilaError} `LILA_ERR_INVALID_SERVER`
    */
-  change({ remove = [], add = [], reweight = [] }) {
-    const leaving = new Set(remove);
-    const taken = new Set(this.backends.filter((backend) => !leaving.has(backend.name)).map((backend) => backend.name));
-    const joining = add.map(entryOf);
-    for (const entry of joining) {
-      if (taken.has(entry.name)) throw new LilaError(codes.INVALID_SERVER, `server "${entry.name}" is listed twice`);
-      taken.add(entry.name);
-    }
-    for (const { name, weight } of reweight) checkWeight(weight, name);
-    this.deferChanges = true;
-    try {
-      const removed = remove.map((name) => this.remove(name)).filter((backend) => backend !== null);
-      const added = joining.map((entry) => this.add(entry));
-      const reweighted = reweight.map(({ name, weight }) => this.setWeight(name, weight)).filter((backend) => backend !== null);
-      return { added, removed, reweighted };
-    } finally {
-      this.deferChanges = false;
-      this.changed();
-    }
-  }
-
-  // Panic mode (Envoy's panic threshold, nginx forgetting failures once every
-  // peer has failed): when passive health alone has taken every backend
-  // down, refusing would turn short failures into a total outage, so they
-  // are tried anyway: the least busy first, then the one that failed longest
-  // ago. A backend an active check took down is never tried; one that is up
-  // but not eligible (tried already, weight 0) means no panic.
-  panicPick(ctx) {
-    let best = null;
-    for (const backend of this.backends) {
-      if (backend.effectiveWeight <= 0 || backend.downByCheck) continue;
-      if (backend.state === 'up') return null;
-      if (atLimit(backend)) continue;
-      if (ctx && ctx.tried && ctx.tried.has(backend)) continue;
-      if (best === null || backend.active < best.active ||
-        (backend.active === best.active && backend.lastFailureAt < best.lastFailureAt)) best = backend;
-    }
-    if (best !== null) this.panicPicks++;
-    return best;
-  }
-
-  pickWith(strategy, ctx) {
-    let backend;
-    try {
-      backend = strategy.pick(ctx);
-    } catch (err) {
-      this.pickFailed(err);
-      return null;
-    }
-    // A strategy that hands back a backend it must not is treated as "nobody".
-    if (backend === null || backend === undefined || !eligible(backend, ctx)) return null;
-    return backend;
+  change(changes) {
+    return changeMembers(this, changes);
   }
 
   join(backend) {
     this.backends.push(backend);
     (backend.backup ? this.backups : this.primaries).push(backend);
-  }
-
-  toBackend(server) {
-    const parsed = entryOf(server);
-    if (this.backends.some((backend) => backend.name === parsed.name)) {
-      throw new LilaError(codes.INVALID_SERVER, `server "${parsed.name}" is listed twice`);
-    }
-    const backend = new Backend(parsed);
-    if (parsed.maxConns === undefined) backend.maxConns = this.defaultMaxConns;
-    return backend;
-  }
-
-  // A hook of a module of one's own may throw; the request must not.
-  tell(hook, backend) {
-    try {
-      (backend.backup ? this.backupStrategy : this.strategy)[hook](backend);
-    } catch (err) {
-      this.pickFailed(err);
-    }
   }
 
   /** Tells the strategies, then `changed` listeners, that members or weights changed. */
@@ -444,88 +307,6 @@ class Balancer extends EventEmitter {
     // New members, weights or limits may give waiters a slot.
     this.queue.dispatch();
   }
-
-  pickFailed(err) {
-    // One line per distinct failure, not one per request.
-    const message = err instanceof Error ? err.message : String(err);
-    if (message === this.lastPickError) return;
-    this.lastPickError = message;
-    if (this.logger !== null) this.logger.warn(`strategy "${this.mode}" failed to pick a backend: ${message}`);
-  }
 }
 
 module.exports = Balancer;
-
-function createStrategy(Strategy, backends, options, mode) {
-  let strategy;
-  try {
-    // `available` lets modules of one's own apply the rules built-ins follow.
-    strategy = new Strategy(backends, { ...options, available: eligible });
-  } catch (err) {
-    if (err instanceof LilaError) throw err;
-    const reason = err instanceof Error ? err.message : String(err);
-    throw new LilaError(codes.INVALID_MODULE, `balancer "${mode}" failed to start: ${reason}`);
-  }
-  if (strategy === null || typeof strategy !== 'object' || typeof strategy.pick !== 'function') {
-    throw new LilaError(codes.INVALID_MODULE, `balancer "${mode}" must be a class with a pick(context) method`);
-  }
-  return strategy;
-}
-
-// A server string or object as a member's fields. Servers found through DNS
-// are the proxy's to resolve (lib/discovery): a balancer alone cannot.
-function entryOf(server) {
-  const parsed = typeof server === 'string' ? parseServer(server) : server;
-  if (parsed !== null && typeof parsed === 'object' && (parsed.resolve === true || parsed.srv !== undefined)) {
-    const name = parsed.srv !== undefined ? `srv:${parsed.srv}` : `${parsed.host}:${parsed.port}`;
-    throw new LilaError(codes.INVALID_SERVER, `server "${name}" is found through DNS (resolve, srv:); ` +
-      'give it to createProxy or createService, which resolve it, not to a balancer alone');
-  }
-  return typeof server === 'string' ? parsed : normalizeServer(server);
-}
-
-// A server object from library users: the same checks as a server argument.
-function normalizeServer(server) {
-  if (server === null || typeof server !== 'object') {
-    throw new LilaError(codes.INVALID_SERVER, `server must be "host:port", {host, port} or {name, value}, received ${String(server)}`);
-  }
-  // No address (host null is how a member {name, value} comes back through add and sync).
-  if ((server.host === undefined || server.host === null) && (server.port === undefined || server.port === 0)) {
-    return valueMember(server);
-  }
-  const host = String(server.host);
-  const parsed = parseServer(`${host.includes(':') ? `[${host}]` : host}:${server.port}`);
-  if (server.weight !== undefined) parsed.weight = checkWeight(server.weight, parsed.name);
-  parsed.backup = server.backup === true;
-  if (server.maxConns !== undefined) parsed.maxConns = checkMaxConns(server.maxConns, parsed.name);
-  if (server.tls === true) parsed.tls = true;
-  if (server.h2 === true) parsed.h2 = true;
-  if (server.sni !== undefined) parsed.sni = parseServer(`${parsed.name},sni=${server.sni}`).sni;
-  if (server.sendProxy === 1 || server.sendProxy === 2) parsed.sendProxy = server.sendProxy;
-  // The DNS name a discovered member's address came from (lib/discovery), for Host headers.
-  if (typeof server.hostname === 'string') parsed.hostname = server.hostname;
-  if (server.name !== undefined) {
-    if (!isValidName(server.name)) {
-      throw new LilaError(codes.INVALID_SERVER, `server "${parsed.name}" has name "${server.name}"; a name is 1 to 128 letters, digits and . _ : - [ ]`);
-    }
-    parsed.name = server.name;
-  }
-  if ('value' in server) parsed.value = server.value;
-  return parsed;
-}
-
-// A member that is no address (library use): a name, any value, and what balancing reads.
-function valueMember(server) {
-  if (!('value' in server)) {
-    throw new LilaError(codes.INVALID_SERVER, 'server must be "host:port", {host, port} or {name, value}, ' +
-      `received an object with neither host nor value (keys: ${Object.keys(server).join(', ') || 'none'})`);
-  }
-  if (!isValidName(server.name)) {
-    const problem = server.name === undefined ? 'has no name' : `has name "${server.name}"`;
-    throw new LilaError(codes.INVALID_SERVER, `a member {name, value} ${problem}; a name is 1 to 128 letters, digits and . _ : - [ ]`);
-  }
-  const member = { name: server.name, host: null, port: 0, weight: 1, backup: server.backup === true, value: server.value };
-  if (server.weight !== undefined) member.weight = checkWeight(server.weight, server.name);
-  if (server.maxConns !== undefined) member.maxConns = checkMaxConns(server.maxConns, server.name);
-  return member;
-}

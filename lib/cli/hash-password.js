@@ -3,7 +3,7 @@
 const { parseArgs } = require('node:util');
 const { StringDecoder } = require('node:string_decoder');
 const { hashPassword } = require('../actions/password-hash');
-const { argumentProblem } = require('./options');
+const { argumentProblem } = require('../config/options');
 
 // A line from a pipe longer than this is no password.
 const MAX_LINE = 4096;

@@ -1,6 +1,6 @@
 'use strict';
 
-const { OPTIONS, GROUPS } = require('./options');
+const { OPTIONS, GROUPS } = require('../config/options');
 const { strategies } = require('../balancing/strategies');
 
 const WIDTH = 80;

@@ -6,15 +6,14 @@ const { createService } = require('../service');
 const Logger = require('../ops/logger');
 const { isLoopback } = require('../ops/admin-server');
 const { strategies } = require('../balancing/strategies');
-const { parseArgsOptions, readOptions, takeWords, argumentProblem } = require('./options');
+const { OPTIONS, parseArgsOptions, readOptions, takeWords, argumentProblem } = require('../config/options');
 const { helpText, usageText } = require('./help');
-const { readToolCommandLine, ToolService } = require('./tool-command-lines');
-const { tlsOf } = require('./tls-options');
+const { readToolCommandLine } = require('./tool-command-lines');
+const { tlsOf } = require('../config/tls-options');
 const { runHashPassword } = require('./hash-password');
-const { readConfigFile, parseConfig, summary } = require('./config-file');
+const { readConfigFile, parseConfig, summary } = require('../config/config-file');
 const Configuration = require('../service/configuration');
 const AcmeRunner = require('../acme/runner');
-const { OPTIONS } = require('./options');
 const { LilaError, codes } = require('../errors');
 const { version } = require('../../package.json');
 
@@ -60,8 +59,9 @@ async function run(args, io = {}) {
       stdout.write(summary(parsed.service.config).map((line) => `${line}\n`).join('') + `lila: ${parsed.service.configFile}: good\n`);
       return 0;
     }
-    const options = { ...parsed.service, logger: new Logger({ ...parsed.logger, stream: stderr }) };
-    service = parsed.tool === undefined ? createService(options) : new ToolService(options, parsed.tool);
+    // Another tool's command line says so in the startup line.
+    const label = parsed.tool === undefined ? undefined : `${parsed.tool} command line`;
+    service = createService({ ...parsed.service, label, logger: new Logger({ ...parsed.logger, stream: stderr }) });
   } catch (err) {
     if (!err.isUsageError) throw err;
     // A config file's mistake names its line: the help has nothing to add.

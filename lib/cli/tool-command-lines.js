@@ -1,7 +1,6 @@
 'use strict';
 
 const fs = require('node:fs');
-const { Service } = require('../service');
 const { LilaError, codes } = require('../errors');
 
 const EQUILIBRIO = 'equilibrio';
@@ -40,31 +39,7 @@ function readToolCommandLine(values, positionals) {
   return null;
 }
 
-/**
- * The service of a tool's command line: its startup line says which command
- * line lila understood (`lila: equilibrio command line: round-robin (tcp)
- * listening on [::]:9080 -> 2 servers`).
- */
-class ToolService extends Service {
-  /**
-   * @param {ConstructorParameters<typeof Service>[0]} options
-   * @param {string} tool the tool whose command line it runs
-   */
-  constructor(options, tool) {
-    super(options);
-    this.tool = tool;
-  }
-
-  /**
-   * @param {{address: string, port: number}} address
-   * @returns {string}
-   */
-  startupLine(address) {
-    return `${this.tool} command line: ${super.startupLine(address)}`;
-  }
-}
-
-module.exports = { readToolCommandLine, ToolService };
+module.exports = { readToolCommandLine };
 
 function equilibrio(values, positionals) {
   if (positionals.length > 0) {

@@ -20,7 +20,7 @@ const RATE_FIELDS = ['per_second', 'errors_per_second'];
 class WorkerFrames {
   /**
    * @param {{adminPorts: () => number[]}} primary
-   * @param {(statuses: object[]) => object} mergeStatus how `/status` merges (cluster/admin-server.js)
+   * @param {(statuses: object[]) => object} mergeStatus how `/status` merges (cluster/merge-answers.js)
    */
   constructor(primary, mergeStatus) {
     this.primary = primary;

@@ -34,7 +34,7 @@ class Discovery {
     this.interval = settings.interval;
     this.logger = settings.logger;
     this.resolvers = settings.resolvers;
-    // Made with the first DNS server: a proxy without any needs no resolver.
+    // Made with the first DNS server: a pool without any needs no resolver.
     this.client = null;
     /** @type {Map<string, NameWatcher>} by server name, in the order given */
     this.watchers = new Map();
@@ -57,13 +57,13 @@ class Discovery {
     return this.balancer.backends;
   }
 
-  /** Starts every lookup; the proxy does it once listening, so startup never waits for DNS. */
+  /** Starts every lookup; its pool does it once a listener listens, so startup never waits for DNS. */
   start() {
     this.started = true;
     for (const watcher of this.watchers.values()) watcher.start();
   }
 
-  /** Stops every lookup (the proxy closes). */
+  /** Stops every lookup (its pool stops). */
   stop() {
     this.started = false;
     for (const watcher of this.watchers.values()) watcher.stop();

@@ -1,13 +1,11 @@
 'use strict';
 
 const HealthChecks = require('./checks');
-const { localProblem, openFilesLimit } = require('../net/local-errors');
+const { LocalProblems, openFilesLimit } = require('../net/local-errors');
 const { describeError } = require('../errors');
 
 // Slow start ramps a backend's weight in this many steps, from 1/STEPS up.
 const SLOW_START_STEPS = 10;
-// lila's own resource errors are logged once a burst: a burst ends after this long without one.
-const LOCAL_BURST_MS = 5000;
 
 /**
  * @typedef {object} HealthSettings
@@ -46,8 +44,8 @@ class Health {
     this.timers = new Map();
     this.ramps = new Map();
     this.available = true;
-    // When lila's own resources last failed it (EMFILE, ...), for one warning a burst.
-    this.localErrorAt = -Infinity;
+    // lila's own resource errors (EMFILE, ...), logged once a burst.
+    this.localProblems = new LocalProblems(logger);
     // Read now: out of descriptors, it could not be read.
     openFilesLimit();
     this.checks = settings.healthCheck ? new HealthChecks(this, settings, target) : null;
@@ -97,18 +95,7 @@ class Health {
    * @returns {string | null}
    */
   localProblem(err, during) {
-    const problem = localProblem(err);
-    if (problem === null) return null;
-    const now = Date.now();
-    if (now - this.localErrorAt > LOCAL_BURST_MS) {
-      const limit = openFilesLimit();
-      const advice = problem.startsWith('out of file descriptors') && limit !== null
-        ? `; raise the open-files limit, now ${limit}`
-        : '';
-      this.logger.warn(`${problem} (${describeError(err)}) ${during}${advice}; no backend is blamed for it`);
-    }
-    this.localErrorAt = now;
-    return problem;
+    return this.localProblems.report(err, during);
   }
 
   /**

@@ -1,6 +1,7 @@
 'use strict';
 
-const { noBackendLeft } = require('./outcomes');
+const { noBackendLeft, localShortage } = require('./outcomes');
+const { describeError } = require('../errors');
 const { queueRefusal } = require('./limits');
 
 /**
@@ -10,18 +11,18 @@ const { queueRefusal } = require('./limits');
  * wait too long or no backend at all get lila's own answer.
  *
  * The request (an exchange or a tunnel) is the pick context, and provides
- * `context` (with the balancer and health), `tried`, `waiting`,
- * `use(backend)` and `fail(error, detail)`.
+ * `binding` (its pool's balancer and health), `engine` (its logger), `tried`,
+ * `waiting`, `use(backend)` and `fail(error, detail)`.
  *
- * @param {{context: {balancer: import('../balancing/balancer'), health: import('../health')},
+ * @param {{binding: {balancer: import('../balancing/balancer'), health: import('../health')}, engine: {logger: object},
  *   tried: Set<object> | null, waiting: boolean, use: (backend: object) => void,
  *   fail: (error: import('../errors').LilaError, detail: string) => void}} request
  */
 function takeBackend(request) {
-  const balancer = request.context.balancer;
+  const balancer = request.binding.balancer;
   const backend = balancer.acquire(request);
   if (backend !== null) {
-    if (request.context.logger.traceEnabled) tracePick(request, backend);
+    if (request.engine.logger.traceEnabled) tracePick(request, backend);
     request.use(backend);
     return;
   }
@@ -40,9 +41,9 @@ function takeBackend(request) {
  * @returns {boolean} false when there is none
  */
 function takeAnotherBackend(request) {
-  const backend = request.context.balancer.acquire(request);
+  const backend = request.binding.balancer.acquire(request);
   if (backend === null) return false;
-  if (request.context.logger.traceEnabled) tracePick(request, backend);
+  if (request.engine.logger.traceEnabled) tracePick(request, backend);
   request.use(backend);
   return true;
 }
@@ -57,7 +58,7 @@ function slotFound(request, backend) {
   request.waiting = false;
   if (backend === null) noBackend(request);
   else {
-    if (request.context.logger.traceEnabled) tracePick(request, backend);
+    if (request.engine.logger.traceEnabled) tracePick(request, backend);
     request.use(backend);
   }
 }
@@ -69,7 +70,7 @@ function slotFound(request, backend) {
  */
 function slotTimedOut(request) {
   request.waiting = false;
-  const timeout = request.context.balancer.queue.timeout;
+  const timeout = request.binding.balancer.queue.timeout;
   request.fail(queueRefusal(true, timeout), `waited ${timeout} ms in the queue`);
 }
 
@@ -81,19 +82,41 @@ function slotTimedOut(request) {
 function leaveQueue(request) {
   if (!request.waiting) return;
   request.waiting = false;
-  request.context.balancer.cancel(request);
+  request.binding.balancer.cancel(request);
 }
 
-module.exports = { takeBackend, takeAnotherBackend, slotFound, slotTimedOut, leaveQueue };
+/**
+ * The request's connect to its backend failed: passive health is told
+ * (unless the failure is lila's own shortage, EMFILE and kin, which answers
+ * 503 and blames no backend), the backend is released, and the request goes
+ * to the next backend the strategy picks, never one it failed on.
+ *
+ * @param {Parameters<typeof takeBackend>[0] & {backend: object, release: () => void}} request
+ * @param {Error} err
+ */
+function connectFailed(request, err) {
+  const backend = request.backend;
+  request.engine.logger.debug(`backend ${backend.name}: ${describeError(err)}`);
+  const shortage = request.binding.health.failedWith(backend, err);
+  request.release();
+  if (shortage !== null) {
+    request.fail(localShortage(shortage), `backend ${backend.name}: ${describeError(err)}`);
+    return;
+  }
+  (request.tried ??= new Set()).add(backend);
+  takeBackend(request);
+}
+
+module.exports = { takeBackend, takeAnotherBackend, slotFound, slotTimedOut, leaveQueue, connectFailed };
 
 function noBackend(request) {
-  const { error, detail } = noBackendLeft(request.context.health, request.tried);
+  const { error, detail } = noBackendLeft(request.binding.health, request.tried);
   request.fail(error, detail);
 }
 
 // --log-level trace: each pick, and a pick after a backend failed the request as a retry.
 function tracePick(request, backend) {
-  const fields = { client: request.clientAddress, backend: backend.name, mode: request.context.balancer.mode };
-  if (request.tried === null) request.context.logger.trace('pick', fields);
-  else request.context.logger.trace('retry', Object.assign(fields, { tried: [...request.tried].map((tried) => tried.name).join(',') }));
+  const fields = { client: request.clientAddress, backend: backend.name, mode: request.binding.balancer.mode };
+  if (request.tried === null) request.engine.logger.trace('pick', fields);
+  else request.engine.logger.trace('retry', Object.assign(fields, { tried: [...request.tried].map((tried) => tried.name).join(',') }));
 }

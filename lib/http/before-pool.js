@@ -2,10 +2,11 @@
 
 /**
  * What every engine does before a request's pool: a route's actions may
- * answer it themselves (access control, a redirect, `--respond`, a CORS
- * preflight), at once or once a question they asked elsewhere is answered
- * (`--forward-auth`). Then `exchange.proceed(answer)` goes on: null sends the
- * request to its pool, an answer is sent instead.
+ * answer it themselves (an `Answer`: a redirect, `--respond`, a CORS
+ * preflight) or refuse it (a `LilaError`: access control), at once or once a
+ * question they asked elsewhere is answered (`--forward-auth`). Then
+ * `exchange.proceed(answer)` goes on: null sends the request to its pool, an
+ * answer or a refusal is sent instead.
  *
  * @param {{route: {actions: object | null} | null, requestView: () => object, proceed: (answer: object | null) => void,
  *   gone: () => boolean}} exchange a fast or node exchange, or a tunnel

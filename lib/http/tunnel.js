@@ -3,7 +3,7 @@
 const { forwardRequestHeaders, forwardResponseHeaders, rewriteLocation } = require('./headers');
 const { readCookie, withoutCookie, withStickyCookie } = require('./sticky-cookie');
 const { refusalBeforeForwarding } = require('./limits');
-const { routeRequest, noRoute } = require('./binding');
+const { noRoute } = require('./route-request');
 const { takeBackend, slotFound, slotTimedOut, leaveQueue } = require('./backend-slot');
 const { createUpstreamRequest } = require('./upstream-request');
 const { readyEvent } = require('../net/backend-connect');
@@ -12,6 +12,7 @@ const { peerAddressOf, schemeOf } = require('../net/address');
 const { answerContent, rawAnswer } = require('./error-response');
 const { beforePool } = require('./before-pool');
 const RequestView = require('../actions/request-view');
+const Answer = require('../actions/answer');
 const { RequestIds, withRequestIds, withResponseId } = require('../actions/request-id');
 const { localShortage } = require('./outcomes');
 const { LilaError, codes, timeoutError, describeError } = require('../errors');
@@ -30,23 +31,25 @@ const EARLY_LIMIT = 64 * 1024;
  */
 class Tunnel {
   /**
-   * @param {import('./node/exchange').HttpContext} context
+   * @param {{logger: object, settings: object, traffic: object}} engine its listener's (fast or node)
    * @param {import('node:http').IncomingMessage} request
    * @param {import('node:net').Socket} client
    * @param {Buffer} head bytes the client sent after its request head
+   * @param {import('../routing/listener-routes').Route | null} route null: none matched (answered 404 by open())
+   * @param {import('../engines/pool-binding')} binding the pool the route chose
    */
-  constructor(context, request, client, head) {
+  constructor(engine, request, client, head, route, binding) {
+    this.engine = engine;
     this.request = request;
     this.client = client;
     this.head = head;
     this.clientAddress = peerAddressOf(client);
-    // The route's pool from here on (null: no route matched, answered 404 by open()).
-    this.route = null;
-    this.context = routeRequest(context, this, request.headers.host, request.url);
+    this.route = route;
+    this.binding = binding;
     this.tried = null;
     this.backend = null;
     this.servedBy = null;
-    this.startedAt = this.context.balancer.now();
+    this.startedAt = binding.balancer.now();
     // What the client got: 101, a relayed status, or lila's own.
     this.status = NO_ANSWER_YET;
     this.upstream = null;
@@ -58,11 +61,11 @@ class Tunnel {
     // In the queue for a backend slot (balancer.wait).
     this.waiting = false;
     // What the client's sticky cookie says (--sticky); lila's own cookie stays with lila.
-    const cookie = this.context.settings.stickyCookie;
+    const cookie = binding.settings.stickyCookie;
     this.stickyId = cookie === null ? null : readCookie(request.rawHeaders, cookie);
     if (cookie !== null) this.headers = withoutCookie(this.headers, cookie);
     // --request-id: its X-Request-ID and trace context (null without the option).
-    this.ids = this.context.settings.requestId === true ? RequestIds.of(request.rawHeaders) : null;
+    this.ids = engine.settings.requestId === true ? RequestIds.of(request.rawHeaders) : null;
     if (this.ids !== null) this.headers = withRequestIds(this.headers, this.ids);
     this.view = null;
     const actions = this.actions;
@@ -81,7 +84,7 @@ class Tunnel {
 
   /** Sends the upgrade request to the backend the strategy picks, unless the rate limit keeps it out. */
   open() {
-    let refusal = refusalBeforeForwarding(this.context.settings, this.clientAddress, -1);
+    let refusal = refusalBeforeForwarding(this.engine.settings, this.clientAddress, -1);
     if (refusal === null && this.route === null) refusal = noRoute(this.request.headers.host, this.request.url);
     beforePool(this, refusal);
   }
@@ -137,7 +140,7 @@ class Tunnel {
     try {
       const actions = this.actions;
       const target = actions === null ? this.request.url : actions.target(this.request.url);
-      upstream = createUpstreamRequest(backend, this.request, this.headers, this.context.settings, false, this.client, target);
+      upstream = createUpstreamRequest(backend, this.request, this.headers, this.binding.settings, false, this.client, target);
     } catch (err) {
       this.release();
       this.refuse(new LilaError(codes.BAD_REQUEST, 'this request cannot be forwarded', 400), err.message);
@@ -164,7 +167,7 @@ class Tunnel {
       this.client.destroy();
       return;
     }
-    const shortage = this.context.health.failedWith(backend, err);
+    const shortage = this.binding.health.failedWith(backend, err);
     this.release();
     if (this.client.destroyed) return;
     const what = `backend ${backend.name}: ${describeError(err)}`;
@@ -173,7 +176,7 @@ class Tunnel {
       return;
     }
     if (!this.connected) {
-      this.context.logger.debug(what);
+      this.engine.logger.debug(what);
       (this.tried ??= new Set()).add(backend);
       takeBackend(this);
       return;
@@ -226,7 +229,7 @@ class Tunnel {
     let head = `HTTP/1.1 ${status} ${upstreamResponse.statusMessage}\r\n`;
     let headers = forwardResponseHeaders(upstreamResponse.rawHeaders);
     // The client's scheme: this listener speaks plain http.
-    if (this.context.settings.locationRewrite) headers = rewriteLocation(headers, this.backend, this.scheme, this.request.headers.host);
+    if (this.binding.settings.locationRewrite) headers = rewriteLocation(headers, this.backend, this.scheme, this.request.headers.host);
     headers = this.withStickyCookie(headers);
     if (this.ids !== null) headers = withResponseId(headers, this.ids.requestId);
     if (this.actions !== null) headers = this.actions.responseHeaders(headers, this.requestView());
@@ -243,7 +246,7 @@ class Tunnel {
 
   // The backend's response fields, with lila's sticky cookie when the client lacks it for this backend.
   withStickyCookie(headers) {
-    const cookie = this.context.settings.stickyCookie;
+    const cookie = this.binding.settings.stickyCookie;
     if (cookie === null || this.servedBy === null) return headers;
     return withStickyCookie(headers, cookie, this.stickyId, this.servedBy.stickyId, this.scheme === 'https');
   }
@@ -251,9 +254,9 @@ class Tunnel {
   /** Answers the client with lila's own error on the raw socket and closes it. */
   refuse(error, detail) {
     const request = this.request;
-    const logger = this.context.logger;
+    const logger = this.engine.logger;
     leaveQueue(this);
-    const log = error.status === 503 || error.status === 429 || error.quiet === true ? logger.debug : logger.warn;
+    const log = error.status === 503 || error.status === 429 || error.quiet === true || error instanceof Answer ? logger.debug : logger.warn;
     log.call(logger, `${error.status} for upgrade ${request.method} ${request.url}: ${detail} (${error.code})`);
     if (this.client.destroyed) return;
     this.status = error.status;
@@ -275,7 +278,7 @@ class Tunnel {
   /** Stops counting the tunnel against its backend; once per backend. */
   release() {
     if (this.backend !== null) {
-      this.context.balancer.release(this.backend);
+      this.binding.balancer.release(this.backend);
       this.backend = null;
     }
   }
@@ -284,7 +287,7 @@ class Tunnel {
 module.exports = { Tunnel };
 
 function clientOnError(err) {
-  this[kTunnel].context.logger.debug(`client ${this[kTunnel].clientAddress}: ${describeError(err)}`);
+  this[kTunnel].engine.logger.debug(`client ${this[kTunnel].clientAddress}: ${describeError(err)}`);
 }
 
 function clientOnEarlyData(chunk) {
@@ -311,16 +314,16 @@ function clientOnClose() {
   } else {
     tunnel.abandon();
   }
-  const { balancer, traffic } = tunnel.context;
+  const { balancer, pool } = tunnel.binding;
   // Bytes the client received after the upgrade head, as for a tcp connection.
-  traffic.request(tunnel.servedBy, tunnel.status, balancer.now() - tunnel.startedAt, tunnel.request, tunnel.clientAddress, this.bytesWritten, this,
-    tunnel.route, tunnel.context.pool, tunnel.ids, tunnel.view);
+  tunnel.engine.traffic.request(tunnel.servedBy, tunnel.status, balancer.now() - tunnel.startedAt, tunnel.request, tunnel.clientAddress,
+    this.bytesWritten, this, tunnel.route, pool, tunnel.ids, tunnel.view);
 }
 
 // Tunnels never share upstream sockets (agent: false), so each one connects.
 function upstreamOnSocket(socket) {
   socket[kTunnel] = this[kTunnel];
-  socket.setTimeout(this[kTunnel].context.settings.connectTimeout);
+  socket.setTimeout(this[kTunnel].binding.settings.connectTimeout);
   socket.once(readyEvent(socket), upstreamSocketOnConnect);
 }
 
@@ -328,18 +331,18 @@ function upstreamSocketOnConnect() {
   const tunnel = this[kTunnel];
   tunnel.connected = true;
   // Until the response head arrives; join() lifts it for the tunnel itself.
-  this.setTimeout(tunnel.context.settings.timeout);
+  this.setTimeout(tunnel.binding.settings.timeout);
 }
 
 function upstreamOnUpgrade(upstreamResponse, socket, upstreamHead) {
   const tunnel = this[kTunnel];
-  tunnel.context.health.succeeded(tunnel.backend);
+  tunnel.binding.health.succeeded(tunnel.backend);
   tunnel.join(upstreamResponse, socket, upstreamHead);
 }
 
 function upstreamOnResponse(upstreamResponse) {
   const tunnel = this[kTunnel];
-  tunnel.context.health.succeeded(tunnel.backend);
+  tunnel.binding.health.succeeded(tunnel.backend);
   tunnel.relay(upstreamResponse);
 }
 
@@ -355,7 +358,7 @@ function upstreamOnTimeout() {
 }
 
 function upstreamSocketOnError(err) {
-  this[kTunnel].context.logger.debug(`upstream of a tunnel: ${describeError(err)}`);
+  this[kTunnel].engine.logger.debug(`upstream of a tunnel: ${describeError(err)}`);
 }
 
 function upstreamSocketOnClose() {
@@ -365,7 +368,7 @@ function upstreamSocketOnClose() {
 }
 
 function upstreamResponseOnError(err) {
-  this[kTunnel].context.logger.debug(`response from backend: ${describeError(err)}`);
+  this[kTunnel].engine.logger.debug(`response from backend: ${describeError(err)}`);
 }
 
 function upstreamResponseOnClose() {

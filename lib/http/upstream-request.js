@@ -13,7 +13,8 @@ const { backendTlsOptions, connectBackend, proxyHeaderFor } = require('../net/ba
  * @param {import('../balancing/backend')} backend
  * @param {http.IncomingMessage} request the client's request: method, target, Host
  * @param {string[]} headers as built by `forwardRequestHeaders`
- * @param {import('./node/exchange').HttpSettings} settings
+ * @param {{hostHeader: string, connectTimeout: number, sendProxy: number, backendTls: object}} settings its pool's,
+ *   towards its backends
  * @param {http.Agent | false} agent the backend's pool (an https.Agent for a `tls` backend),
  *   or false for a connection of its own
  * @param {import('node:net').Socket} client the client's connection, for a PROXY protocol header

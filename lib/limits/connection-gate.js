@@ -19,7 +19,7 @@ const HOLD_LIMIT = 511;
  * It works on any `net.Server` (plain, TLS, or core `http`) by taking the
  * place of the server's `connection` listeners at the time it is made:
  * they run when a connection's turn comes. Listeners added later (the
- * proxy's count of open connections) see every connection at once.
+ * listener's count of open connections) see every connection at once.
  */
 class ConnectionGate {
   /**
@@ -81,7 +81,7 @@ class ConnectionGate {
     }
   }
 
-  /** Closes the held connections (they were never served); for a proxy that stops. */
+  /** Closes the held connections (they were never served); for a listener that stops. */
   close() {
     for (const socket of this.held) socket.destroy();
     this.held.clear();

@@ -2,6 +2,7 @@
 
 const fs = require('node:fs');
 const os = require('node:os');
+const { describeError } = require('../errors');
 
 // Errors of this machine, not of the peer: out of descriptors, buffers,
 // memory or local ports. No backend is to blame for them.
@@ -16,6 +17,8 @@ const LOCAL_ERRORS = new Map([
 let lastLimit = null;
 // How often the descriptor probe looks.
 const PROBE_MS = 1000;
+// lila's own resource errors are logged once a burst: a burst ends after this long without one.
+const LOCAL_BURST_MS = 5000;
 
 /**
  * What a socket error says about this machine: a short description when it
@@ -92,4 +95,44 @@ function probeDescriptors(onError) {
   return timer;
 }
 
-module.exports = { localProblem, openFilesLimit, parseOpenFilesLimit, probeDescriptors };
+/**
+ * Where lila's own resource errors are told: each is counted, and the first
+ * of a burst is logged, with the open-files limit when descriptors ran out.
+ */
+class LocalProblems {
+  /**
+   * @param {{warn: (line: string) => void}} logger
+   */
+  constructor(logger) {
+    this.logger = logger;
+    /** lila's own resource errors seen. */
+    this.count = 0;
+    // When one last came, for one warning a burst.
+    this.lastAt = -Infinity;
+  }
+
+  /**
+   * What lila is short of when `err` is one of its own resource errors, else null.
+   *
+   * @param {Error & {code?: string}} err
+   * @param {string} during what lila was doing, e.g. `accepting a connection`
+   * @returns {string | null} e.g. `out of file descriptors`
+   */
+  report(err, during) {
+    const problem = localProblem(err);
+    if (problem === null) return null;
+    this.count++;
+    const now = Date.now();
+    if (now - this.lastAt > LOCAL_BURST_MS) {
+      const limit = openFilesLimit();
+      const advice = problem.startsWith('out of file descriptors') && limit !== null
+        ? `; raise the open-files limit, now ${limit}`
+        : '';
+      this.logger.warn(`${problem} (${describeError(err)}) ${during}${advice}; no backend is blamed for it`);
+    }
+    this.lastAt = now;
+    return problem;
+  }
+}
+
+module.exports = { localProblem, openFilesLimit, parseOpenFilesLimit, probeDescriptors, LocalProblems };

@@ -144,17 +144,20 @@ async function changeBackend(admin, params) {
 // The pool a change is for, and how messages name it (` in pool "api"` with a config file), or
 // the reply that refuses it: an unknown pool, or /backends/... while lila runs several.
 function poolFor(admin, { pool: name, path }) {
-  const pools = admin.configured === null ? [admin.proxy.pool] : admin.configured().pools;
+  const view = admin.view();
+  const pools = view.pools;
   const names = pools.map((pool) => pool.name).join(', ');
+  // A command line's one pool is not named in messages: it has no name the user gave.
+  const where = (pool) => (view.single ? '' : ` in pool "${pool.name}"`);
   if (name === null) {
     if (pools.length !== 1) {
       return { reply: fail(409, `lila runs ${pools.length} pools (${names}): name the backend's pool in the path, as in /pools/${pools.length === 0 ? '<pool>' : encodeURIComponent(pools[0].name)}${path}`) };
     }
-    return { pool: pools[0], where: admin.configured === null ? '' : ` in pool "${pools[0].name}"` };
+    return { pool: pools[0], where: where(pools[0]) };
   }
   const pool = pools.find((candidate) => candidate.name === name);
   if (pool === undefined) return { reply: fail(404, `there is no pool named "${name}" (pools: ${names})`) };
-  return { pool, where: admin.configured === null ? '' : ` in pool "${pool.name}"` };
+  return { pool, where: where(pool) };
 }
 
 function unknown(name, target) {

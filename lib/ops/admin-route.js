@@ -3,8 +3,8 @@
 const Hash = require('../balancing/strategies/hash');
 const IpHash = require('../balancing/strategies/ip-hash');
 const { buildMaglevTable } = require('../balancing/strategies/maglev-table');
-const { hashString } = require('../balancing/hash-string');
-const { parseHashKey, keyReader } = require('../balancing/hash-key');
+const { hashString } = require('../balancing/strategies/hash-string');
+const { parseHashKey, keyReader } = require('../balancing/strategies/hash-key');
 const { ok, fail } = require('./admin-replies');
 
 // By balancer: the lookup table of its members at their configured weights, and what it was
@@ -22,14 +22,15 @@ const tables = new WeakMap();
  * picks one of several splits by key and `&pool=<name>` one of several hashing
  * pools; a split by key comes first.
  *
- * @param {{proxy: object, configured: (() => {listeners: object[], pools: object[]}) | null}} admin
+ * @param {{view: () => ReturnType<import('../service/configuration')['view']>}} admin
  * @param {{query: URLSearchParams}} params
  * @returns {{status: number, body: object}}
  */
 function getRoute(admin, { query }) {
   const key = keyOf(query);
-  if (admin.configured === null) return byBackend(admin.proxy.balancer, key, null);
-  const { listeners, pools } = admin.configured();
+  const view = admin.view();
+  if (view.single) return byBackend(view.pool.balancer, key, null);
+  const { listeners, pools } = view;
   const poolName = query.get('pool');
   if (poolName !== null) {
     const pool = pools.find((candidate) => candidate.name === poolName);

@@ -12,6 +12,7 @@ const DashboardFeed = require('./dashboard/feed');
 const { Sampler } = require('./dashboard/sampler');
 const { dashboardPage } = require('./dashboard/page');
 const { refusePageChange } = require('./dashboard/browser-guard');
+const Logger = require('./logger');
 const { LilaError, codes } = require('../errors');
 
 // What an Authorization header carries after "Bearer ".
@@ -60,12 +61,11 @@ const CLIENT_ERRORS = {
  * from a web page (with `Origin`) are taken only with a token and from the
  * admin API's own page. It does not listen: the caller listens and closes it.
  *
- * @param {import('../proxy')} proxy the first listener's, with a config file
+ * @param {{view: () => ReturnType<import('../service/configuration')['view']>}} runtime what runs: a
+ *   `Proxy` (`createProxy`'s), a service's configuration, or anything that tells what runs now by `view()`
  * @param {object} [options]
  * @param {string} [options.token] what `Authorization: Bearer` must carry
- * @param {import('./logger')} [options.logger] defaults to the proxy's
- * @param {() => {proxy: object, listeners: object[], pools: object[]}} [options.configured]
- *   with a config file: what runs now (`Configuration.view()`)
+ * @param {import('./logger')} [options.logger] defaults to info lines on stderr
  * @param {{text: () => string, reload: (text: string) => Promise<{ok: true, line: string} |
  *   {ok: false, message: string}>}} [options.config] with a config file: its text as it runs,
  *   and a reload with another text, all checked before any of it runs
@@ -75,31 +75,28 @@ const CLIENT_ERRORS = {
  * @throws {LilaError} `LILA_ERR_INVALID_OPTION` for an empty token, or one with spaces or
  *   non-ASCII, and for a `config` without its two functions
  */
-function createAdminServer(proxy, options = {}) {
+function createAdminServer(runtime, options = {}) {
   const { token } = options;
   if (token !== undefined && (typeof token !== 'string' || !TOKEN.test(token))) {
     const received = typeof token === 'string' ? `${token.length} characters` : typeof token;
     throw new LilaError(codes.INVALID_OPTION, `"token" must be visible ASCII characters without spaces, received ${received}`);
   }
-  const configured = options.configured === undefined ? null : options.configured;
   const config = options.config === undefined || options.config === null ? null : options.config;
   if (config !== null && (typeof config.text !== 'function' || typeof config.reload !== 'function')) {
     throw new LilaError(codes.INVALID_OPTION, '"config" must be {text(), reload(text)}, received an object without them');
   }
-  // With a config file the first listener may be replaced by a reload: read through to the current one.
-  if (configured !== null) proxy = new globalThis.Proxy({}, { get: (target, key) => configured().proxy[key] });
   const admin = {
-    proxy,
-    configured,
+    // What runs now: read at every request, a reload may have changed it.
+    view: () => runtime.view(),
     config,
     acme: options.acme === undefined ? null : options.acme,
-    logger: options.logger || proxy.logger,
+    logger: options.logger || new Logger(),
     tokenDigest: token === undefined ? null : sha256(token),
     // The weight a backend had before POST .../drain, for .../enable.
     drainedWeights: new WeakMap(),
     feed: null
   };
-  const sampler = new Sampler(proxy, () => getStatus(admin).body, { actions: admin.tokenDigest !== null, configured });
+  const sampler = new Sampler(admin.view, () => getStatus(admin).body, { actions: admin.tokenDigest !== null });
   admin.feed = new DashboardFeed({ read: () => sampler.sample(), peek: () => sampler.peek() }, { logger: admin.logger });
   const server = http.createServer({ requestTimeout: 10000, headersTimeout: 10000 });
   server.dashboard = admin.feed;
@@ -233,25 +230,25 @@ function getEvents(admin) {
 }
 
 function getStatus(admin) {
-  const { proxy } = admin;
+  const view = admin.view();
+  const { listener, pool } = view;
   return ok(200, {
-    mode: proxy.balancer.mode,
-    layer: proxy.layer,
-    uptime_seconds: (Date.now() - proxy.traffic.startedAt) / 1000,
-    backends: proxy.balancer.backends.map((backend) => describeBackend(backend, proxy.health)),
-    connections: proxy.traffic.connections,
-    ...tlsStatus(proxy),
-    ...discoveryStatus(proxy),
-    ...limitStatus(proxy),
-    ...configuredStatus(admin.configured),
+    mode: pool === null ? null : pool.balancer.mode,
+    layer: listener.layer,
+    uptime_seconds: (Date.now() - view.traffic.startedAt) / 1000,
+    backends: pool === null ? [] : pool.balancer.backends.map((backend) => describeBackend(backend, pool.health)),
+    connections: view.traffic.connections,
+    ...tlsStatus(listener, view.traffic),
+    ...discoveryStatus(pool),
+    ...limitStatus(listener, pool),
+    ...(view.single ? {} : configuredStatus(view)),
     ...(admin.acme === null ? {} : { acme: admin.acme.status() })
   });
 }
 
-// With a config file: every listener and its routes, every pool and its backends.
-function configuredStatus(configured) {
-  if (configured === null) return {};
-  const { listeners, pools } = configured();
+// A config's every listener and its routes, every pool and its backends.
+function configuredStatus(view) {
+  const { listeners, pools } = view;
   return {
     listeners: listeners.map((listener) => ({
       address: listener.address,
@@ -270,17 +267,17 @@ function configuredStatus(configured) {
       backends: pool.backends.map((backend) => describeBackend(backend, pool.health)),
       ...(pool.discovery && pool.discovery.names.length > 0 ? { discovery: pool.discovery.describe() } : {})
     })),
-    no_route: listeners.length === 0 ? 0 : configured().proxy.traffic.noRoute
+    no_route: view.traffic.noRoute
   };
 }
 
-// What protects the backends, when configured: the limits' queue, the rate
-// limit, the client connection limit.
-function limitStatus(proxy) {
-  const { queue } = proxy.balancer;
-  const waits = queue.waits;
+// What protects the backends, when configured: the limits' queue (the first pool's), the rate
+// limit, the client connection limit (the first listener's).
+function limitStatus(listener, pool) {
   const status = {};
-  if (queueInUse(proxy.balancer)) {
+  if (pool !== null && queueInUse(pool.balancer)) {
+    const { queue } = pool.balancer;
+    const waits = queue.waits;
     status.queue = {
       length: queue.length,
       max: queue.maxQueue,
@@ -291,29 +288,29 @@ function limitStatus(proxy) {
       full: queue.refused
     };
   }
-  const limiter = proxy.settings.rateLimiter;
+  const limiter = listener.settings.rateLimiter;
   if (limiter !== null) status.rate_limit = { rate: limiter.rate, per_ms: limiter.per, burst: limiter.burst, clients: limiter.size, limited: limiter.limited };
-  if (proxy.gate !== null) {
-    const gate = proxy.gate;
+  if (listener.gate !== null) {
+    const gate = listener.gate;
     status.client_connections = { max: gate.max, open: gate.open, waiting: gate.held.size, waited: gate.waited, dropped: gate.dropped };
   }
   return status;
 }
 
 // The servers found through DNS: each one's last answer, lookups and failures.
-function discoveryStatus(proxy) {
-  if (!proxy.discovery || proxy.discovery.names.length === 0) return {};
-  return { discovery: proxy.discovery.describe() };
+function discoveryStatus(pool) {
+  if (pool === null || pool.discovery === null || pool.discovery.names.length === 0) return {};
+  return { discovery: pool.discovery.describe() };
 }
 
 // A TLS listener's handshakes and the serials of its certificates.
-function tlsStatus(proxy) {
-  if (proxy.certificates === null || proxy.certificates === undefined) return {};
+function tlsStatus(listener, traffic) {
+  if (listener.certificates === null) return {};
   return {
     tls: {
-      handshakes: proxy.traffic.tlsHandshakes,
-      handshake_failures: proxy.traffic.tlsHandshakeFailures,
-      certificates: proxy.certificates.certificates.map((certificate) => ({
+      handshakes: traffic.tlsHandshakes,
+      handshake_failures: traffic.tlsHandshakeFailures,
+      certificates: listener.certificates.certificates.map((certificate) => ({
         file: certificate.file,
         names: certificate.names,
         serial: certificate.serialNumber,
@@ -325,7 +322,7 @@ function tlsStatus(proxy) {
 
 async function getMetrics(admin) {
   const stats = await readProcessStats();
-  const text = renderMetrics(admin.proxy, stats, admin.configured === null ? undefined : admin.configured());
+  const text = renderMetrics(admin.view(), stats);
   return { status: 200, type: CONTENT_TYPE, text: admin.acme === null ? text : text + admin.acme.metrics() };
 }
 

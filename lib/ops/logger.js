@@ -42,7 +42,7 @@ class Logger {
      * check it before building their fields, so that other levels allocate nothing for them.
      */
     this.traceEnabled = this.level >= LEVELS.trace;
-    /** Whether access lines are written; the proxies skip their bookkeeping otherwise. */
+    /** Whether access lines are written; the engines skip their bookkeeping otherwise. */
     this.accessEnabled = options.access === true && this.level > LEVELS.silent;
     const accessFormat = options.accessFormat === undefined ? format : options.accessFormat;
     if (!ACCESS_FORMATS.includes(accessFormat)) throw new TypeError(`unknown access log format "${accessFormat}"`);

@@ -2,6 +2,8 @@
 
 /** The Content-Type of the Prometheus text exposition format 0.0.4. */
 const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+// The balancer a config without any pool is read as: no backend, nothing queued.
+const NO_BALANCER = { backends: [], panicPicks: 0, limited: false, queue: undefined };
 // One function per family, in the order they are rendered.
 const HTTP_FAMILIES = [
   requestsTotal, requestDuration, backendActive, backendUp, backendWeight, backendFailuresTotal,
@@ -13,28 +15,39 @@ const TCP_FAMILIES = [
 ];
 
 /**
- * Renders a proxy's counters and backend states in the Prometheus text
- * exposition format 0.0.4: one family after the other, each with its HELP
- * and TYPE lines. Backend counters cover the current members; lila's own
- * answers (no backend reached) are labelled `backend=""`. The process's own
- * families follow when its stats are given, named as the Prometheus client
- * libraries name them; a stat that could not be read is left out.
+ * Renders what runs, its counters and backend states, in the Prometheus
+ * text exposition format 0.0.4: one family after the other, each with its
+ * HELP and TYPE lines. Backend counters cover the current members, of the
+ * one pool of a command line, or of every pool of a config (labelled with
+ * their pool, beside the routes' counts); lila's own answers (no backend
+ * reached) are labelled `backend=""`. The process's own families follow
+ * when its stats are given, named as the Prometheus client libraries name
+ * them; a stat that could not be read is left out.
  *
- * @param {import('../proxy')} proxy
+ * @param {ReturnType<import('../service/configuration')['view']>} view what runs
  * @param {import('./process-stats').ProcessStats} [stats] as `readProcessStats` reads them
  * @returns {string}
  */
-function renderMetrics(proxy, stats, configured) {
-  const families = proxy.layer === 'tcp' ? TCP_FAMILIES : HTTP_FAMILIES;
+function renderMetrics(view, stats) {
+  const { listener, pool } = view;
+  const families = listener.layer === 'tcp' ? TCP_FAMILIES : HTTP_FAMILIES;
+  // What the families read: the first listener's limits and layer, the first pool's balancer.
+  const scope = {
+    layer: listener.layer,
+    balancer: pool === null ? NO_BALANCER : pool.balancer,
+    traffic: view.traffic,
+    settings: listener.settings,
+    gate: listener.gate,
+    configuredPools: view.single ? undefined : view.pools
+  };
   let text = '';
-  // With a config file: every pool's backends, labelled with their pool, and the routes' counts.
-  const view = configured === undefined ? proxy : { ...proxyView(proxy), configuredPools: configured.pools };
-  for (const family of families) text += family(view);
-  if (configured !== undefined) text += routeFamilies(configured, proxy.traffic);
-  if (proxy.certificates !== null && proxy.certificates !== undefined) text += tlsFamilies(proxy);
-  if (proxy.acceptProxy === true) text += proxyHeaderFamily(proxy);
-  if (proxy.discovery && proxy.discovery.names.length > 0) text += discoveryFamilies(proxy.discovery.describe());
-  text += limitFamilies(proxy);
+  for (const family of families) text += family(scope);
+  if (!view.single) text += routeFamilies(view, view.traffic);
+  if (listener.certificates !== null) text += tlsFamilies(scope);
+  if (listener.acceptProxy === true) text += proxyHeaderFamily(scope);
+  const discovery = pool === null ? null : pool.discovery;
+  if (discovery !== null && discovery.names.length > 0) text += discoveryFamilies(discovery.describe());
+  text += limitFamilies(scope);
   if (stats !== undefined) text += processFamilies(stats);
   return text;
 }
@@ -59,28 +72,23 @@ function acmeFamilies(acme) {
 
 module.exports = { renderMetrics, acmeFamilies, queueInUse, CONTENT_TYPE };
 
-// What the families read of a proxy, as a plain object the pools can be added to.
-function proxyView(proxy) {
-  return { layer: proxy.layer, balancer: proxy.balancer, traffic: proxy.traffic, settings: proxy.settings, gate: proxy.gate };
-}
-
 // Requests (connections) each route chose a pool for, and those no route matched.
-function routeFamilies(configured, traffic) {
-  const lines = configured.listeners.flatMap((listener) => listener.routes.map((route) =>
+function routeFamilies(view, traffic) {
+  const lines = view.listeners.flatMap((listener) => listener.routes.map((route) =>
     sample('lila_route_requests_total', { listener: listener.address, route: route.text }, route.requests)));
   return family('lila_route_requests_total', 'counter', 'HTTP requests (tcp: connections) each route sent to its pools.', lines) +
     single('lila_no_route_total', 'counter', 'HTTP requests answered 404 and tcp connections closed because no route matched.', traffic.noRoute);
 }
 
-// The backends of every pool: the proxy's one pool, or a config file's pools, each with its name.
-function backendsOf(proxy) {
-  if (proxy.configuredPools === undefined) return proxy.balancer.backends.map((backend) => [{ backend: backend.name }, backend]);
-  return proxy.configuredPools.flatMap((pool) => pool.balancer.backends.map((backend) => [{ pool: pool.name, backend: backend.name }, backend]));
+// The backends of every pool: a command line's one pool, or a config's pools, each with its name.
+function backendsOf(scope) {
+  if (scope.configuredPools === undefined) return scope.balancer.backends.map((backend) => [{ backend: backend.name }, backend]);
+  return scope.configuredPools.flatMap((pool) => pool.balancer.backends.map((backend) => [{ pool: pool.name, backend: backend.name }, backend]));
 }
 
-function requestsTotal(proxy) {
+function requestsTotal(scope) {
   const lines = [];
-  for (const [labels, stats] of trafficSources(proxy)) {
+  for (const [labels, stats] of trafficSources(scope)) {
     const statuses = [...stats.codes.keys()].sort((a, b) => a - b);
     for (const code of statuses) {
       lines.push(sample('lila_requests_total', { ...labels, code: String(code) }, stats.codes.get(code)));
@@ -90,57 +98,57 @@ function requestsTotal(proxy) {
     'HTTP requests that ended, by backend and the status the client got (499: the client left first).', lines);
 }
 
-function requestDuration(proxy) {
-  return durations(proxy, 'lila_request_duration_seconds',
+function requestDuration(scope) {
+  return durations(scope, 'lila_request_duration_seconds',
     'Time from a request\'s arrival to the end of its response.');
 }
 
-function connectionDuration(proxy) {
-  return durations(proxy, 'lila_connection_duration_seconds', 'Lifetime of client connections that closed.');
+function connectionDuration(scope) {
+  return durations(scope, 'lila_connection_duration_seconds', 'Lifetime of client connections that closed.');
 }
 
-function backendConnectionsTotal(proxy) {
+function backendConnectionsTotal(scope) {
   const lines = [];
-  for (const [labels, stats] of trafficSources(proxy)) {
+  for (const [labels, stats] of trafficSources(scope)) {
     lines.push(sample('lila_backend_connections_total', labels, stats.connections));
   }
   return family('lila_backend_connections_total', 'counter', 'Client connections that closed, by backend.', lines);
 }
 
-function backendBytesTotal(proxy) {
+function backendBytesTotal(scope) {
   const lines = [];
-  for (const [labels, stats] of trafficSources(proxy)) {
+  for (const [labels, stats] of trafficSources(scope)) {
     lines.push(sample('lila_backend_bytes_total', { ...labels, direction: 'from_client' }, stats.bytesFromClients));
     lines.push(sample('lila_backend_bytes_total', { ...labels, direction: 'to_client' }, stats.bytesToClients));
   }
   return family('lila_backend_bytes_total', 'counter', 'Bytes moved by connections that closed, by backend and direction.', lines);
 }
 
-function backendActive(proxy) {
-  return perBackend(proxy, 'lila_backend_active', 'gauge',
+function backendActive(scope) {
+  return perBackend(scope, 'lila_backend_active', 'gauge',
     'Requests (http) or connections (tcp) under way on a backend.', (backend) => backend.active);
 }
 
-function backendUp(proxy) {
-  return perBackend(proxy, 'lila_backend_up', 'gauge',
+function backendUp(scope) {
+  return perBackend(scope, 'lila_backend_up', 'gauge',
     'Whether health has a backend up (1) or down (0).', (backend) => (backend.state === 'up' ? 1 : 0));
 }
 
-function backendWeight(proxy) {
-  return perBackend(proxy, 'lila_backend_weight', 'gauge',
+function backendWeight(scope) {
+  return perBackend(scope, 'lila_backend_weight', 'gauge',
     'The weight a backend is picked with: 0 while drained, part of it during slow start.',
     (backend) => backend.effectiveWeight);
 }
 
-function backendFailuresTotal(proxy) {
-  return perBackend(proxy, 'lila_backend_failures_total', 'counter',
+function backendFailuresTotal(scope) {
+  return perBackend(scope, 'lila_backend_failures_total', 'counter',
     'Failures health was told of: refused, timed out, reset, or a counted 5xx.', (backend) => backend.failuresTotal);
 }
 
-function panicPicksTotal(proxy) {
+function panicPicksTotal(scope) {
   return family('lila_panic_picks_total', 'counter',
     'Backends picked in panic mode: passive health had every backend down, so they were tried anyway.',
-    [sample('lila_panic_picks_total', {}, proxy.balancer.panicPicks)]);
+    [sample('lila_panic_picks_total', {}, scope.balancer.panicPicks)]);
 }
 
 // Each server found through DNS: its members, last good lookup, lookups and failures.
@@ -159,11 +167,11 @@ function discoveryFamilies(names) {
 
 // What protects the backends, when configured: their limits and queue, the
 // rate limit, the client connection limit.
-function limitFamilies(proxy) {
+function limitFamilies(scope) {
   let text = '';
-  const queue = proxy.balancer.queue;
-  if (queue !== undefined && queueInUse(proxy.balancer)) {
-    text += perBackend(proxy, 'lila_backend_max_conns', 'gauge',
+  const queue = scope.balancer.queue;
+  if (queue !== undefined && queueInUse(scope.balancer)) {
+    text += perBackend(scope, 'lila_backend_max_conns', 'gauge',
       'The most requests (http) or connections (tcp) a backend takes at once (maxconn); 0: no limit.', (backend) => backend.maxConns);
     text += single('lila_queue_length', 'gauge', 'Requests or connections waiting for a backend at its limit.', queue.length);
     text += family('lila_queue_wait_seconds', 'histogram',
@@ -173,13 +181,13 @@ function limitFamilies(proxy) {
     text += single('lila_queue_full_total', 'counter',
       'Requests or connections turned away because the queue was full: http 503, tcp closed.', queue.refused);
   }
-  const limiter = proxy.settings && proxy.settings.rateLimiter;
+  const limiter = scope.settings && scope.settings.rateLimiter;
   if (limiter) {
     text += single('lila_rate_limited_total', 'counter',
       'Requests (http 429) and new connections (tcp, closed) over their client\'s rate limit.', limiter.limited);
     text += single('lila_rate_limit_clients', 'gauge', 'Client addresses the rate limit keeps a bucket for.', limiter.size);
   }
-  const gate = proxy.gate;
+  const gate = scope.gate;
   if (gate) {
     text += single('lila_connections_open', 'gauge', 'Client connections served now (--max-connections counts them).', gate.open);
     text += single('lila_connections_waiting', 'gauge', 'Client connections waiting, unserved, past --max-connections.', gate.held.size);
@@ -201,30 +209,30 @@ function queueInUse(balancer) {
   return balancer.limited || queue.waits.count > 0 || queue.timeouts > 0 || queue.refused > 0;
 }
 
-// --accept-proxy: connections closed for their PROXY protocol header.
-function proxyHeaderFamily(proxy) {
+// --accept-scope: connections closed for their PROXY protocol header.
+function proxyHeaderFamily(scope) {
   return family('lila_proxy_header_failures_total', 'counter',
     'Client connections closed because their PROXY protocol header was missing, malformed or late.',
-    [sample('lila_proxy_header_failures_total', {}, proxy.traffic.proxyHeaderFailures)]);
+    [sample('lila_proxy_header_failures_total', {}, scope.traffic.proxyHeaderFailures)]);
 }
 
 // A TLS listener's handshakes, done and failed.
-function tlsFamilies(proxy) {
+function tlsFamilies(scope) {
   return family('lila_tls_handshakes_total', 'counter', 'TLS handshakes done with clients.',
-    [sample('lila_tls_handshakes_total', {}, proxy.traffic.tlsHandshakes)]) +
+    [sample('lila_tls_handshakes_total', {}, scope.traffic.tlsHandshakes)]) +
     family('lila_tls_handshake_failures_total', 'counter',
       'TLS handshakes with clients that failed: refused, timed out, or not TLS at all.',
-      [sample('lila_tls_handshake_failures_total', {}, proxy.traffic.tlsHandshakeFailures)]);
+      [sample('lila_tls_handshake_failures_total', {}, scope.traffic.tlsHandshakeFailures)]);
 }
 
-function connectionsTotal(proxy) {
+function connectionsTotal(scope) {
   return family('lila_connections_total', 'counter', 'Client connections accepted.',
-    [sample('lila_connections_total', {}, proxy.traffic.connections)]);
+    [sample('lila_connections_total', {}, scope.traffic.connections)]);
 }
 
-function startTime(proxy) {
-  return family('lila_start_time_seconds', 'gauge', 'When the proxy was created, in seconds since the Unix epoch.',
-    [sample('lila_start_time_seconds', {}, proxy.traffic.startedAt / 1000)]);
+function startTime(scope) {
+  return family('lila_start_time_seconds', 'gauge', 'When the scope was created, in seconds since the Unix epoch.',
+    [sample('lila_start_time_seconds', {}, scope.traffic.startedAt / 1000)]);
 }
 
 function processStartTime() {
@@ -241,9 +249,9 @@ function processFamilies(stats) {
   return text + single('nodejs_eventloop_lag_seconds', 'gauge', 'Lag of event loop in seconds.', stats.eventLoopLagSeconds);
 }
 
-function durations(proxy, name, help) {
+function durations(scope, name, help) {
   const lines = [];
-  for (const [labels, stats] of trafficSources(proxy)) lines.push(...histogramLines(name, labels, stats.durations));
+  for (const [labels, stats] of trafficSources(scope)) lines.push(...histogramLines(name, labels, stats.durations));
   return family(name, 'histogram', help, lines);
 }
 
@@ -259,16 +267,16 @@ function histogramLines(name, labels, histogram) {
   return lines;
 }
 
-function perBackend(proxy, name, type, help, read) {
-  const lines = backendsOf(proxy).map(([labels, backend]) => sample(name, labels, read(backend)));
+function perBackend(scope, name, type, help, read) {
+  const lines = backendsOf(scope).map(([labels, backend]) => sample(name, labels, read(backend)));
   return family(name, type, help, lines);
 }
 
 // Every member's stats (their labels, and the stats), then lila's own answers once there are
 // any: a series that is always 0 would only be noise.
-function trafficSources(proxy) {
-  const sources = backendsOf(proxy).map(([labels, backend]) => [labels, backend.stats]);
-  const unrouted = proxy.traffic.unrouted;
+function trafficSources(scope) {
+  const sources = backendsOf(scope).map(([labels, backend]) => [labels, backend.stats]);
+  const unrouted = scope.traffic.unrouted;
   if (unrouted.requests > 0 || unrouted.connections > 0) sources.push([{ backend: '' }, unrouted]);
   return sources;
 }

@@ -2,7 +2,7 @@
 
 const { RouteTable } = require('./route-table');
 const { WeightedSplit } = require('./weighted-split');
-const { parseHashKey, keyReader } = require('../balancing/hash-key');
+const { parseHashKey, parseHashKeyOn, keyReader } = require('../balancing/strategies/hash-key');
 const RouteActions = require('../actions/route-actions');
 const ChallengeActions = require('../actions/acme-challenge');
 const { LilaError, codes } = require('../errors');
@@ -43,10 +43,7 @@ class Route {
     this.split = spec.targets.length <= 1
       ? null
       : new WeightedSplit(spec.targets.map(({ pool, weight }) => ({ value: bindingOf(pool), weight, name: pool.name })));
-    const key = spec.hashKey === undefined || spec.hashKey === null ? null : parseHashKey(spec.hashKey);
-    if (key !== null && layer === 'tcp' && key.source !== 'ip') {
-      throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": "--hash-key ${spec.hashKey}" needs the http layer; the tcp layer can hash only the client ip`);
-    }
+    const key = spec.hashKey === undefined || spec.hashKey === null ? null : routeKey(spec, layer);
     // A split with a key is consistent per key; without one, in proportion per request.
     this.key = key === null ? null : keyReader(key);
     /** The `--hash-key` a split reads (as given), or null. */
@@ -69,13 +66,14 @@ class Route {
   /**
    * The binding of the pool this request (or connection) goes to.
    *
-   * @param {{request?: object, clientAddress?: string}} ctx the pick context
-   * @returns {object}
+   * @param {object | undefined} request what a split's `--hash-key` reads (headers, url)
+   * @param {string | undefined} clientAddress
+   * @returns {import('../engines/pool-binding')}
    */
-  pick(ctx) {
+  pick(request, clientAddress) {
     this.requests++;
     if (this.split === null) return this.binding;
-    return this.split.pick(this.key === null ? undefined : this.key(ctx));
+    return this.split.pick(this.key === null ? undefined : this.key({ request, clientAddress }));
   }
 }
 
@@ -114,3 +112,14 @@ class ListenerRoutes {
 
 module.exports = ListenerRoutes;
 module.exports.Route = Route;
+
+// A route's --hash-key; one the layer cannot read is named with the route.
+function routeKey(spec, layer) {
+  parseHashKey(spec.hashKey);
+  try {
+    return parseHashKeyOn(spec.hashKey, layer);
+  } catch (err) {
+    if (err instanceof LilaError) err.message = `route "${spec.text}": ${err.message}`;
+    throw err;
+  }
+}

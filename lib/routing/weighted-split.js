@@ -1,6 +1,6 @@
 'use strict';
 
-const { hashString } = require('../balancing/hash-string');
+const { hashString } = require('../balancing/strategies/hash-string');
 const { LilaError, codes } = require('../errors');
 
 // Keeps smooth round-robin's counters exact integers, however many turns.

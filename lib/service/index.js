@@ -1,17 +1,17 @@
 'use strict';
 
 const Service = require('./service');
-const ConfiguredService = require('./configured');
+const Proxy = require('./proxy');
 
 /**
  * The service a command line or a program asks for: a config's
- * (`options.config`), or the one proxy of a command line.
+ * (`options.config`), or the one pool and listener of a command line (`options.proxy`).
  *
- * @param {ConstructorParameters<typeof Service>[0] & ConstructorParameters<typeof ConfiguredService>[0]} options
+ * @param {ConstructorParameters<typeof Service>[0]} options
  * @returns {Service}
  */
 function createService(options) {
-  return options.config === undefined ? new Service(options) : new ConfiguredService(options);
+  return new Service(options);
 }
 
-module.exports = { Service, ConfiguredService, createService, DEFAULT_DRAIN_MS: Service.DEFAULT_DRAIN_MS };
+module.exports = { Service, Proxy, createService, DEFAULT_DRAIN_MS: Service.DEFAULT_DRAIN_MS };

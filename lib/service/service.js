@@ -1,24 +1,24 @@
 'use strict';
 
 const cluster = require('node:cluster');
-const net = require('node:net');
-const Proxy = require('../proxy');
 const Logger = require('../ops/logger');
-const HostsReloader = require('../config/hosts-reloader');
+const Configuration = require('./configuration');
+const Proxy = require('./proxy');
+const ProgramChanges = require('./program-changes');
+const Workers = require('./workers');
+const { startupLines, reloadLine, keptLine } = require('./lines');
+const { adminServerOf, listenAdmin, listenPrivateAdmin } = require('./admin');
 const { watchFiles } = require('../config/file-watch');
-const { createRedirectServer } = require('../tls/redirect-server');
-const { readHostsFile } = require('../config/hosts-file');
-const { createAdminServer } = require('../ops/admin-server');
-const Primary = require('../cluster/primary');
-const { createClusterAdminServer } = require('../cluster/admin-server');
+const { sourceOf } = require('./source');
 const { tellPrimary } = require('../cluster/worker');
-const { TicketKeyRotation } = require('../tls/ticket-keys');
 const { workerReusesPort } = require('../cluster/distribution');
-const { formatHostPort } = require('../net/address');
 const { openFilesLimit } = require('../net/local-errors');
-const { LilaError, codes } = require('../errors');
+const { formatHostPort } = require('../net/address');
+const { TicketKeyRotation } = require('../tls/ticket-keys');
+const AcmeRunner = require('../acme/runner');
+const { DEFAULT_DRAIN_MS } = require('../config/defaults');
+const { LilaError } = require('../errors');
 
-const DEFAULT_DRAIN_MS = 10000;
 const DEFAULT_ADMIN_HOST = '127.0.0.1';
 // Below this open-files limit a busy lila runs out of descriptors: each proxied
 // connection takes two (client and upstream).
@@ -29,10 +29,14 @@ const PRIMARY = 'primary';
 const WORKER = 'worker';
 
 /**
- * lila as the executable runs it: a proxy on its port and what goes around
- * it — the hosts file and its reload, the admin API, worker processes, and a
- * graceful stop. Signals are the caller's to map (`handleSignals()` maps
- * them as the executable does); nothing here exits the process.
+ * lila as the executable runs it: a config (the model a command line, a
+ * hosts file, a config file or a program's object makes: one pool behind
+ * one listener is the smallest) run by one `Configuration`, and what goes
+ * around it — reloads (SIGHUP, `--watch`, the admin API, a program's
+ * changes) that apply a new model as one transaction, the admin API,
+ * `--acme`, worker processes, and a graceful stop. Signals are the caller's
+ * to map (`handleSignals()` maps them as the executable does); nothing here
+ * exits the process.
  *
  * With `workers`, the program is run once more in every worker (as
  * `node:cluster` does): the same code, with the same options, serves there,
@@ -41,32 +45,30 @@ const WORKER = 'worker';
 class Service {
   /**
    * @param {object} options
-   * @param {ConstructorParameters<typeof Proxy>[0]} options.proxy as for `createProxy`
-   * @param {string} [options.hostsFile] read `proxy.servers` from this file instead; `reload()` re-reads it
-   * @param {boolean} [options.watch] also reload the hosts file and the TLS certificates when they change
-   * @param {{host?: string, port: number}} [options.redirectHttp] with TLS: a plain http listener
-   *   there answers every request with 308 to https
-   * @param {number} [options.port] defaults to 4444; 0 picks a free port
-   * @param {string} [options.host] defaults to all interfaces
+   * @param {object} [options.proxy] a command line's one pool and listener: `createProxy`'s options
+   * @param {string} [options.hostsFile] with `proxy`: its servers are read from this file; `reload()` re-reads it
+   * @param {number} [options.port] with `proxy`: defaults to 4444; 0 picks a free port
+   * @param {string} [options.host] with `proxy`: defaults to all interfaces
+   * @param {{host?: string, port: number}} [options.redirectHttp] with `proxy` and TLS: a plain
+   *   http listener there answers every request with 308 to https
+   * @param {import('../config/config-model').ConfigModel | object} [options.config] pools, listeners and
+   *   routes: a config file's model, or a program's object (instead of `proxy` and the options above)
+   * @param {() => import('../config/config-model').ConfigModel} [options.loadConfig] reads the
+   *   config file anew for `reload()` (SIGHUP, --watch)
+   * @param {string} [options.configFile] the config file's name, for --watch and the log
+   * @param {(text: string) => import('../config/config-model').ConfigModel} [options.parseConfig] for `reloadText()`
+   * @param {ConstructorParameters<typeof AcmeRunner>[0]} [options.acme] `--acme`: certificates for every exact
+   *   host routed on an HTTPS listener, obtained and renewed from an ACME CA
+   * @param {boolean} [options.watch] also reload when the hosts file, the config file or a certificate changes
    * @param {number} [options.drainTimeout] ms that `stop()` lets work in flight finish (default 10000)
    * @param {{host?: string, port: number, token?: string} | null} [options.admin] serve the
    *   admin API there (host 127.0.0.1 by default); bind it to loopback, or give a token
    * @param {number} [options.workers] worker processes; 0 (default): this process serves
+   * @param {string} [options.label] says what the startup line's command line is (another tool's)
    * @param {Logger} [options.logger] defaults to info lines on stderr
-   * @param {import('./config/config-model').ConfigModel} [options.config] pools, listeners and
-   *   routes (instead of `proxy`, `port`, `host`, `hostsFile` and `redirectHttp`)
-   * @param {() => import('./config/config-model').ConfigModel} [options.loadConfig] reads the
-   *   config anew for `reload()` (SIGHUP, --watch)
-   * @param {string} [options.configFile] the config file's name, for --watch and the log
-   * @throws {LilaError} for invalid options, servers or hosts file
+   * @throws {LilaError} for invalid options, servers, hosts file or config
    */
   constructor(options) {
-    this.setUp(options);
-    this.build(options);
-  }
-
-  // What every service has: its logger, drain, admin API and workers, and how it ends.
-  setUp(options) {
     this.logger = options.logger || new Logger();
     this.drainTimeout = options.drainTimeout === undefined ? DEFAULT_DRAIN_MS : options.drainTimeout;
     const admin = options.admin;
@@ -74,10 +76,12 @@ class Service {
     this.workers = options.workers === undefined ? 0 : options.workers;
     this.role = this.workers === 0 ? SINGLE : cluster.isPrimary ? PRIMARY : WORKER;
     this.watch = options.watch === true;
+    this.label = options.label === undefined ? null : options.label;
     this.adminServer = null;
-    this.redirectServer = null;
-    this.certificateWatch = null;
-    this.reloader = null;
+    // TLS session ticket keys: rotated here, or by the primary, which hands them to its workers.
+    this.ticketKeys = null;
+    this.fileWatch = null;
+    this.watchedFiles = null;
     this.stopping = false;
     /** Resolves with the exit code once the service has stopped: 0, or 1 when its workers kept dying. */
     this.exited = new Promise((resolve) => {
@@ -86,53 +90,31 @@ class Service {
         resolve(code);
       };
     });
-    this.primary = null;
-    this.workersListening = null;
-    // TLS session ticket keys: rotated here, or by the primary, which hands them to its workers.
-    this.ticketKeys = null;
-  }
-
-  // The one proxy of a command line: its hosts file, redirect, admin API.
-  build(options) {
-    this.hostsFile = options.hostsFile === undefined ? null : options.hostsFile;
-    const tls = options.proxy.tls !== undefined && options.proxy.tls !== null;
-    if (this.watch && this.hostsFile === null && !tls) {
-      throw new LilaError(codes.INVALID_OPTION, '"watch" follows a hosts file or certificates; give hostsFile or proxy.tls');
-    }
-    this.redirectHttp = options.redirectHttp === undefined ? null : options.redirectHttp;
-    if (this.redirectHttp !== null && !tls) throw new LilaError(codes.INVALID_OPTION, '"redirectHttp" is for a TLS listener; give proxy.tls');
-    this.port = options.port === undefined ? Proxy.DEFAULTS.port : options.port;
-    this.host = options.host;
-    const servers = this.hostsFile === null ? options.proxy.servers : readHostsFile(this.hostsFile);
-    // The primary builds its proxy only to check the options and servers before forking.
-    this.proxy = new Proxy({ logger: this.logger, ...options.proxy, servers });
-    this.adminServer = this.admin !== null && this.role !== PRIMARY
-      ? createAdminServer(this.proxy, { token: this.admin.token, logger: this.logger })
-      : null;
-    this.reloader = this.hostsFile !== null && this.role !== PRIMARY
-      ? new HostsReloader(this.hostsFile, this.proxy.discovery || this.proxy.balancer, this.logger)
-      : null;
-    if (this.role === PRIMARY) this.createPrimary(this.port);
-  }
-
-  // The primary of --workers, for workers sharing `port` (0: a port of the system's choice).
-  createPrimary(port) {
-    this.workersListening = new Promise((resolve, reject) => {
-      this.primary = new Primary({
-        count: this.workers,
-        port,
-        logger: this.logger,
-        drainTimeout: this.drainTimeout,
-        onListening: (address, addresses) => resolve(Object.assign({ ...address }, { all: addresses })),
-        onFatal: (message) => reject(new LilaError(codes.LISTEN, message)),
-        exit: this.finish
-      });
+    this.source = sourceOf(options);
+    // --acme: the process that orders is this one alone, or the primary; workers serve what it hands them.
+    this.acme = options.acme === undefined || options.acme === null ? null : new AcmeRunner(options.acme, { logger: this.logger });
+    this.configuration = new Configuration({
+      logger: this.logger, drainTimeout: this.drainTimeout, acme: this.acme === null ? null : this.acme.shared
     });
+    /** What runs, seen as one pool behind one listener: the library's `Proxy`. */
+    this.proxy = new Proxy(this.configuration);
+    this.changes = new ProgramChanges(this);
+    // Reloads run one at a time, in order: the last one's end, and how many are under way.
+    this.reloading = Promise.resolve();
+    this.reloadsPending = 0;
+    // The primary builds it too: everything is checked before a worker is forked.
+    this.plan = this.configuration.prepare(this.source.model);
+    this.workerSide = this.workers === 0 ? null : new Workers(this);
   }
 
   /** Whether this process is one of the workers. */
   get inWorker() {
     return this.role === WORKER;
+  }
+
+  /** @returns {boolean} a command line's one pool behind one listener */
+  get single() {
+    return this.source.model.single === true;
   }
 
   /**
@@ -148,43 +130,57 @@ class Service {
   }
 
   /**
-   * Starts serving, and logs the startup line (the primary's, once every
-   * worker listens).
+   * Opens every listener (in each worker, with workers), and logs the
+   * startup lines (the primary's, once every worker listens).
    *
-   * @returns {Promise<{address: string, port: number}>} where clients connect
-   * @throws {LilaError} `LILA_ERR_LISTEN` when the proxy or the admin API cannot listen;
+   * @returns {Promise<{address: string, port: number}>} where the first listener listens
+   * @throws {LilaError} `LILA_ERR_LISTEN` when a listener or the admin API cannot listen;
    *   in a worker, its primary is told why and says it
    */
   async start() {
     if (this.role !== WORKER) this.checkOpenFilesLimit();
-    if (this.proxy.certificates !== null) this.shareTicketKeys();
-    if (this.role === PRIMARY) return this.startPrimary();
-    let address;
+    const plan = this.plan;
+    this.plan = null;
+    if (this.role !== WORKER) for (const warning of plan.model.warnings) this.logger.warn(warning);
+    if (this.role === PRIMARY) return this.workerSide.startPrimary(plan);
+    if (plan.listeners.some((item) => item.listener.certificates !== null)) this.shareTicketKeys();
+    // Stored certificates are in place before the first handshake; orders go on after.
+    if (this.acme !== null && this.role !== WORKER) await this.acme.start(this.configuration.certified(plan));
     try {
-      address = await this.proxy.listen(this.port, this.host, { reusePort: workerReusesPort() });
-      if (this.redirectHttp !== null) await this.listenRedirect(address.port);
+      await this.configuration.commit(plan, { reusePort: workerReusesPort() });
     } catch (err) {
+      if (this.acme !== null) this.acme.stop();
       if (this.role === WORKER) await tellPrimary({ lila: 'fatal', message: err.message });
-      this.proxy.close();
       throw err;
     }
     if (this.watch) this.watchFiles();
+    const listening = this.configuration.listeners;
+    const { address, port } = listening[0].address;
+    if (this.single && listening[0].redirect !== null && this.role !== WORKER) this.logRedirect(listening[0].redirect);
+    if (this.admin !== null) this.adminServer = adminServerOf(this);
     if (this.role === WORKER) {
       // The primary speaks for its workers: the startup line and the admin API are its.
-      if (this.adminServer !== null) this.listenPrivateAdmin();
-      await tellPrimary({ lila: 'listening', address: { address: address.address, port: address.port } });
-      return address;
+      if (this.adminServer !== null) listenPrivateAdmin(this.adminServer, this.logger);
+      const addresses = listening.map((item) => ({ address: item.address.address, port: item.address.port }));
+      await tellPrimary({ lila: 'listening', address: { address, port }, addresses });
+      return { address, port };
     }
     if (this.adminServer !== null) {
       try {
-        await this.listenAdmin(this.adminServer);
+        await listenAdmin(this.adminServer, this.admin, this.logger);
       } catch (err) {
-        this.proxy.close();
+        this.configuration.close();
         throw err;
       }
     }
-    this.logger.info(this.startupLine(address));
-    return address;
+    for (const line of startupLines(this, this.configuration.view())) this.logger.info(line);
+    return { address, port };
+  }
+
+  // The --redirect-http of a command line, said as it listens.
+  logRedirect(redirect) {
+    const { address, port } = redirect.address();
+    this.logger.info(`redirecting http on ${formatHostPort(address, port)} to https`);
   }
 
   /**
@@ -194,8 +190,10 @@ class Service {
    * @param {string} [why] what asked for it, for the log (a signal's name)
    */
   stop(why = 'stop') {
-    if (this.primary !== null) {
-      this.primary.stop(why);
+    if (this.role === PRIMARY) {
+      // The primary orders: it stops ordering before its workers drain.
+      if (this.acme !== null) this.acme.stop();
+      this.workerSide.primary.stop(why);
       return;
     }
     if (this.stopping) {
@@ -205,17 +203,14 @@ class Service {
     }
     this.stopping = true;
     if (this.ticketKeys !== null) this.ticketKeys.stop();
-    this.closeWatches();
-    if (this.redirectServer !== null) {
-      this.redirectServer.close();
-      this.redirectServer.closeAllConnections();
-    }
+    if (this.fileWatch !== null) this.fileWatch.close();
+    if (this.acme !== null) this.acme.stop();
     if (this.adminServer !== null) {
       this.adminServer.close();
       this.adminServer.closeAllConnections();
     }
     this.logger.info(`${why} received, draining for up to ${this.drainTimeout} ms`);
-    this.drainAll(this.drainTimeout).then(({ closed }) => {
+    this.configuration.drain(this.drainTimeout).then(({ closed }) => {
       this.logger.info(closed === 0
         ? 'stopped: every request and connection finished'
         : `stopped: closed ${closed} connection${closed === 1 ? '' : 's'} still open at the drain timeout`);
@@ -223,126 +218,159 @@ class Service {
     });
   }
 
-  // Stops following files (--watch, the hosts file).
-  closeWatches() {
-    if (this.reloader !== null) this.reloader.close();
-    if (this.certificateWatch !== null) this.certificateWatch.close();
-  }
-
   /**
-   * Drains what serves here.
-   *
-   * @param {number} timeout ms
-   * @returns {Promise<{closed: number}>}
-   */
-  drainAll(timeout) {
-    return this.proxy.drain(timeout);
-  }
-
-  /**
-   * Re-reads the hosts file (in every worker); an invalid file keeps the
-   * running servers.
+   * Reads the config anew (the hosts file, the config file), in every
+   * worker, and applies it as one transaction; a mistake changes nothing.
    *
    * @param {string} [why] what asked for it, for the log (a signal's name)
    */
   reload(why = 'reload') {
-    if (this.primary !== null) {
-      this.primary.reload();
+    if (this.role === PRIMARY) {
+      this.workerSide.reloadWorkers(why);
       return;
     }
-    if (this.reloader === null && this.proxy.certificates === null) {
-      this.logger.warn(`${why} received: no hosts file to reload (servers are on the command line)`);
+    if (this.source.load === null) {
+      this.logger.warn(this.single
+        ? `${why} received: no hosts file to reload (servers are on the command line)`
+        : `${why} received: no config file to reload`);
       return;
     }
-    if (this.reloader !== null) this.reloader.reload(why);
-    this.proxy.reloadCertificates(why);
+    this.reloadModel(why);
   }
 
-  // The session ticket keys of a TLS listener: one rotation per lila, in the primary with workers.
+  /**
+   * Applies a model as one transaction, one reload at a time, in order: it
+   * is checked whole, then swapped in at once; a mistake changes nothing.
+   *
+   * @param {string} why
+   * @param {() => import('../config/config-model').ConfigModel} [make] the model (a program's change, PUT /config,
+   *   made when its turn comes); the source's own (its file read again) by default
+   * @returns {Promise<{ok: true, line: string} | {ok: false, message: string}>}
+   */
+  reloadModel(why, make = this.source.load) {
+    const run = () => {
+      let committed;
+      try {
+        const next = make();
+        const plan = this.configuration.prepare(next);
+        for (const warning of next.warnings) this.logger.warn(warning);
+        committed = this.configuration.commit(plan, { why });
+      } catch (err) {
+        // An error of lila's own (not a LilaError) rejects, as it would from the promise.
+        return new Promise((resolve) => resolve(this.notReloaded(why, err)));
+      }
+      if (typeof committed.then !== 'function') return new Promise((resolve) => resolve(this.reloaded(why, committed)));
+      return committed.then((result) => this.reloaded(why, result), (err) => this.notReloaded(why, err));
+    };
+    // The first at once (a SIGHUP that changes servers applies before it returns), the others in turn.
+    const done = this.reloadsPending === 0 ? run() : this.reloading.then(run, run);
+    this.reloadsPending++;
+    this.reloading = done.catch(() => {}).then(() => {
+      this.reloadsPending--;
+    });
+    return done;
+  }
+
+  // A reload applied: said, and what follows the config (ACME's names, --watch's files) follows it.
+  reloaded(why, result) {
+    if (this.acme !== null && this.role !== WORKER) this.acme.setNames(this.configuration.certified());
+    if (this.watch) this.watchFiles();
+    const line = reloadLine(this, why, result);
+    if (line !== null) this.logger.info(line.text, line.fields);
+    return { ok: true, line: line === null ? `${why}: reloaded` : line.text };
+  }
+
+  // A reload refused (a mistake in what it read, a port taken): what runs is kept, and said so.
+  notReloaded(why, err) {
+    if (!(err instanceof LilaError)) throw err;
+    this.logger.error(`${why}: ${err.message}; ${keptLine(this)}`);
+    return { ok: false, message: err.message };
+  }
+
+  /**
+   * Runs a config text, as a SIGHUP runs the file: checked whole, then
+   * swapped in at once; a mistake changes nothing.
+   *
+   * @param {string} text
+   * @param {string} [why] what asked for it, for the log
+   * @returns {Promise<{ok: true, line: string} | {ok: false, message: string}>}
+   */
+  reloadText(text, why = 'reload') {
+    return this.reloadModel(why, () => this.source.parseConfig(text));
+  }
+
+  /**
+   * Runs a config object (as `createService({ config })` takes one), as a reload.
+   *
+   * @param {{pools: Record<string, object>, listeners: object[]}} config
+   * @returns {Promise<{ok: true, line: string} | {ok: false, message: string}>}
+   */
+  reconfigure(config) {
+    return this.changes.reconfigure(config);
+  }
+
+  /** @returns {{pools: Record<string, object>, listeners: object[]}} the config that runs, as an object */
+  get config() {
+    return this.changes.config;
+  }
+
+  /**
+   * The pools of the config, for a program: `get(name)` the running `Pool`, `names()`,
+   * `set(name, options)` adds or replaces one, `delete(name)` removes one; each
+   * change runs as a reload (the whole config checked, then swapped in at once).
+   */
+  get pools() {
+    return this.changes.pools;
+  }
+
+  /**
+   * The routes of the config's listeners, for a program: `get(listen)` and
+   * `set(listen, routes)` (`listen` as the listener was given: `8080`,
+   * `127.0.0.1:8080`; routes as `{ match, to, hashKey? }`), run as a reload.
+   */
+  get routes() {
+    return this.changes.routes;
+  }
+
+  /**
+   * What the admin API reads of what runs.
+   *
+   * @returns {ReturnType<Configuration['view']>}
+   */
+  view() {
+    return this.configuration.view();
+  }
+
+  // --watch: the hosts file or the config file, and every listener's certificates. Followed
+  // anew only when a reload changed which files there are (a certificate added).
+  watchFiles() {
+    const files = [...this.source.files, ...this.configuration.certificateFiles()];
+    const key = JSON.stringify(files);
+    if (this.fileWatch !== null && this.watchedFiles === key) return;
+    if (this.fileWatch !== null) this.fileWatch.close();
+    this.watchedFiles = key;
+    this.fileWatch = watchFiles(files, () => this.reload('file changed'), this.logger);
+  }
+
+  // The session ticket keys of TLS listeners: one rotation per lila, in the primary with workers.
   shareTicketKeys() {
     if (this.role === WORKER) {
-      process.on('message', (message) => {
-        if (message !== null && typeof message === 'object' && message.lila === 'ticket-keys') {
-          this.setTicketKeys(Buffer.from(message.keys, 'base64'));
-        }
-      });
+      this.workerSide.followTicketKeys();
       return;
     }
     this.ticketKeys = new TicketKeyRotation((keys) => {
-      if (this.role === PRIMARY) this.primary.shareTicketKeys(keys);
+      if (this.role === PRIMARY) this.workerSide.primary.shareTicketKeys(keys);
       else this.setTicketKeys(keys);
     });
   }
 
-  // Every TLS listener's tickets.
+  /**
+   * Every TLS listener's tickets, from now on.
+   *
+   * @param {Buffer} keys
+   */
   setTicketKeys(keys) {
-    this.proxy.setTicketKeys(keys);
-  }
-
-  async startPrimary() {
-    // Workers binding with SO_REUSEPORT would share the port with anyone else bound so: it must be free.
-    if (this.primary.distribution === 'reuseport') await portFree(this.port, this.host);
-    this.primary.start();
-    // eslint-disable-next-line no-unused-vars
-    const { all, ...address } = await this.workersListening;
-    if (this.admin !== null) {
-      try {
-        await this.listenAdmin(createClusterAdminServer(this.primary, this.logger, { hasToken: this.admin.token !== undefined }));
-      } catch (err) {
-        this.primary.abort();
-        throw err;
-      }
-    }
-    this.logger.info(this.startupLine(address));
-    return address;
-  }
-
-  listenAdmin(server) {
-    const { host, port } = this.admin;
-    return new Promise((resolve, reject) => {
-      server.once('error', (err) => {
-        reject(new LilaError(codes.LISTEN, `cannot listen on ${formatHostPort(host, port)} for the admin API: ${err.code || err.message}`));
-      });
-      server.listen(port, host, () => {
-        const address = server.address();
-        this.logger.info(`admin API listening on http://${formatHostPort(address.address, address.port)}`);
-        resolve();
-      });
-    });
-  }
-
-  // --watch: the hosts file and the certificate files.
-  watchFiles() {
-    if (this.reloader !== null) this.reloader.watch();
-    if (this.proxy.certificates !== null) {
-      this.certificateWatch = watchFiles(this.proxy.certificates.files(), () => this.proxy.reloadCertificates('file changed'), this.logger);
-    }
-  }
-
-  // --redirect-http: every worker listens there too, as on the proxy's port.
-  listenRedirect(httpsPort) {
-    const { host, port } = this.redirectHttp;
-    const server = createRedirectServer(httpsPort, this.logger);
-    this.redirectServer = server;
-    return new Promise((resolve, reject) => {
-      server.once('error', (err) => {
-        reject(new LilaError(codes.LISTEN, `cannot listen on ${formatHostPort(host === undefined ? '::' : host, port)} for the http redirect: ${err.code || err.message}`));
-      });
-      server.listen(port, host, () => {
-        const address = server.address();
-        if (this.role !== WORKER) this.logger.info(`redirecting http on ${formatHostPort(address.address, address.port)} to https`);
-        resolve();
-      });
-    });
-  }
-
-  // A worker's own admin API, on a loopback port only its primary asks.
-  listenPrivateAdmin() {
-    const server = this.adminServer;
-    server.once('error', (err) => this.logger.warn(`cannot serve this worker's admin API: ${err.message}`));
-    // Exclusive: in a worker, listen(0) otherwise shares one port, held by the primary, among
-    // every worker, and the primary's requests would reach whichever worker it hands them to.
-    server.listen({ port: 0, host: '127.0.0.1', exclusive: true }, () => tellPrimary({ lila: 'admin', port: server.address().port }));
+    for (const { listener } of this.configuration.listeners) listener.setTicketKeys(keys);
   }
 
   // The workers inherit the primary's limit: said once, by whoever starts.
@@ -355,32 +383,8 @@ class Service {
         'raise it (ulimit -n, or LimitNOFILE= in a systemd unit)');
     }
   }
-
-  startupLine(address) {
-    const where = formatHostPort(address.address, address.port);
-    // Servers found through DNS are counted as names: their members come as they resolve.
-    const discovery = this.proxy.discovery;
-    const names = discovery === null ? 0 : discovery.names.length;
-    const count = names === 0 ? this.proxy.backends.length : discovery.fixedCount;
-    const resolving = names === 0 ? '' : `, resolving ${names} name${names === 1 ? '' : 's'}`;
-    const mode = this.proxy.balancer.mode;
-    const from = this.hostsFile === null ? '' : ` from ${this.hostsFile}${this.watch ? ' (watched)' : ''}`;
-    const workers = this.workers > 0 ? `, ${this.workers} worker${this.workers === 1 ? '' : 's'}` : '';
-    const layer = this.proxy.certificates === null ? this.proxy.layer : this.proxy.layer === 'http' ? 'https' : 'tcp+tls';
-    return `${mode} (${layer}) listening on ${where} -> ${count} server${count === 1 ? '' : 's'}${resolving}${from}${workers}`;
-  }
 }
 
 module.exports = Service;
 module.exports.DEFAULT_DRAIN_MS = DEFAULT_DRAIN_MS;
 module.exports.ROLES = { SINGLE, PRIMARY, WORKER };
-module.exports.portFree = portFree;
-
-// Resolves once a plain listen on the port succeeded (and closed); rejects as Proxy.listen does.
-function portFree(port, host) {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', (err) => reject(Proxy.listenError(err, host, port)));
-    server.listen({ port, host, exclusive: true }, () => server.close(() => resolve()));
-  });
-}

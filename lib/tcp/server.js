@@ -14,25 +14,22 @@ const kPeer = Symbol('kPeer');
 const EARLY_LIMIT = 64 * 1024;
 
 /**
- * Creates the tcp layer: a server that pairs every client connection with
- * one upstream connection and moves bytes both ways unchanged. With TLS it
- * terminates it, as stunnel does: the backends get the plain bytes (and a
- * `tls` backend gets them over TLS of its own). Each connection goes to the
- * pool its route chooses by the TLS server name: the handshake's when TLS
- * ends here, else the name read from the client's ClientHello, which is
- * then passed on unchanged (server-name.js); routes without a name need no reading.
+ * The tcp engine's server: pairs every client connection with one upstream
+ * connection and moves bytes both ways unchanged. With TLS it terminates
+ * it, as stunnel does: the backends get the plain bytes (and a `tls` backend
+ * gets them over TLS of its own). Each connection goes to the pool its route
+ * chooses by the TLS server name: the handshake's when TLS ends here, else
+ * the name read from the client's ClientHello, which is then passed on
+ * unchanged (server-name.js); routes without a name need no reading.
  *
- * @param {import('../ops/logger')} logger
- * @param {{connectTimeout: number, headerTimeout: number, tls: import('node:tls').TlsOptions | null,
- *   rateLimiter: object | null}} settings the listener's
- * @param {import('../ops/traffic')} traffic where ended connections are counted
- * @returns {import('node:net').Server & {bind: (pool: object) => object, useRoutes: (routes: object) => void}}
+ * @param {import('../engines/tcp')} engine its listener's: settings, logger, traffic, routes
+ * @returns {import('node:net').Server | import('node:tls').Server}
  */
-function createTcpServer(logger, settings, traffic) {
-  const context = { logger, settings, traffic, routes: null };
+function createTcpServer(engine) {
+  const { settings, logger, traffic } = engine;
   // Half-open on both sides forwards a half-close; pausing keeps the client's
   // first bytes unread until an upstream connection accepts them.
-  const server = createListener(settings.tls, { allowHalfOpen: true, pauseOnConnect: true }, (client) => {
+  return createListener(settings.tls, { allowHalfOpen: true, pauseOnConnect: true }, (client) => {
     traffic.connections++;
     // --rate-limit: a new connection over the client's rate is closed at once (read here: a reload may change it).
     const rateLimiter = settings.rateLimiter;
@@ -42,44 +39,31 @@ function createTcpServer(logger, settings, traffic) {
       client.destroy();
       return;
     }
-    const routes = context.routes;
+    const routes = engine.routes;
     if (!routes.named || client.encrypted === true) {
-      serve(context, routes, client, client.encrypted === true ? client.servername || undefined : undefined);
+      serve(engine, routes, client, client.encrypted === true ? client.servername || undefined : undefined);
       return;
     }
-    readServerName(client, settings.headerTimeout, (name) => serve(context, routes, client, name));
+    readServerName(client, settings.headerTimeout, (name) => serve(engine, routes, client, name));
   });
-  server.bind = (pool) => ({
-    pool,
-    balancer: pool.balancer,
-    health: pool.health,
-    logger,
-    traffic,
-    settings: Object.assign(Object.create(settings), pool.settings)
-  });
-  server.useRoutes = (routes) => {
-    context.routes = routes;
-  };
-  return server;
 }
 
 // A connection whose server name is known (or undefined): its route's pool serves it.
-function serve(context, routes, client, name) {
+function serve(engine, routes, client, name) {
   if (client.destroyed) return;
   const route = routes.match(name, '/');
   if (route === null) {
     const address = peerAddressOf(client);
-    context.logger.debug(`client ${address}: no route for server name "${name === undefined ? '' : name}", closed (${codes.NO_ROUTE})`);
+    engine.logger.debug(`client ${address}: no route for server name "${name === undefined ? '' : name}", closed (${codes.NO_ROUTE})`);
     client.on('error', noop);
     client.destroy();
-    context.traffic.noRoute++;
-    context.traffic.session(null, 0, address, 0, 0, client, null, null);
+    engine.traffic.noRoute++;
+    engine.traffic.session(null, 0, address, 0, 0, client, null, null);
     return;
   }
   // The client's address is a system call: read only for a split by ip.
-  const session = new Session(route.pick(route.key === null ? null : { clientAddress: peerAddressOf(client) }), client);
-  session.route = route;
-  session.connect();
+  const binding = route.pick(undefined, route.key === null ? undefined : peerAddressOf(client));
+  new Session(engine, route, binding, client).connect();
 }
 
 /**
@@ -87,18 +71,20 @@ function serve(context, routes, client, name) {
  */
 class Session {
   /**
-   * @param {{balancer: object, logger: object, settings: object, health: object, traffic: object}} binding
-   *   the route's pool, as the listener sees it
+   * @param {import('../engines/tcp')} engine its listener's
+   * @param {import('../routing/listener-routes').Route} route what the listener's routes matched
+   * @param {import('../engines/pool-binding')} binding the pool the route chose
    * @param {import('node:net').Socket} client
    */
-  constructor(binding, client) {
-    this.balancer = binding.balancer;
-    this.logger = binding.logger;
-    this.settings = binding.settings;
-    this.health = binding.health;
-    this.traffic = binding.traffic;
+  constructor(engine, route, binding, client) {
+    this.route = route;
     this.pool = binding.pool;
-    this.route = null;
+    this.balancer = binding.balancer;
+    this.health = binding.health;
+    // The pool's settings towards its backends.
+    this.settings = binding.settings;
+    this.logger = engine.logger;
+    this.traffic = engine.traffic;
     this.startedAt = this.balancer.now();
     // The last backend acquired, kept after release for the traffic record.
     this.servedBy = null;

@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "49bb5e552618d921bd2954f9af83fb829c8c1a83837bea7c48520b72c36941ce"
+  sha256 "fe726dde4255421126297345060d3ce4e858a42bea425c9a2d10097071950760"
   license "MIT"
 
   depends_on "node"

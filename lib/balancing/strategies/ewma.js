@@ -1,7 +1,7 @@
 'use strict';
 
 const PowerOfTwoChoices = require('./p2c');
-const { currentLatency } = require('../peak-ewma');
+const { currentLatency } = require('./peak-ewma');
 
 // Cost of a backend with requests in flight and no response seen yet: it is
 // tried once, then left alone until it answers (Finagle's penalty).
@@ -18,7 +18,7 @@ class PeakEwma extends PowerOfTwoChoices {
   /**
    * @param {import('../backend')[]} backends the live member list
    * @param {{random?: () => number, now?: () => number}} [options] `now` is a
-   *   monotonic clock in ms, the one the proxies record latencies with
+   *   monotonic clock in ms, the one the engines record latencies with
    */
   constructor(backends, options = {}) {
     super(backends, options);

@@ -3,8 +3,8 @@
 const RoundRobin = require('./round-robin');
 const eligible = require('./eligible');
 const { buildMaglevTable } = require('./maglev-table');
-const { hashString } = require('../hash-string');
-const { keyReader, parseHashKey } = require('../hash-key');
+const { hashString } = require('./hash-string');
+const { keyReader, parseHashKey } = require('./hash-key');
 
 // Table slots tried after the key's own before giving up on consistency.
 const PROBES = 32;

@@ -1,6 +1,6 @@
 'use strict';
 
-const { hashString } = require('../hash-string');
+const { hashString } = require('./hash-string');
 
 // Primes; the table gets at least SLOTS_PER_BACKEND slots per backend, as the
 // Maglev paper advises (M >= 100 N), so shares are even and remapping small.

@@ -1,12 +1,13 @@
 'use strict';
 
 const { RequestReader, HEAD, UPGRADE, DONE } = require('./request-reader');
-const { FastExchange } = require('./exchange');
+const { Exchange } = require('../exchange/exchange');
 const Refusal = require('./refusal');
 const { Tunnel } = require('../tunnel');
 const { peerAddressOf, schemeOf } = require('../../net/address');
 const { rawErrorResponse } = require('../error-response');
-const { prefaceState } = require('../h2/front');
+const { prefaceState } = require('../wire/preface');
+const { routeOf, bindingFor } = require('../route-request');
 const { codes } = require('../../errors');
 
 const kConnection = Symbol('kConnection');
@@ -25,20 +26,20 @@ const IDLE_DEADLINE = 2;
  */
 class ClientConnection extends RequestReader {
   /**
-   * @param {object} context what every exchange of the server shares, plus `connections`
+   * @param {import('../../engines/fast')} engine its listener's
    * @param {import('node:net').Socket} socket
    */
-  constructor(context, socket) {
-    super(context, socket);
+  constructor(engine, socket) {
+    super(engine, socket);
     this.clientAddress = peerAddressOf(socket);
     this.scheme = schemeOf(socket);
     /** Exchanges whose responses are owed, oldest first; the first one writes. */
     this.queue = [];
     this.upgradeHead = null;
-    this.deadline = context.now() + context.settings.headerTimeout;
+    this.deadline = engine.now() + engine.settings.headerTimeout;
     this.deadlineKind = HEAD_DEADLINE;
     // Its first bytes may be the h2 preface (prior knowledge), on a plain listener.
-    this.mayBeH2 = context.h2 !== null && (socket.encrypted !== true || socket.alpnProtocol === 'h2');
+    this.mayBeH2 = engine.h2 !== null && (socket.encrypted !== true || socket.alpnProtocol === 'h2');
     // TLS chose h2 (ALPN): the connection is h2's once its preface is in (see toH2()).
     this.chosenH2 = this.mayBeH2 && socket.alpnProtocol === 'h2';
     socket[kConnection] = this;
@@ -47,7 +48,7 @@ class ClientConnection extends RequestReader {
     socket.on('error', clientOnError);
     socket.on('close', clientOnClose);
     socket.on('drain', clientOnDrain);
-    context.connections.add(this);
+    engine.connections.add(this);
   }
 
   /** True when no request is in flight and no byte of one has arrived. */
@@ -60,7 +61,7 @@ class ClientConnection extends RequestReader {
     this.buffer = this.buffer === null ? chunk : Buffer.concat([this.buffer, chunk]);
     if (this.mayBeH2 && !this.toH2()) return;
     if (this.state === HEAD && this.deadlineKind !== HEAD_DEADLINE) {
-      this.deadline = this.context.now() + this.context.settings.headerTimeout;
+      this.deadline = this.engine.now() + this.engine.settings.headerTimeout;
       this.deadlineKind = HEAD_DEADLINE;
     }
     if (this.state === UPGRADE && this.buffer.length >= UPGRADE_HOLD) this.socket.pause();
@@ -93,7 +94,8 @@ class ClientConnection extends RequestReader {
       return false;
     }
     if (!this.clientKeepAlive(head)) this.reading = false;
-    const exchange = new FastExchange(this, head);
+    const route = routeOf(this.engine, head.host, head.url);
+    const exchange = new Exchange(this, head, route, bindingFor(this.engine, route, head, this.clientAddress));
     this.queue.push(exchange);
     this.afterHead(exchange, head);
     if (this.queue.length === 1) exchange.flowing = true;
@@ -104,7 +106,7 @@ class ClientConnection extends RequestReader {
   // The client's chunked body is malformed: no request whose end lila could
   // not see may reach a backend, so everything in flight is abandoned.
   bodyFailed() {
-    this.context.logger.debug(`client ${this.clientAddress}: 400, an invalid chunked body (${codes.BAD_REQUEST})`);
+    this.engine.logger.debug(`client ${this.clientAddress}: 400, an invalid chunked body (${codes.BAD_REQUEST})`);
     this.state = DONE;
     this.buffer = null;
     if (this.queue.some((exchange) => exchange.headWritten && exchange.flowing)) {
@@ -127,14 +129,14 @@ class ClientConnection extends RequestReader {
 
   /** Whether the response to this request may leave the connection open. */
   mayKeepAlive(head) {
-    const settings = this.context.settings;
+    const settings = this.engine.settings;
     return this.clientKeepAlive(head) && settings.keepAliveTimeout > 0 && !settings.draining;
   }
 
   /** The Connection fields of a response head, and the empty line. */
   connectionHeader(keepAlive) {
     if (!keepAlive) return 'Connection: close\r\n\r\n';
-    return this.context.keepAliveFields;
+    return this.engine.keepAliveFields;
   }
 
   /** The oldest exchange has written its whole response. */
@@ -159,7 +161,7 @@ class ClientConnection extends RequestReader {
       this.answerAndClose(null);
       return;
     }
-    if (this.buffer === null && this.state === HEAD) this.idleUntil(this.context.now() + this.context.idleTimeout);
+    if (this.buffer === null && this.state === HEAD) this.idleUntil(this.engine.now() + this.engine.idleTimeout);
     // Whatever paused reading (a full pipeline, a slow upstream for a body
     // now dropped) is checked again as reading goes on.
     if (this.paused) this.resume();
@@ -170,7 +172,7 @@ class ClientConnection extends RequestReader {
    * the connection closes.
    */
   refuse(status, reason, code, head) {
-    this.context.logger.debug(`client ${this.clientAddress}: ${status}, ${reason} (${code})`);
+    this.engine.logger.debug(`client ${this.clientAddress}: ${status}, ${reason} (${code})`);
     this.state = DONE;
     this.buffer = null;
     this.reading = false;
@@ -205,7 +207,9 @@ class ClientConnection extends RequestReader {
     const rest = this.buffer === null ? Buffer.alloc(0) : this.buffer;
     this.release();
     socket.resume();
-    new Tunnel(this.context, this.upgradeHead, socket, rest).open();
+    const head = this.upgradeHead;
+    const route = routeOf(this.engine, head.headers.host, head.url);
+    new Tunnel(this.engine, head, socket, rest, route, bindingFor(this.engine, route, head, this.clientAddress)).open();
   }
 
   /**
@@ -224,14 +228,14 @@ class ClientConnection extends RequestReader {
     if (state === 2) return false;
     this.mayBeH2 = false;
     if (state === 0 && this.chosenH2) {
-      this.context.logger.debug(`client ${this.clientAddress}: h2: no connection preface`);
+      this.engine.logger.debug(`client ${this.clientAddress}: h2: no connection preface`);
       this.leaveUnanswered();
       return false;
     }
     if (state === 0) return true;
     const read = this.buffer;
     this.release();
-    this.context.h2.serve(this.socket, read, this.clientAddress);
+    this.engine.h2.serve(this.socket, read, this.clientAddress);
     return false;
   }
 
@@ -254,7 +258,7 @@ class ClientConnection extends RequestReader {
     socket.removeListener('error', clientOnError);
     socket.removeListener('close', clientOnClose);
     socket.removeListener('drain', clientOnDrain);
-    this.context.connections.delete(this);
+    this.engine.connections.delete(this);
   }
 
   /**
@@ -271,20 +275,20 @@ class ClientConnection extends RequestReader {
   expired() {
     if (this.deadlineKind === IDLE_DEADLINE) {
       // Draining, a request may be on its way: end gracefully, reading what still comes.
-      if (this.context.settings.draining) this.answerAndClose(null);
+      if (this.engine.settings.draining) this.answerAndClose(null);
       else this.socket.destroy();
       return;
     }
     if (this.queue.length > 0) {
-      this.deadline = this.context.now() + this.context.settings.headerTimeout;
+      this.deadline = this.engine.now() + this.engine.settings.headerTimeout;
       return;
     }
     if (this.chosenH2) {
-      this.context.logger.debug(`client ${this.clientAddress}: h2: no connection preface in time`);
+      this.engine.logger.debug(`client ${this.clientAddress}: h2: no connection preface in time`);
       this.leaveUnanswered();
       return;
     }
-    this.context.logger.debug(`client ${this.clientAddress}: 408, the request headers did not arrive in time (${codes.REQUEST_TIMEOUT})`);
+    this.engine.logger.debug(`client ${this.clientAddress}: 408, the request headers did not arrive in time (${codes.REQUEST_TIMEOUT})`);
     this.answerAndClose(rawErrorResponse(408, 'the request headers did not arrive in time'));
   }
 
@@ -303,7 +307,7 @@ class ClientConnection extends RequestReader {
     }
     if (this.queue.length === 0) {
       if (this.state === HEAD && this.buffer !== null && !this.chosenH2) {
-        this.context.logger.debug(`client ${this.clientAddress}: 400, the connection ended mid-head (${codes.BAD_REQUEST})`);
+        this.engine.logger.debug(`client ${this.clientAddress}: 400, the connection ended mid-head (${codes.BAD_REQUEST})`);
         this.answerAndClose(rawErrorResponse(400, 'malformed request'));
       } else {
         this.socket.destroy();
@@ -315,8 +319,8 @@ class ClientConnection extends RequestReader {
   }
 
   closed() {
-    this.context.connections.delete(this);
-    this.context.bodyWatch.end(this);
+    this.engine.connections.delete(this);
+    this.engine.bodyWatch.end(this);
     const queue = this.queue;
     this.queue = [];
     for (const exchange of queue) exchange.finish();
@@ -335,7 +339,7 @@ function clientOnEnd() {
 
 function clientOnError(err) {
   const connection = this[kConnection];
-  connection.context.logger.debug(`client ${connection.clientAddress}: ${err.message}`);
+  connection.engine.logger.debug(`client ${connection.clientAddress}: ${err.message}`);
 }
 
 function clientOnClose() {

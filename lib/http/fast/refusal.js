@@ -11,7 +11,7 @@ class Refusal {
    * @param {import('./connection').ClientConnection} connection
    * @param {number} status
    * @param {string} reason for the answer's body
-   * @param {import('./head-parser').RequestHead | null} head null when none could be read
+   * @param {import('../wire/head-parser').RequestHead | null} head null when none could be read
    */
   constructor(connection, status, reason, head) {
     this.connection = connection;
@@ -37,7 +37,7 @@ class Refusal {
     if (this.done) return;
     this.done = true;
     if (this.request === null || !this.headWritten) return;
-    const { traffic } = this.connection.context;
+    const { traffic } = this.connection.engine;
     // Refused before any route was asked.
     traffic.request(null, this.status, 0, this.request, this.connection.clientAddress, 0, this.connection.socket, null, null);
   }

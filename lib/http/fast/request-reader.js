@@ -1,7 +1,7 @@
 'use strict';
 
-const { parseRequestHead, requestLineProblem } = require('./head-parser');
-const ChunkedScanner = require('./chunked-scanner');
+const { parseRequestHead, requestLineProblem } = require('../wire/head-parser');
+const ChunkedScanner = require('../wire/chunked-scanner');
 const { codes } = require('../../errors');
 
 const CRLF = Buffer.from('\r\n');
@@ -29,11 +29,11 @@ const DONE = 4;
  */
 class RequestReader {
   /**
-   * @param {object} context what every exchange of the server shares
+   * @param {import('../../engines/fast')} engine its listener's
    * @param {import('node:net').Socket} socket
    */
-  constructor(context, socket) {
-    this.context = context;
+  constructor(engine, socket) {
+    this.engine = engine;
     this.socket = socket;
     this.buffer = null;
     // Bytes at the start of `buffer` already searched for the end of a head.
@@ -74,7 +74,7 @@ class RequestReader {
     while (buffer.length >= start + 2 && buffer[start] === 0x0d && buffer[start + 1] === 0x0a) start += 2;
     if (start > 0) buffer = this.consume(start);
     if (buffer === null) return false;
-    const maxHeaderSize = this.context.settings.maxHeaderSize;
+    const maxHeaderSize = this.engine.settings.maxHeaderSize;
     // A head arriving in pieces is searched once, not from its start at every piece.
     const from = start > 0 ? 0 : Math.max(0, this.searched - 3);
     const end = buffer.indexOf(CRLFCRLF, from);
@@ -126,16 +126,16 @@ class RequestReader {
   afterHead(exchange, head) {
     if (head.chunked) {
       this.current = exchange;
-      this.scanner ??= new ChunkedScanner(this.context.settings.maxHeaderSize);
+      this.scanner ??= new ChunkedScanner(this.engine.settings.maxHeaderSize);
       this.scanner.reset();
       this.scanner.dataBytes = 0;
       this.state = CHUNKED_BODY;
-      this.context.bodyWatch.start(this);
+      this.engine.bodyWatch.start(this);
     } else if (head.contentLength > 0) {
       this.current = exchange;
       this.remaining = head.contentLength;
       this.state = LENGTH_BODY;
-      this.context.bodyWatch.start(this);
+      this.engine.bodyWatch.start(this);
     } else if (!this.reading) {
       this.state = DONE;
       this.buffer = null;
@@ -144,7 +144,7 @@ class RequestReader {
 
   readLengthBody() {
     const buffer = this.buffer;
-    this.bodyReadAt = this.context.now();
+    this.bodyReadAt = this.engine.now();
     const n = Math.min(this.remaining, buffer.length);
     const piece = n === buffer.length ? buffer : buffer.subarray(0, n);
     this.consume(n);
@@ -156,7 +156,7 @@ class RequestReader {
 
   readChunkedBody() {
     const buffer = this.buffer;
-    this.bodyReadAt = this.context.now();
+    this.bodyReadAt = this.engine.now();
     const end = this.scanner.scan(buffer, 0, buffer.length, null);
     if (end === -2) {
       this.bodyFailed();
@@ -165,7 +165,7 @@ class RequestReader {
     const n = end === -1 ? buffer.length : end;
     const piece = n === buffer.length ? buffer : buffer.subarray(0, n);
     const exchange = this.current;
-    const maxBodySize = this.context.settings.maxBodySize;
+    const maxBodySize = this.engine.settings.maxBodySize;
     if (maxBodySize > 0 && this.scanner.dataBytes > maxBodySize) {
       // Past --max-body-size: the rest of the body is not read, nor anything after it.
       this.abandonBody(exchange);
@@ -179,7 +179,7 @@ class RequestReader {
   }
 
   bodyEnded() {
-    this.context.bodyWatch.end(this);
+    this.engine.bodyWatch.end(this);
     this.current.requestEnded();
     this.current = null;
     this.state = this.reading ? HEAD : DONE;
@@ -194,7 +194,7 @@ class RequestReader {
    */
   abandonBody(exchange) {
     if (this.current === exchange) this.current = null;
-    this.context.bodyWatch.end(this);
+    this.engine.bodyWatch.end(this);
     this.state = DONE;
     this.buffer = null;
     this.reading = false;

@@ -2,7 +2,7 @@
 
 const { constants } = require('node:http2');
 const { schemeOf } = require('../../net/address');
-const { clearIdleTimer } = require('./idle-timer');
+const { clearIdleTimer } = require('../idle-timer');
 
 // Which deadline `deadline` is, as the fast engine's connections name theirs (one sweep checks both).
 const NO_DEADLINE = 0;
@@ -37,13 +37,13 @@ const kClientSession = Symbol('kClientSession');
  */
 class ClientSession {
   /**
-   * @param {object} context the fast server's context
+   * @param {import('../../engines/fast')} engine its listener's
    * @param {import('node:net').Socket} socket the client's connection (TLS or plain)
    * @param {string} clientAddress the client's address, taken when it connected
    * @param {import('node:http2').ServerHttp2Session} session
    */
-  constructor(context, socket, clientAddress, session) {
-    this.context = context;
+  constructor(engine, socket, clientAddress, session) {
+    this.engine = engine;
     this.socket = socket;
     this.session = session;
     session[kClientSession] = this;
@@ -54,7 +54,7 @@ class ClientSession {
     this.prematureResets = 0;
     // The rapid-reset guard has acted (once a connection).
     this.calmed = false;
-    this.deadline = context.now() + context.settings.headerTimeout;
+    this.deadline = engine.now() + engine.settings.headerTimeout;
     this.deadlineKind = FIRST_STREAM_DEADLINE;
     // A PING sent for silence, not yet answered.
     this.pinged = false;
@@ -62,10 +62,10 @@ class ClientSession {
     // No frame either way for so long: the client may be gone without a FIN lila can see
     // (Node stops reading a socket while a write to it is pending), or read nothing.
     session.on('timeout', sessionOnSilence);
-    session.setTimeout(context.settings.headerTimeout);
+    session.setTimeout(engine.settings.headerTimeout);
     session.on('close', sessionOnClose);
-    context.connections.add(this);
-    if (context.settings.draining) this.goAway();
+    engine.connections.add(this);
+    if (engine.settings.draining) this.goAway();
   }
 
   /**
@@ -111,11 +111,11 @@ class ClientSession {
    */
   streamClosed(openedAt, resetEarly) {
     this.active--;
-    const now = this.context.now();
+    const now = this.engine.now();
     if (resetEarly && !this.calmed && now - openedAt < PREMATURE_MS && ++this.prematureResets * 2 > this.opened &&
       this.opened >= RESET_WATCH_FROM) {
       this.calmed = true;
-      this.context.logger.warn(`client ${this.clientAddress}: ${this.prematureResets} of ${this.opened} h2 streams reset before their response; ` +
+      this.engine.logger.warn(`client ${this.clientAddress}: ${this.prematureResets} of ${this.opened} h2 streams reset before their response; ` +
         'GOAWAY (rapid reset)');
       this.closingFrom(now);
       // Not from inside the session's frame processing (a 'stream' event): Node 22 aborts the
@@ -125,7 +125,7 @@ class ClientSession {
     }
     if (this.active !== 0) return;
     if (this.session.closed) this.closingFrom(now);
-    else this.idleUntil(now + this.context.idleTimeout);
+    else this.idleUntil(now + this.engine.idleTimeout);
   }
 
   /**
@@ -142,7 +142,7 @@ class ClientSession {
   expired() {
     if (this.deadlineKind === CLOSING_DEADLINE) {
       this.deadlineKind = NO_DEADLINE;
-      this.context.logger.debug(`client ${this.clientAddress}: h2: the session did not end within ${CLOSE_GRACE_MS} ms; connection closed`);
+      this.engine.logger.debug(`client ${this.clientAddress}: h2: the session did not end within ${CLOSE_GRACE_MS} ms; connection closed`);
       this.socket.destroy();
       return;
     }
@@ -161,7 +161,7 @@ class ClientSession {
     if (session.closed || session.destroyed) return;
     if (this.active === 0) {
       session.close();
-      this.closingFrom(this.context.now());
+      this.closingFrom(this.engine.now());
       return;
     }
     // Before close(): Node sends no PING on a closed session.
@@ -179,11 +179,11 @@ class ClientSession {
   silent() {
     if (this.session.destroyed) return;
     if (this.pinged) {
-      this.context.logger.debug(`client ${this.clientAddress}: h2: a PING unanswered; connection closed`);
+      this.engine.logger.debug(`client ${this.clientAddress}: h2: a PING unanswered; connection closed`);
       this.socket.destroy();
       return;
     }
-    this.ping(this.context.settings.headerTimeout);
+    this.ping(this.engine.settings.headerTimeout);
   }
 
   // Sends a PING; Node's timer, armed again, fires if no frame comes within `ms`.
@@ -193,7 +193,7 @@ class ClientSession {
     session.ping((err) => {
       if (err || session.destroyed) return;
       this.pinged = false;
-      session.setTimeout(this.context.settings.headerTimeout);
+      session.setTimeout(this.engine.settings.headerTimeout);
     });
     session.setTimeout(ms);
   }
@@ -203,7 +203,7 @@ module.exports = ClientSession;
 
 function sessionOnError(err) {
   const clientSession = this[kClientSession];
-  clientSession.context.logger.debug(`client ${clientSession.clientAddress}: h2: ${err.message}`);
+  clientSession.engine.logger.debug(`client ${clientSession.clientAddress}: h2: ${err.message}`);
 }
 
 function sessionOnSilence() {
@@ -214,7 +214,7 @@ function sessionOnSilence() {
 function sessionOnClose() {
   clearIdleTimer(this);
   const clientSession = this[kClientSession];
-  clientSession.context.connections.delete(clientSession);
+  clientSession.engine.connections.delete(clientSession);
 }
 
 function destroyCalmly(session) {

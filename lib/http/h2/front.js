@@ -3,11 +3,9 @@
 const http2 = require('node:http2');
 const ClientSession = require('./client-session');
 const { StreamExchange, StreamClient } = require('./stream-exchange');
-const { requestHeadOfStream } = require('./translate');
+const { requestHeadOfStream } = require('../wire/translate');
+const { routeOf, bindingFor } = require('../route-request');
 const { errorBody } = require('../error-response');
-
-// The client connection preface (RFC 9113 §3.4): h2 with prior knowledge.
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
 /**
  * The fast engine's HTTP/2 side: client connections that chose h2 (by ALPN
@@ -18,11 +16,11 @@ const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
  */
 class H2Front {
   /**
-   * @param {object} context the fast server's context
+   * @param {import('../../engines/fast')} engine its listener's
    */
-  constructor(context) {
-    const settings = context.settings;
-    this.context = context;
+  constructor(engine) {
+    const settings = engine.settings;
+    this.engine = engine;
     this.server = http2.createServer({
       settings: {
         maxConcurrentStreams: settings.maxConcurrentStreams,
@@ -34,7 +32,7 @@ class H2Front {
     this.incoming = null;
     this.incomingClient = '';
     this.server.on('session', (session) => {
-      new ClientSession(context, this.incoming, this.incomingClient, session);
+      new ClientSession(engine, this.incoming, this.incomingClient, session);
       // The session's own event, not the server's: a stream reset in the same read as its
       // HEADERS (a rapid reset) is destroyed by then, and no longer knows its session.
       session.on('stream', sessionOnStream);
@@ -74,7 +72,7 @@ function serveStream(session, stream, rawHeaders) {
   // Reset in the same read as its HEADERS (a rapid reset), or closed with its connection:
   // already closed, nothing to do but count it.
   if (stream.closed || stream.destroyed) {
-    session.streamClosed(session.context.now(), session.resetByClient(stream));
+    session.streamClosed(session.engine.now(), session.resetByClient(stream));
     return;
   }
   const head = requestHeadOfStream(rawHeaders, stream.endAfterHeaders);
@@ -85,30 +83,20 @@ function serveStream(session, stream, rawHeaders) {
     stream.end(errorBody(501, 'CONNECT is not supported: lila is a reverse proxy'));
     return;
   }
-  const exchange = new StreamExchange(new StreamClient(session, stream), head, stream);
+  const client = new StreamClient(session, stream);
+  const route = routeOf(session.engine, head.host, head.url);
+  const exchange = new StreamExchange(client, head, route, bindingFor(session.engine, route, head, session.clientAddress), stream);
   // A bodiless request is left unread: Node then closes the stream as soon as it is answered.
   if (!stream.endAfterHeaders) {
     stream.on('data', streamOnData);
     stream.on('end', streamOnEnd);
-    session.context.bodyWatch.start(exchange);
+    session.engine.bodyWatch.start(exchange);
   }
   stream.on('close', streamOnClose);
   exchange.start();
 }
 
-/**
- * Whether a connection's first bytes are (so far) the h2 preface.
- *
- * @param {Buffer} buffer
- * @returns {0 | 1 | 2} 0: not h2; 1: the preface, whole; 2: its beginning, more to come
- */
-function prefaceState(buffer) {
-  const n = Math.min(buffer.length, PREFACE.length);
-  if (buffer.compare(PREFACE, 0, n, 0, n) !== 0) return 0;
-  return n === PREFACE.length ? 1 : 2;
-}
-
-module.exports = { H2Front, prefaceState };
+module.exports = { H2Front };
 
 // The 'stream' event comes a tick after its HEADERS: its session may be over by then.
 function sessionOnStream(stream, headers, flags, rawHeaders) {
@@ -131,20 +119,20 @@ function streamOnData(chunk) {
 // sent its whole body; the reset aborts the upstream request all the same.)
 function streamOnEnd() {
   const exchange = this.exchange;
-  exchange.context.bodyWatch.end(exchange);
+  exchange.engine.bodyWatch.end(exchange);
   if (!this.aborted) exchange.requestEnded();
 }
 
 function streamOnError(err) {
   const exchange = this.exchange;
-  if (exchange !== undefined) exchange.context.logger.debug(`client ${exchange.clientAddress}: h2 stream: ${err.message}`);
+  if (exchange !== undefined) exchange.engine.logger.debug(`client ${exchange.clientAddress}: h2 stream: ${err.message}`);
 }
 
 // Over (answered, reset, or the connection gone): the exchange frees what it holds.
 function streamOnClose() {
   const exchange = this.exchange;
   const session = exchange.connection.session;
-  exchange.context.bodyWatch.end(exchange);
+  exchange.engine.bodyWatch.end(exchange);
   exchange.finish();
   session.streamClosed(exchange.openedAt, !exchange.responseDone && !exchange.resetByLila && session.resetByClient(this));
 }

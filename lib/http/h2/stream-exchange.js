@@ -1,37 +1,39 @@
 'use strict';
 
 const { constants } = require('node:http2');
-const { FastExchange } = require('../fast/exchange');
-const { LENGTH } = require('../fast/response-relay');
+const { Exchange } = require('../exchange/exchange');
+const { LENGTH } = require('../exchange/framing');
 const { forwardResponseHeaders } = require('../headers');
 const { answerContent } = require('../error-response');
-const { clientResponseHeaders, trailersOfText, CONNECTION_SPECIFIC } = require('./translate');
+const { clientResponseHeaders, trailersOfText, CONNECTION_SPECIFIC } = require('../wire/translate');
 const { isGrpc, grpcFailureHeaders } = require('./grpc');
 const { withResponseId } = require('../../actions/request-id');
 
 /**
  * One stream of an HTTP/2 client: the request path of an HTTP/1.1 request
  * on the fast engine (pick, queue, connect, retries, timeouts, health,
- * counts: FastExchange), with the client side spoken in h2 frames: the
+ * counts: Exchange), with the client side spoken in h2 frames: the
  * response head becomes `respond()`, the body DATA frames (a chunked body
  * unframed), the trailers h2 trailers, and lila's own failures a status on
  * this stream alone (gRPC's status for a gRPC call), or a reset once the
  * response has begun.
  */
-class StreamExchange extends FastExchange {
+class StreamExchange extends Exchange {
   /**
    * @param {StreamClient} client what the exchange calls its connection
-   * @param {import('../fast/head-parser').RequestHead} head from translate.js's requestHeadOfStream
+   * @param {import('../wire/head-parser').RequestHead} head from translate.js's requestHeadOfStream
+   * @param {import('../../routing/listener-routes').Route | null} route
+   * @param {import('../../engines/pool-binding')} binding
    * @param {import('node:http2').ServerHttp2Stream} stream
    */
-  constructor(client, head, stream) {
-    super(client, head);
+  constructor(client, head, route, binding, stream) {
+    super(client, head, route, binding);
     this.stream = stream;
     stream.exchange = this;
     // Streams do not wait for each other: every one writes at once.
     this.flowing = true;
     this.grpc = isGrpc(head);
-    this.openedAt = this.context.now();
+    this.openedAt = this.engine.now();
     this.bodyBytes = 0;
     // The body is not forwarded (answered early, or over --max-body-size): what comes is dropped.
     this.bodyDropped = false;
@@ -50,9 +52,9 @@ class StreamExchange extends FastExchange {
 
   /** A DATA frame's payload from the client. */
   streamData(chunk) {
-    this.bodyReadAt = this.context.now();
+    this.bodyReadAt = this.engine.now();
     if (this.bodyDropped) return;
-    const maxBodySize = this.context.settings.maxBodySize;
+    const maxBodySize = this.engine.settings.maxBodySize;
     if (maxBodySize > 0 && this.request.chunked && (this.bodyBytes += chunk.length) > maxBodySize) {
       this.bodyDropped = true;
       this.bodyOverLimit();
@@ -179,7 +181,7 @@ class StreamClient {
    */
   constructor(session, stream) {
     this.session = session;
-    this.context = session.context;
+    this.engine = session.engine;
     this.clientAddress = session.clientAddress;
     this.scheme = session.scheme;
     this.socket = session.socket;
@@ -197,7 +199,7 @@ class StreamClient {
   // A body refused before it is read (413), or stalled (408): what comes of it is dropped.
   abandonBody(exchange) {
     exchange.bodyDropped = true;
-    this.context.bodyWatch.end(exchange);
+    this.engine.bodyWatch.end(exchange);
   }
 
   clientReadPaused() {

@@ -8,8 +8,7 @@ const { requestProblem } = require('../request-checks');
 const { toOriginForm } = require('../request-target');
 const { peerAddressOf } = require('../../net/address');
 const { Tunnel } = require('../tunnel');
-const { BodyWatch } = require('../body-watch');
-const { bindPool } = require('../binding');
+const { routeOf, bindingFor } = require('../route-request');
 const { rawErrorResponse, errorBody } = require('../error-response');
 const { codes, describeError } = require('../../errors');
 
@@ -24,21 +23,15 @@ const URI_TOO_LONG = [414, 'the request target is too long', codes.URI_TOO_LONG]
 const kRejected = Symbol('kRejected');
 
 /**
- * Creates the http layer: a core `http` server (`https` with TLS) that
- * balances every request on its own and forwards it through one keep-alive
- * agent per backend (upstream-pools.js, the pool's); upgrade requests become tunnels.
- * Each request goes to the pool its route chooses (`useRoutes`, `bind`: see ../binding.js).
+ * The node engine's server: a core `http` server (`https` with TLS) that
+ * forwards every request of its route's pool through one keep-alive agent
+ * per backend (upstream-agents.js); upgrade requests become tunnels.
  *
- * @param {import('../../ops/logger')} logger
- * @param {import('./exchange').HttpSettings} settings the listener's
- * @param {import('../../ops/traffic')} traffic where ended requests are counted
- * @returns {http.Server & {closeGracefully: (ms: number, done: () => void) => void,
- *   bind: (pool: object | null) => object, useRoutes: (routes: {match: Function}) => void}}
+ * @param {import('../../engines/node')} engine its listener's: settings, logger, traffic, routes
+ * @returns {http.Server | https.Server}
  */
-function createHttpServer(logger, settings, traffic) {
-  // --body-timeout: the exchanges reading a request body.
-  const context = { logger, settings, traffic, routes: null, unrouted: null, bodyWatch: new BodyWatch(settings.bodyTimeout, Date.now) };
-  context.unrouted = bindPool(context, null);
+function createNodeServer(engine) {
+  const { settings, logger } = engine;
   const options = {
     // Checked by requestProblem(), which also stops what is pipelined behind.
     requireHostHeader: false,
@@ -56,38 +49,23 @@ function createHttpServer(logger, settings, traffic) {
   // A client's FIN after its request means it is done sending: Node then
   // answers what is in flight and ends the connection after the last response.
   server.httpAllowHalfOpen = true;
-  const sockets = new Set();
   // Over TLS, the sockets requests come on are the TLS ones.
   server.on(settings.tls === null ? 'connection' : 'secureConnection', (socket) => {
-    traffic.connections++;
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
+    engine.traffic.connections++;
+    engine.sockets.add(socket);
+    socket.once('close', () => engine.sockets.delete(socket));
   });
-  // For a drain: stops accepting; a connection idle now, or once its response
-  // ends, is still read for `ms` (a request on its way is answered, with
-  // Connection: close), then closed. `done` once every connection has ended.
-  server.closeGracefully = (ms, done) => {
-    server.keepAliveTimeout = ms;
-    // http.Server#close() destroys idle connections at once (Node 19+), racing
-    // a request just sent on one: it is kept from doing so for this close.
-    server.closeIdleConnections = () => {};
-    server.close(() => done());
-    delete server.closeIdleConnections;
-    const idleNow = [...sockets].filter(isIdle);
-    setTimeout(() => {
-      for (const socket of idleNow) if (isIdle(socket)) socket.destroy();
-    }, ms).unref();
-  };
   server.on('request', (request, response) => {
-    if (accepted(context, request, response)) new Exchange(context, request, response, false).start();
+    if (accepted(engine, request, response)) exchange(engine, request, response, false);
   });
   server.on('checkContinue', (request, response) => {
-    if (accepted(context, request, response)) new Exchange(context, request, response, true).start();
+    if (accepted(engine, request, response)) exchange(engine, request, response, true);
   });
   server.on('upgrade', (request, socket, head) => {
     const problem = requestProblem(request) || toOriginForm(request);
     if (problem === null) {
-      new Tunnel(context, request, socket, head).open();
+      const route = routeOf(engine, request.headers.host, request.url);
+      new Tunnel(engine, request, socket, head, route, bindingFor(engine, route, request, peerAddressOf(socket))).open();
       return;
     }
     socket.on('error', noop);
@@ -117,20 +95,21 @@ function createHttpServer(logger, settings, traffic) {
     logger.debug(`client ${socket.remoteAddress}: 501, CONNECT ${request.url} (${codes.METHOD_NOT_SUPPORTED})`);
     answerAndClose(socket, 501, 'CONNECT is not supported: lila is a reverse proxy');
   });
-  server.bind = (pool) => bindPool(context, pool);
-  server.useRoutes = (routes) => {
-    context.routes = routes;
-  };
-  // Once every connection has ended; the pools' upstream connections are their owners' to close.
-  server.on('close', () => context.bodyWatch.stop());
   return server;
 }
 
-module.exports = { createHttpServer };
+module.exports = { createNodeServer, isIdle };
+
+// A request whose head is good: its route chooses its pool, and it is an exchange.
+function exchange(engine, request, response, expectContinue) {
+  const route = routeOf(engine, request.headers.host, request.url);
+  const binding = bindingFor(engine, route, request, peerAddressOf(request.socket));
+  new Exchange(engine, request, response, expectContinue, route, binding).start();
+}
 
 // Refuses (400, connection closed) a request head RFC 9112 says a server must
 // refuse, and ignores requests pipelined behind it: none of them is forwarded.
-function accepted(context, request, response) {
+function accepted(engine, request, response) {
   const socket = request.socket;
   if (socket[kRejected]) {
     request.resume();
@@ -140,14 +119,14 @@ function accepted(context, request, response) {
   if (problem === null) return true;
   socket[kRejected] = true;
   const client = peerAddressOf(socket);
-  context.logger.debug(`client ${client}: ${problem.status}, ${problem.reason} (${problem.code})`);
+  engine.logger.debug(`client ${client}: ${problem.status}, ${problem.reason} (${problem.code})`);
   request.on('error', noop);
   response.on('error', noop);
   response.shouldKeepAlive = false;
   const body = errorBody(problem.status, problem.reason);
   response.writeHead(problem.status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
   response.end(body);
-  context.traffic.request(null, problem.status, 0, request, client, 0, socket, null, null);
+  engine.traffic.request(null, problem.status, 0, request, client, 0, socket, null, null);
   return false;
 }
 

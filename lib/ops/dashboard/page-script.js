@@ -219,7 +219,7 @@ function dashboardScript() {
   function renderRows(frame, range) {
     const tbody = document.querySelector('#backends tbody');
     const pools = poolsOf(frame);
-    // One section: the proxy's backends; or one per pool, under its heading.
+    // One section: a command line's one pool's backends; or one per pool, under its heading.
     const sections = pools === null
       ? [{ pool: null, layer: frame.layer, backends: frame.backends, discovery: frame.discovery }]
       : pools.map((pool) => ({
@@ -256,7 +256,7 @@ function dashboardScript() {
     if (!same) tbody.replaceChildren(...wanted);
   }
 
-  // The rows of one pool's backends (or of the proxy's), added to `wanted`; the keys of the
+  // The rows of one pool's backends (or of a command line's one pool), added to `wanted`; the keys of the
   // rows and DNS groups shown are added to `names` and `groups`.
   function renderSection(section, frame, range, wanted, names, groups) {
     const metric = $('row-chart').value;

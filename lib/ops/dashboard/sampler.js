@@ -22,7 +22,7 @@ const STALE_MS = 2500;
  */
 
 /**
- * Turns a proxy's counters into what the dashboard shows each second: its
+ * Turns what runs, its counters, into what the dashboard shows each second: its
  * `/status` with, for every backend and for the whole, requests (or
  * connections) per second, errors per second and the p50 and p99 durations
  * of the last second. It reads the counters the admin API already keeps
@@ -32,19 +32,17 @@ const STALE_MS = 2500;
  */
 class Sampler {
   /**
-   * @param {import('../../proxy')} proxy
-   * @param {() => {backends: object[], pools?: {backends: object[]}[]}} describe the proxy's
-   *   `/status`, whose `backends` are `proxy.backends` in the same order (and, with a config
-   *   file, whose `pools` are the configured pools, each with its backends, in the same order)
-   * @param {{actions?: boolean, configured?: (() => {pools: object[]}) | null}} [options]
-   *   actions: whether the admin API takes changes from the page (a token is set);
-   *   configured: with a config file, what runs now (`Configuration.view()`)
+   * @param {() => ReturnType<import('../../service/configuration')['view']>} view what runs now
+   * @param {() => {backends: object[], pools?: {backends: object[]}[]}} describe its `/status`,
+   *   whose `backends` are the first pool's in the same order (and, with a config, whose `pools`
+   *   are the config's pools, each with its backends, in the same order)
+   * @param {{actions?: boolean}} [options] actions: whether the admin API takes changes from the
+   *   page (a token is set)
    */
-  constructor(proxy, describe, options = {}) {
-    this.proxy = proxy;
+  constructor(view, describe, options = {}) {
+    this.view = view;
     this.describe = describe;
     this.actions = options.actions === true;
-    this.configured = typeof options.configured === 'function' ? options.configured : null;
     // By Backend (or lila's own TrafficStats): the counters of the previous sample.
     this.previous = new WeakMap();
     this.previousAt = 0;
@@ -75,18 +73,18 @@ class Sampler {
 
   // A frame; `remember`: the counters are the next sample's to compare with.
   frame(now, remember) {
-    const { proxy } = this;
+    const view = this.view();
     const status = this.describe();
     const seconds = (now - this.previousAt) / 1000;
     const comparable = remember && this.previousAt > 0 && seconds > 0 && now - this.previousAt <= STALE_MS;
     if (remember) this.previousAt = now;
-    const { unrouted } = proxy.traffic;
+    const { unrouted } = view.traffic;
     const bounds = unrouted.durations.buckets;
     // What ended in the whole: every backend's, and lila's own answers.
     const sums = { count: 0, errors: 0, attempts: 0, durations: new Array(bounds.length + 1).fill(0) };
     let active = 0;
     const backends = [];
-    for (const group of this.groups(status)) {
+    for (const group of groupsOf(view, status)) {
       const tcp = group.layer === 'tcp';
       group.described.forEach((described, i) => {
         const backend = group.members[i];
@@ -101,39 +99,23 @@ class Sampler {
     // What clients saw as a whole: lila's own 5xx, and tcp connections no backend took.
     const own = remember ? this.delta(unrouted, unrouted, fivexx(unrouted) + unrouted.connections, false) : null;
     if (own !== null) add(sums, own, true);
-    const address = proxy.server.listening ? proxy.server.address() : null;
+    const server = view.listener.server;
+    const address = server.listening ? server.address() : null;
     const frame = {
       time: now,
       version,
       ...status,
       listen: address === null || typeof address === 'string' ? address : formatHostPort(address.address, address.port),
       workers: null,
-      // With a config file, every listener's.
-      open_connections: this.configured === null ? proxy.connections.size : this.configured().openConnections,
+      // Every listener's.
+      open_connections: view.openConnections,
       actions: this.actions,
       duration_bounds: bounds,
       totals: { ...rates(own === null ? null : sums, seconds, comparable, bounds), active },
       backends
     };
-    if (this.configured !== null) frame.pools = status.pools.map(describePool);
+    if (!view.single) frame.pools = status.pools.map(describePool);
     return frame;
-  }
-
-  // The backends to sample, by pool: the proxy's own, or every configured pool's, each with
-  // the /status descriptions of its backends, in the same order.
-  groups(status) {
-    const { proxy } = this;
-    if (this.configured === null) {
-      return [{ pool: null, layer: proxy.layer, members: proxy.balancer.backends, described: status.backends }];
-    }
-    const { pools } = this.configured();
-    return pools.map((pool, i) => ({
-      pool,
-      layer: pool.layer,
-      members: pool.balancer.backends,
-      // Read in the same turn as /status was: the same pools, the same backends.
-      described: status.pools[i].backends
-    }));
   }
 
   // What ended since the previous sample ({count, errors, attempts, durations}),
@@ -194,6 +176,22 @@ function rates(delta, seconds, comparable, bounds) {
 }
 
 module.exports = { Sampler, rates, errorRate };
+
+// The backends to sample, by pool: a command line's one pool, or every pool of a config, each
+// with the /status descriptions of its backends, in the same order.
+function groupsOf(view, status) {
+  if (view.single) {
+    const pool = view.pool;
+    return [{ pool: null, layer: view.listener.layer, members: pool.balancer.backends, described: status.backends }];
+  }
+  return view.pools.map((pool, i) => ({
+    pool,
+    layer: pool.layer,
+    members: pool.balancer.backends,
+    // Read in the same turn as /status was: the same pools, the same backends.
+    described: status.pools[i].backends
+  }));
+}
 
 // A pool as the frame lists it (its backends are in the frame's `backends`).
 function describePool(pool) {

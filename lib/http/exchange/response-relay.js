@@ -3,25 +3,17 @@
 const { STATUS_CODES } = require('node:http');
 const { forwardResponseHeaders, rewriteLocation, withoutField } = require('../headers');
 const { withStickyCookie } = require('../sticky-cookie');
-const { parseResponseHead } = require('./head-parser');
-const ChunkedScanner = require('./chunked-scanner');
-const { trailerLines, trailersOfText } = require('../h2/translate');
-const { lendReadBuffer } = require('./upstream-sockets');
+const ChunkedScanner = require('../wire/chunked-scanner');
+const { trailerLines } = require('../wire/translate');
+const { lendReadBuffer } = require('../upstream/sockets');
+const { compressBody, passCompressed, endCompressed } = require('./compressed-body');
+const { readResponseHead } = require('./response-head');
+const { NONE, LENGTH, CHUNKED, CLOSE, STREAM } = require('./framing');
 const { LilaError, codes } = require('../../errors');
 
-const CRLFCRLF = Buffer.from('\r\n\r\n');
 // Response bytes held for a pipelined request waiting its turn, and request
 // bytes held while the upstream connects, before reading stops.
 const HOLD_LIMIT = 64 * 1024;
-// A response head larger than this is not one lila relays.
-const MAX_RESPONSE_HEAD = 64 * 1024;
-// How a response body is delimited.
-const NONE = 0;
-const LENGTH = 1;
-const CHUNKED = 2;
-const CLOSE = 3;
-// An h2 backend's stream: the body ends with the stream.
-const STREAM = 4;
 
 /**
  * The response side of a fast exchange: reads the backend's response head,
@@ -41,12 +33,15 @@ const STREAM = 4;
  */
 class ResponseRelay {
   /**
-   * @param {import('./connection').ClientConnection} connection
-   * @param {import('./head-parser').RequestHead} head
+   * @param {import('../fast/connection').ClientConnection | import('../h2/stream-exchange').StreamClient} connection
+   *   the client's connection (an h2 stream's client, for an h2 one)
+   * @param {import('../wire/head-parser').RequestHead} head
+   * @param {import('../../engines/pool-binding')} binding the pool its route chose
    */
-  constructor(connection, head) {
+  constructor(connection, head, binding) {
     this.connection = connection;
-    this.context = connection.context;
+    this.engine = connection.engine;
+    this.binding = binding;
     this.request = head;
     // A byte of response arrived on the current upstream socket.
     this.received = false;
@@ -104,32 +99,7 @@ class ResponseRelay {
   }
 
   readHead(chunk) {
-    let buffer = this.partialHead === null ? chunk : Buffer.concat([this.partialHead, chunk]);
-    for (;;) {
-      const end = buffer.indexOf(CRLFCRLF);
-      if (end === -1) {
-        if (buffer.length > MAX_RESPONSE_HEAD) return this.invalidResponse('a response head too large');
-        this.partialHead = buffer;
-        this.keeps(buffer);
-        return;
-      }
-      const head = parseResponseHead(buffer.latin1Slice(0, end));
-      if (head === null || head.status === 101) return this.invalidResponse('an invalid response head');
-      buffer = buffer.subarray(end + 4);
-      if (head.status >= 200) {
-        this.partialHead = null;
-        this.respond(head);
-        if (buffer.length > 0 && !this.responseDone) this.relayBody(buffer, 0);
-        else if (buffer.length > 0) this.reusable = false;
-        if (this.prefix !== null) this.emitPrefix();
-        return;
-      }
-      this.inform(head);
-      if (buffer.length === 0) {
-        this.partialHead = null;
-        return;
-      }
-    }
+    readResponseHead(this, chunk);
   }
 
   /**
@@ -148,7 +118,7 @@ class ResponseRelay {
   }
 
   respond(head) {
-    const { balancer, health, settings } = this.context;
+    const { balancer, health, settings } = this.binding;
     const request = this.request;
     this.responseHead = head;
     const status = head.status;
@@ -164,7 +134,7 @@ class ResponseRelay {
     const http10 = request.httpVersionMinor === 0;
     const h2 = request.h2 === true;
     if (this.framing === CHUNKED) {
-      this.scanner ??= new ChunkedScanner(settings.maxHeaderSize);
+      this.scanner ??= new ChunkedScanner(this.engine.settings.maxHeaderSize);
       // An HTTP/1.0 client cannot read chunked: it gets the data, and the close ends it.
       // An h2 client gets the data in DATA frames, and the trailers as h2 trailers.
       if (http10 || h2) this.dechunk = (buffer, from, to) => this.emit(buffer.subarray(from, to), true);
@@ -300,51 +270,12 @@ class ResponseRelay {
 
   // relayBody() for a compressed body: the backend's framing is read, the data goes to the encoder.
   compressBody(chunk, start) {
-    const length = chunk.length;
-    let data;
-    let ended = false;
-    if (this.framing === LENGTH) {
-      const n = Math.min(this.remaining, length - start);
-      data = start === 0 && n === length ? chunk : chunk.subarray(start, start + n);
-      this.remaining -= n;
-      if (this.remaining === 0) {
-        ended = true;
-        if (start + n < length) this.reusable = false;
-      }
-    } else if (this.framing === CHUNKED) {
-      const end = this.scanner.scan(chunk, start, length, this.dechunk);
-      if (end === -2) {
-        this.upstreamFailed(this.upstream, new Error('an invalid chunked response body'));
-        return;
-      }
-      const pieces = this.pieces;
-      // A read's pieces go in as one write: each write is a trip to zlib's threads.
-      data = pieces.length === 1 ? pieces[0] : Buffer.concat(pieces);
-      pieces.length = 0;
-      if (end >= 0) {
-        ended = true;
-        if (end < length) this.reusable = false;
-      }
-    } else {
-      data = start === 0 ? chunk : chunk.subarray(start);
-    }
-    if (data.length > 0) {
-      // zlib reads the data later, on its threads.
-      this.keeps(data);
-      if (!this.encoder.write(data) && this.upstream !== null) this.upstream.pause();
-    }
-    if (ended) this.responseEnded();
+    compressBody(this, chunk, start);
   }
 
   /** A piece of the compressed body: to the client (chunked for HTTP/1.1), or held. */
   encoderData(data) {
-    if (this.request.httpVersionMinor !== 0 && this.request.h2 !== true) {
-      this.bytesSent += data.length;
-      this.emit(chunkOf(data));
-    } else {
-      this.emit(data, true);
-    }
-    if (this.clientFull()) this.encoder.pause();
+    passCompressed(this, data);
   }
 
   /** The encoder holds little again: read on from the backend, unless the client is the one full. */
@@ -354,14 +285,7 @@ class ResponseRelay {
 
   /** The encoder has given the whole compressed body: the response is over. */
   encoderEnded() {
-    this.encoder = null;
-    if (this.done) return;
-    if (this.request.httpVersionMinor !== 0 && this.request.h2 !== true) {
-      let trailers = this.trailers;
-      if (trailers === null && this.scanner !== null && this.scanner.trailerText !== '') trailers = trailersOfText(this.scanner.trailerText);
-      this.emit(trailers === null ? '0\r\n\r\n' : `0\r\n${trailerLines(trailers)}\r\n`);
-    }
-    if (this.flowing) this.connection.responseFinished(this);
+    endCompressed(this);
   }
 
   /** zlib failed: the response cannot be finished, and is cut short. */
@@ -457,17 +381,8 @@ class ResponseRelay {
   }
 }
 
-module.exports = { ResponseRelay, HOLD_LIMIT, LENGTH };
+module.exports = { ResponseRelay, HOLD_LIMIT };
 
-// `data` as one chunk of a chunked body, in one buffer: one write.
-function chunkOf(data) {
-  const size = `${data.length.toString(16)}\r\n`;
-  const out = Buffer.allocUnsafe(size.length + data.length + 2);
-  out.latin1Write(size, 0);
-  data.copy(out, size.length);
-  out.latin1Write('\r\n', size.length + data.length);
-  return out;
-}
 
 // Serializes `[name, value, ...]` as header lines.
 function fieldLines(headers) {

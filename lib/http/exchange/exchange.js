@@ -1,51 +1,50 @@
 'use strict';
 
-const { forwardRequestHeaders, withHost } = require('../headers');
-const { readCookie, withoutCookie } = require('../sticky-cookie');
+const { readCookie } = require('../sticky-cookie');
 const { refusalBeforeForwarding, bodyTooLarge } = require('../limits');
-const { takeBackend, takeAnotherBackend, slotFound, slotTimedOut, leaveQueue } = require('../backend-slot');
-const { backendAuthority } = require('../../net/address');
+const { takeBackend, slotFound, slotTimedOut, leaveQueue } = require('../backend-slot');
 const { ResponseRelay, HOLD_LIMIT } = require('./response-relay');
+const { requestHead, streamHeaders, writeBody, endBody } = require('./outgoing');
+const { upstreamTimedOut, upstreamFailed } = require('./upstream-failure');
 const { answerContent, rawAnswer } = require('../error-response');
 const RequestView = require('../../actions/request-view');
-const { RequestIds, withRequestIds, withResponseId } = require('../../actions/request-id');
-const { IDEMPOTENT, CLIENT_LEFT, localShortage, upstreamError, logAnswer } = require('../outcomes');
+const { RequestIds, withResponseId } = require('../../actions/request-id');
+const { CLIENT_LEFT, logAnswer } = require('../outcomes');
 const { proxyHeaderFor } = require('../../net/backend-connect');
-const { timeoutError, describeError } = require('../../errors');
 const { bodyTimeoutError } = require('../body-watch');
-const { routeRequest, noRoute } = require('../binding');
+const { noRoute } = require('../route-request');
 const { beforePool } = require('../before-pool');
-const UpstreamStream = require('../h2/upstream-stream');
-const { upstreamStreamHeaders } = require('../h2/translate');
-
-const TE_TRAILERS = /(^|,)\s*trailers\s*(;|,|$)/i;
+const UpstreamStream = require('../upstream/stream');
 
 /**
- * One request on the fast engine, from its head to the end of its response:
- * picks a backend, sends the head and body on a pooled upstream socket, and
- * relays the response's bytes, rewriting only its head. The pick context
- * for the strategy (`request`, `clientAddress`, `tried`). It sends the
- * request; its base class, ResponseRelay (response-relay.js), relays the response.
+ * One request of the fast engine (an HTTP/1.1 request, or an h2 client's
+ * stream), from its head to the end of its response: picks a backend of its
+ * route's pool, sends the head and body on a pooled upstream socket (or an
+ * `h2` backend's stream), and relays the response's bytes, rewriting only
+ * its head. The pick context for the strategy (`request`, `clientAddress`,
+ * `tried`). It sends the request; its base class, ResponseRelay
+ * (response-relay.js), relays the response.
  */
-class FastExchange extends ResponseRelay {
+class Exchange extends ResponseRelay {
   /**
-   * @param {import('./connection').ClientConnection} connection
-   * @param {import('./head-parser').RequestHead} head
+   * @param {import('../fast/connection').ClientConnection | import('../h2/stream-exchange').StreamClient} connection
+   * @param {import('../wire/head-parser').RequestHead} head
+   * @param {import('../../routing/listener-routes').Route | null} route what the listener's routes matched;
+   *   null: none (answered 404 by start())
+   * @param {import('../../engines/pool-binding')} binding the pool the route chose for it
    */
-  constructor(connection, head) {
-    super(connection, head);
+  constructor(connection, head, route, binding) {
+    super(connection, head, binding);
     this.clientAddress = connection.clientAddress;
-    // The route's pool from here on (null: no route matched, answered 404 by start()).
-    this.route = null;
-    this.context = routeRequest(this.context, this, head.host, head.url);
+    this.route = route;
     // --request-id: its X-Request-ID and trace context (null without the option).
-    this.ids = this.context.settings.requestId === true ? RequestIds.of(head.rawHeaders) : null;
+    this.ids = this.engine.settings.requestId === true ? RequestIds.of(head.rawHeaders) : null;
     // What the route's actions read of the request, made for routes that have actions.
     this.view = null;
     this.tried = null;
     this.backend = null;
     this.servedBy = null;
-    this.startedAt = this.context.balancer.now();
+    this.startedAt = binding.balancer.now();
     this.sentAt = 0;
     this.hasBody = head.chunked || head.contentLength > 0;
     // The client's body is all read (forwarded, or held in `pending`).
@@ -65,13 +64,13 @@ class FastExchange extends ResponseRelay {
     // In the queue for a backend slot (balancer.wait).
     this.waiting = false;
     // What the client's sticky cookie says (--sticky), for the balancer's pick.
-    const cookie = this.context.settings.stickyCookie;
+    const cookie = binding.settings.stickyCookie;
     this.stickyId = cookie === null ? null : readCookie(head.rawHeaders, cookie);
   }
 
   /** Answers what the limits keep out (429, 413) and what no route matches (404), else sends the request on. */
   start() {
-    let refusal = refusalBeforeForwarding(this.context.settings, this.clientAddress, this.request.contentLength);
+    let refusal = refusalBeforeForwarding(this.engine.settings, this.clientAddress, this.request.contentLength);
     if (refusal === null && this.route === null) refusal = noRoute(this.request.host, this.request.url);
     beforePool(this, refusal);
   }
@@ -133,14 +132,14 @@ class FastExchange extends ResponseRelay {
 
   /** The client's chunked body grew past --max-body-size: what was sent upstream is abandoned. */
   bodyOverLimit() {
-    this.refuseBody(bodyTooLarge(this.context.settings.maxBodySize));
+    this.refuseBody(bodyTooLarge(this.engine.settings.maxBodySize));
   }
 
   /** The client's body stalled past --body-timeout: 408 (see refuseBody()). */
   bodyTimedOut() {
     if (this.done || this.responseDone) return;
     this.connection.abandonBody(this);
-    this.refuseBody(bodyTimeoutError(this.context.settings.bodyTimeout));
+    this.refuseBody(bodyTimeoutError(this.engine.settings.bodyTimeout));
   }
 
   /**
@@ -173,21 +172,21 @@ class FastExchange extends ResponseRelay {
       this.sendStream(fresh && failed.h2 === true ? failed.serial : -1);
       return;
     }
-    const pools = this.context.pools;
+    const { sockets, settings, balancer } = this.binding;
     // A backend taking PROXY protocol headers gets a connection of the request's own.
-    const proxyHeader = proxyHeaderFor(this.backend, this.context.settings.sendProxy, this.connection.socket);
-    let socket = fresh || proxyHeader !== undefined ? null : pools.take(this.backend);
+    const proxyHeader = proxyHeaderFor(this.backend, settings.sendProxy, this.connection.socket);
+    let socket = fresh || proxyHeader !== undefined ? null : sockets.take(this.backend);
     this.reused = socket !== null;
-    if (socket === null) socket = pools.connect(this.backend, proxyHeader);
-    pools.claim(socket, this);
+    if (socket === null) socket = sockets.connect(this.backend, proxyHeader);
+    sockets.claim(socket, this);
     this.upstream = socket;
     this.received = false;
-    this.sentAt = this.context.balancer.now();
+    this.sentAt = balancer.now();
     if (this.reused) {
       this.upstreamConnected(socket);
     } else {
       this.connected = false;
-      socket.setTimeout(this.context.settings.connectTimeout);
+      socket.setTimeout(settings.connectTimeout);
     }
   }
 
@@ -200,22 +199,19 @@ class FastExchange extends ResponseRelay {
   sendStream(after) {
     const request = this.request;
     const backend = this.backend;
-    const headers = upstreamStreamHeaders(request.method, this.target, this.forwardedHeaders(), backend.tls ? 'https' : 'http');
-    // TE is hop-by-hop, but `te: trailers` is what gRPC servers want of every call.
-    const te = request.headers.te;
-    if (typeof te === 'string' && TE_TRAILERS.test(te)) headers.te = 'trailers';
+    const headers = streamHeaders(this);
     const options = {
       endStream: !this.hasBody,
       // An HTTP/1.1 client's chunked body reaches an h2 backend without its framing.
       dechunk: request.chunked && request.h2 !== true,
       after,
-      maxTrailerBytes: this.context.settings.maxHeaderSize
+      maxTrailerBytes: this.engine.settings.maxHeaderSize
     };
-    const upstream = new UpstreamStream(this.context.h2Sessions, backend, headers, options, this);
+    const upstream = new UpstreamStream(this.binding.sessions, backend, headers, options, this);
     this.upstream = upstream;
     this.reused = upstream.reused;
     this.received = false;
-    this.sentAt = this.context.balancer.now();
+    this.sentAt = this.binding.balancer.now();
     this.connected = false;
     if (upstream.connected) this.upstreamConnected(upstream);
   }
@@ -224,45 +220,22 @@ class FastExchange extends ResponseRelay {
     if (socket !== this.upstream || this.done) return;
     this.connected = true;
     // A pooled socket keeps the timeout its first exchange set.
-    if (!this.reused || socket.h2 === true) socket.setTimeout(this.context.settings.timeout);
+    if (!this.reused || socket.h2 === true) socket.setTimeout(this.binding.settings.timeout);
     const pending = this.pending;
-    if (socket.h2 !== true && this.upstreamHead === null) this.upstreamHead = this.buildHead();
+    if (socket.h2 !== true && this.upstreamHead === null) this.upstreamHead = requestHead(this);
     if (pending === null) {
       if (socket.h2 !== true) socket.write(this.upstreamHead, 'latin1');
     } else {
       socket.cork();
       if (socket.h2 !== true) socket.write(this.upstreamHead, 'latin1');
-      for (const chunk of pending) this.writeBody(socket, chunk);
+      for (const chunk of pending) writeBody(this, socket, chunk);
       socket.uncork();
       const held = this.pendingBytes;
       this.pending = null;
       this.pendingBytes = 0;
       if (held >= HOLD_LIMIT) this.connection.resume();
     }
-    if (this.requestRead && this.hasBody && !this.lastPieceNext) this.endBody(socket);
-  }
-
-  buildHead() {
-    const request = this.request;
-    const headers = this.forwardedHeaders();
-    let head = `${request.method} ${this.target} HTTP/1.1\r\n`;
-    for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
-    return `${head}Connection: keep-alive\r\n\r\n`;
-  }
-
-  // The request's header list as the backend gets it.
-  forwardedHeaders() {
-    const request = this.request;
-    let headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress, this.connection.scheme);
-    // HTTP/1.1 needs a Host; an HTTP/1.0 client may have sent none.
-    if (this.context.settings.hostHeader === 'backend' || request.host === undefined) {
-      headers = withHost(headers, backendAuthority(this.backend));
-    }
-    // lila's own sticky cookie stays with lila.
-    if (this.context.settings.stickyCookie !== null) headers = withoutCookie(headers, this.context.settings.stickyCookie);
-    if (this.ids !== null) headers = withRequestIds(headers, this.ids);
-    const actions = this.actions;
-    return actions === null ? headers : actions.requestHeaders(headers, this.requestView());
+    if (this.requestRead && this.hasBody && !this.lastPieceNext) endBody(this, socket);
   }
 
   /** A piece of the client's body (framing included when chunked, from an HTTP/1.1 client). */
@@ -273,32 +246,13 @@ class FastExchange extends ResponseRelay {
     const last = this.lastPieceNext;
     this.lastPieceNext = false;
     if (upstream !== null && this.connected) {
-      if (!this.writeBody(upstream, chunk)) this.connection.pause();
-      if (last) this.endBody(upstream);
+      if (!writeBody(this, upstream, chunk)) this.connection.pause();
+      if (last) endBody(this, upstream);
       return;
     }
     (this.pending ??= []).push(chunk);
     this.pendingBytes += chunk.length;
     if (this.pendingBytes >= HOLD_LIMIT) this.connection.pause();
-  }
-
-  /**
-   * Writes a piece of body upstream: an h2 client's body of no announced
-   * length goes to an HTTP/1.1 backend chunked.
-   *
-   * @returns {boolean} false when the upstream's buffer is full
-   */
-  writeBody(upstream, chunk) {
-    if (this.request.h2 !== true || !this.request.chunked || upstream.h2 === true) return upstream.write(chunk);
-    upstream.write(`${chunk.length.toString(16)}\r\n`, 'latin1');
-    upstream.write(chunk);
-    return upstream.write('\r\n', 'latin1');
-  }
-
-  // The client's body is over: an h2 stream ends; a body lila chunks gets its last chunk.
-  endBody(upstream) {
-    if (upstream.h2 === true) upstream.end();
-    else if (this.request.h2 === true && this.request.chunked) upstream.write('0\r\n\r\n', 'latin1');
   }
 
   /** The client's body has all been read. */
@@ -310,7 +264,7 @@ class FastExchange extends ResponseRelay {
       return;
     }
     const upstream = this.upstream;
-    if (this.hasBody && upstream !== null && this.connected && !this.done && !this.responseDone) this.endBody(upstream);
+    if (this.hasBody && upstream !== null && this.connected && !this.done && !this.responseDone) endBody(this, upstream);
   }
 
   /** The upstream socket took what it was sent: read on from the client. */
@@ -329,8 +283,9 @@ class FastExchange extends ResponseRelay {
       if (socket.h2 === true) {
         socket.destroy();
       } else {
-        this.context.pools.unclaim(socket);
-        if (this.reusable && this.requestRead && this.pending === null) this.context.pools.put(socket);
+        const sockets = this.binding.sockets;
+        sockets.unclaim(socket);
+        if (this.reusable && this.requestRead && this.pending === null) sockets.put(socket);
         else socket.destroy();
       }
     }
@@ -340,76 +295,14 @@ class FastExchange extends ResponseRelay {
     else if (this.flowing) this.connection.responseFinished(this);
   }
 
+  /** The upstream socket (or stream) was silent past its timeout. */
   upstreamTimedOut(socket) {
-    if (socket !== this.upstream || this.done) return;
-    // The backend waits for a body the client is slow to send: --body-timeout judges the client.
-    // (Once lila stops reading the client because the backend takes nothing, the silence is the backend's.)
-    if (this.connected && !this.requestRead && !this.connection.clientReadPaused()) return;
-    const settings = this.context.settings;
-    const err = this.connected
-      ? timeoutError(`silent for ${settings.timeout} ms`)
-      : timeoutError(`no connection within ${settings.connectTimeout} ms`);
-    this.timedOut = this.connected;
-    this.upstreamFailed(socket, err);
+    upstreamTimedOut(this, socket);
   }
 
+  /** The upstream socket (or stream) failed: retried, tried elsewhere, or answered 502/504. */
   upstreamFailed(socket, err) {
-    // Errors after the end or from an earlier attempt change nothing.
-    if (socket !== this.upstream || this.done || socket === null) return;
-    this.upstream = null;
-    this.dropUpstream(socket);
-    const backend = this.backend;
-    const { logger, health } = this.context;
-    if (!this.connected) {
-      logger.debug(`backend ${backend.name}: ${describeError(err)}`);
-      const shortage = health.failedWith(backend, err);
-      this.release();
-      if (shortage !== null) {
-        this.fail(localShortage(shortage), `backend ${backend.name}: ${describeError(err)}`);
-        return;
-      }
-      (this.tried ??= new Set()).add(backend);
-      this.forward();
-      return;
-    }
-    if (this.mayRetry(err)) {
-      // The backend closed an idle pooled socket as lila reused it, or never processed the
-      // stream (h2: REFUSED_STREAM, or a GOAWAY's last stream id below it).
-      const why = err.unprocessed === true ? 'not processed by the backend' : 'on a reused connection';
-      logger.debug(`backend ${backend.name}: ${describeError(err)} ${why}; retrying on a new one`);
-      if (logger.traceEnabled) {
-        logger.trace('retry', { client: this.clientAddress, backend: backend.name, mode: this.context.balancer.mode, connection: 'new' });
-      }
-      this.retried = true;
-      this.send(socket);
-      return;
-    }
-    // A GOAWAY is the backend's decision (shutting down, or too many resets), not it failing.
-    if (this.responseHead === null && err.goaway !== true) health.failedWith(backend, err);
-    this.release();
-    if (this.mayRetryElsewhere()) {
-      this.retriedElsewhere = true;
-      (this.tried ??= new Set()).add(backend);
-      logger.debug(`backend ${backend.name}: ${describeError(err)} before its response; trying another backend`);
-      if (takeAnotherBackend(this)) return;
-    }
-    const what = `backend ${backend.name}: ${describeError(err)}`;
-    this.fail(upstreamError(this.timedOut), what);
-  }
-
-  // Only a request without a body that got no byte back is sent again, once: any that
-  // the backend says it never processed, an idempotent one that failed on a reused socket.
-  mayRetry(err) {
-    if (this.retried || this.timedOut || this.received || this.hasBody) return false;
-    return err.unprocessed === true || (this.reused && IDEMPOTENT.has(this.request.method));
-  }
-
-  // A backend that fails an idempotent request without a body before any byte of its response
-  // (it died, or reset the connection) leaves it to another backend, once: nginx's
-  // proxy_next_upstream error. Not after a timeout (the backend may be working on it still).
-  mayRetryElsewhere() {
-    return !this.retriedElsewhere && !this.timedOut && !this.received && !this.hasBody &&
-      IDEMPOTENT.has(this.request.method);
+    upstreamFailed(this, socket, err);
   }
 
   /**
@@ -421,7 +314,7 @@ class FastExchange extends ResponseRelay {
    */
   fail(error, detail) {
     const request = this.request;
-    const logger = this.context.logger;
+    const logger = this.engine.logger;
     leaveQueue(this);
     if (this.headWritten) {
       logger.warn(`${request.method} ${request.url} cut short: ${detail} (${error.code})`);
@@ -464,13 +357,13 @@ class FastExchange extends ResponseRelay {
 
   // Closes an upstream socket (or cancels a stream) whose exchange is cut short.
   dropUpstream(upstream) {
-    if (upstream.h2 !== true) this.context.pools.unclaim(upstream);
+    if (upstream.h2 !== true) this.binding.sockets.unclaim(upstream);
     upstream.destroy();
   }
 
   release() {
     if (this.backend !== null) {
-      this.context.balancer.release(this.backend);
+      this.binding.balancer.release(this.backend);
       this.backend = null;
     }
   }
@@ -490,12 +383,12 @@ class FastExchange extends ResponseRelay {
       this.upstream = null;
       this.dropUpstream(upstream);
     }
-    const { balancer, traffic } = this.context;
+    const { balancer, pool } = this.binding;
     const status = this.finalStatus !== 0 ? this.finalStatus : this.headWritten ? this.status : CLIENT_LEFT;
-    traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent, this.connection.socket,
-      this.route, this.context.pool, this.ids, this.view);
+    this.engine.traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent,
+      this.connection.socket, this.route, pool, this.ids, this.view);
   }
 }
 
-module.exports = { FastExchange };
+module.exports = { Exchange };
 

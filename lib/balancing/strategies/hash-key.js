@@ -1,6 +1,6 @@
 'use strict';
 
-const { LilaError, codes } = require('../errors');
+const { LilaError, codes } = require('../../errors');
 
 const SOURCES = ['ip', 'header:<name>', 'query:<name>', 'cookie:<name>', 'path'];
 // RFC 9110 token characters: header and cookie names.
@@ -51,7 +51,24 @@ function keyReader(key) {
   return (ctx) => cookie(requestOf(ctx), name);
 }
 
-module.exports = { parseHashKey, keyReader };
+/**
+ * Reads a `--hash-key` of a pool or a route on a listener of `layer`: the
+ * tcp layer has no request to read a header, query, cookie or path from.
+ *
+ * @param {string} spec
+ * @param {'http' | 'tcp'} layer
+ * @returns {{source: 'ip'|'header'|'query'|'cookie'|'path', name: string}}
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
+ */
+function parseHashKeyOn(spec, layer) {
+  const key = parseHashKey(spec);
+  if (layer === 'tcp' && key.source !== 'ip') {
+    throw new LilaError(codes.INVALID_OPTION, `"--hash-key ${spec}" needs the http layer; the tcp layer can hash only the client ip`);
+  }
+  return key;
+}
+
+module.exports = { parseHashKey, parseHashKeyOn, keyReader };
 
 function requestOf(ctx) {
   return ctx && ctx.request ? ctx.request : undefined;

@@ -1,6 +1,6 @@
 'use strict';
 
-const { RequestHead } = require('../fast/head-parser');
+const { RequestHead } = require('./head-parser');
 
 // RFC 9113 §8.2.2: fields that name a connection's own options mean nothing
 // on a stream, and an h2 peer takes a message carrying one as malformed.

@@ -4,7 +4,7 @@ const http2 = require('node:http2');
 const { connectBackend } = require('../../net/backend-connect');
 const { formatHostPort } = require('../../net/address');
 const { timeoutError } = require('../../errors');
-const { clearIdleTimer } = require('./idle-timer');
+const { clearIdleTimer } = require('../idle-timer');
 
 // Streams a session takes before its peer's SETTINGS say how many it allows.
 const FIRST_STREAMS = 100;

@@ -1,16 +1,14 @@
 'use strict';
 
 const os = require('node:os');
-const Proxy = require('../proxy');
 const Logger = require('../ops/logger');
-const { DEFAULT_DRAIN_MS } = require('../service');
 const { MIN_VERSIONS } = require('../tls/certificate-store');
 const { validateCiphers, validateCurves } = require('../tls/profile');
-const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers } = require('../config/validate');
-const { parseRateLimit, validateSize, parseSticky } = require('../config/traffic-values');
+const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers } = require('./validate');
+const { parseRateLimit, validateSize, parseSticky } = require('./traffic-values');
+const { DEFAULTS, DEFAULT_DRAIN_MS, LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS } = require('./defaults');
 const { LilaError, codes } = require('../errors');
 
-const { DEFAULTS, LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS } = Proxy;
 const MAX_WORKERS = 256;
 
 /**

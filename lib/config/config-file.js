@@ -1,14 +1,14 @@
 'use strict';
 
 const { parseArgs } = require('node:util');
-const { readConfigText } = require('../config/config-text');
-const { readText } = require('../config/read-text');
+const { readConfigText } = require('./config-text');
+const { readText } = require('./read-text');
 const { OPTIONS, parseArgsOptions, readOptions, takeWords, argumentProblem } = require('./options');
 const { tlsOf } = require('./tls-options');
 const { parseServer } = require('../balancing/server-address');
 const { parseMatch } = require('../routing/route-table');
 const ListenerRoutes = require('../routing/listener-routes');
-const { at, check, readAddress, POOL_NAME } = require('../config/config-model');
+const { at, check, readAddress, POOL_NAME } = require('./config-model');
 const { codes } = require('../errors');
 
 // Where each kind of line takes options, as the option table's `scope` says.

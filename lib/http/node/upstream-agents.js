@@ -9,11 +9,10 @@ const https = require('node:https');
 const AGENT_OPTIONS = { keepAlive: true, scheduling: 'lifo', timeout: 4000 };
 
 /**
- * One keep-alive `http.Agent` per backend, for one http proxy: proxies that
- * share a balancer keep their pools apart. A removed backend's pool is
- * destroyed once nothing is active on it.
+ * One keep-alive `http.Agent` per backend of a pool, for the node engine. A
+ * removed backend's agent is destroyed once nothing is active on it.
  */
-class UpstreamPools {
+class UpstreamAgents {
   /**
    * @param {import('../../balancing/balancer')} balancer
    */
@@ -27,7 +26,7 @@ class UpstreamPools {
 
   /**
    * @param {import('../../balancing/backend')} backend
-   * @returns {http.Agent} the backend's pool, created on first use (https for a `tls` backend)
+   * @returns {http.Agent} the backend's agent, created on first use (https for a `tls` backend)
    */
   get(backend) {
     let agent = this.agents.get(backend);
@@ -50,7 +49,7 @@ class UpstreamPools {
     agent.destroy();
   }
 
-  /** Closes every pooled socket and stops following the balancer; for a closed proxy. */
+  /** Closes every pooled socket and stops following the balancer; for a closed pool. */
   destroy() {
     this.balancer.removeListener('drained', this.onDrained);
     for (const agent of this.agents.values()) agent.destroy();
@@ -58,4 +57,4 @@ class UpstreamPools {
   }
 }
 
-module.exports = UpstreamPools;
+module.exports = UpstreamAgents;

@@ -1,9 +1,9 @@
 'use strict';
 
 const { constants } = require('node:http2');
-const ChunkedScanner = require('../fast/chunked-scanner');
-const { responseHeadOfStream } = require('./translate');
-const { clearIdleTimer } = require('./idle-timer');
+const ChunkedScanner = require('../wire/chunked-scanner');
+const { responseHeadOfStream } = require('../wire/translate');
+const { clearIdleTimer } = require('../idle-timer');
 
 /**
  * @typedef {object} StreamOwner What uses an upstream stream (a fast exchange): the events of

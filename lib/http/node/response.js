@@ -1,0 +1,150 @@
+'use strict';
+
+const { forwardResponseHeaders, rewriteLocation, withoutField } = require('../headers');
+const { withStickyCookie } = require('../sticky-cookie');
+const { withResponseId } = require('../../actions/request-id');
+const { LilaError, codes, describeError } = require('../../errors');
+const { kExchange } = require('./client-side');
+
+/**
+ * Relays the backend's response to a node exchange's client: its head,
+ * rewritten as the options and the route's actions say, then its body
+ * (through `--compress`'s encoder when the route compresses it) and its
+ * trailers. An invalid head is a failed backend: 502.
+ *
+ * @param {import('./exchange').Exchange} exchange
+ * @param {import('node:http').IncomingMessage} upstreamResponse
+ */
+function respond(exchange, upstreamResponse) {
+  if (exchange.done) return;
+  exchange.responded = true;
+  const response = exchange.response;
+  const { balancer, health, settings } = exchange.binding;
+  upstreamResponse[kExchange] = exchange;
+  upstreamResponse.on('error', upstreamResponseOnError);
+  upstreamResponse.on('end', upstreamResponseOnEnd);
+  upstreamResponse.on('close', upstreamResponseOnClose);
+  if (exchange.engine.logger.accessEnabled) upstreamResponse.on('data', upstreamResponseOnData);
+  // The backend's Date (or its absence) passes through unchanged.
+  response.sendDate = false;
+  if (exchange.engine.settings.draining) response.shouldKeepAlive = false;
+  let headers = forwardResponseHeaders(upstreamResponse.rawHeaders);
+  // The client's scheme: this listener speaks plain http.
+  if (settings.locationRewrite) headers = rewriteLocation(headers, exchange.backend, exchange.scheme, exchange.request.headers.host);
+  if (settings.stickyCookie !== null) {
+    headers = withStickyCookie(headers, settings.stickyCookie, exchange.stickyId, exchange.backend.stickyId, exchange.scheme === 'https');
+  }
+  if (exchange.ids !== null) headers = withResponseId(headers, exchange.ids.requestId);
+  const actions = exchange.actions;
+  if (actions !== null) headers = actions.responseHeaders(headers, exchange.requestView());
+  const compression = actions === null ? null : actions.compression;
+  const plan = compression === null ? null : compression.plan(upstreamResponse.statusCode, headers, exchange.request);
+  if (plan !== null) headers = plan.headers;
+  // Trailers cannot reach an HTTP/1.0 client (Node throws on announcing them).
+  if (exchange.request.httpVersionMinor === 0) headers = withoutField(headers, 'trailer');
+  try {
+    response.writeHead(upstreamResponse.statusCode, upstreamResponse.statusMessage || undefined, headers);
+  } catch (err) {
+    const what = `backend ${exchange.backend.name}: ${err.message}`;
+    health.failed(exchange.backend, 'invalid response head');
+    exchange.upstream.destroy();
+    exchange.release();
+    exchange.fail(new LilaError(codes.UPSTREAM, 'the backend sent an invalid response', 502), what);
+    return;
+  }
+  // Counted once the head is through: an invalid one is a failure.
+  balancer.observe(exchange.backend, balancer.now() - exchange.sentAt);
+  const status = upstreamResponse.statusCode;
+  if (status >= 500 && health.settings.failOn5xx) health.failed(exchange.backend, `answered ${status}`);
+  else health.succeeded(exchange.backend);
+  if (plan !== null && plan.coding !== null) compress(exchange, compression.encoder(plan, exchange), upstreamResponse);
+  else upstreamResponse.pipe(response, { end: false });
+}
+
+/**
+ * Relays an interim response: 100 Continue to a client that asked for it,
+ * 103 Early Hints to HTTP/1.1 clients.
+ *
+ * @param {import('./exchange').Exchange} exchange
+ * @param {import('node:http').InformationEvent} info
+ */
+function inform(exchange, info) {
+  if (exchange.done || exchange.request.httpVersionMinor === 0) return;
+  if (info.statusCode === 100) {
+    if (exchange.expectContinue) exchange.response.writeContinue();
+  } else if (info.statusCode === 103) {
+    const hints = {};
+    for (let i = 0; i < info.rawHeaders.length; i += 2) {
+      const name = info.rawHeaders[i].toLowerCase();
+      hints[name] = hints[name] === undefined ? info.rawHeaders[i + 1] : [].concat(hints[name], info.rawHeaders[i + 1]);
+    }
+    exchange.response.writeEarlyHints(hints);
+  }
+}
+
+/**
+ * Trailers as they arrive, `[name, value, name, value, ...]`, as the pairs
+ * `addTrailers` wants.
+ *
+ * @param {string[]} rawTrailers
+ * @returns {Array<[string, string]>}
+ */
+function trailerPairs(rawTrailers) {
+  const pairs = [];
+  for (let i = 0; i < rawTrailers.length; i += 2) pairs.push([rawTrailers[i], rawTrailers[i + 1]]);
+  return pairs;
+}
+
+module.exports = { respond, inform, trailerPairs };
+
+// --compress: the backend's body goes through `encoder` (compression.js), whose
+// owner is the exchange, instead of straight to the client, which core http
+// sends chunked (to an HTTP/1.0 client, delimited by the close); backpressure
+// both ways.
+function compress(exchange, encoder, upstreamResponse) {
+  exchange.encoder = encoder;
+  exchange.upstreamResponse = upstreamResponse;
+  upstreamResponse.on('data', upstreamResponseOnDataToEncode);
+  exchange.response.on('drain', responseOnDrain);
+}
+
+function upstreamResponseOnError(err) {
+  this[kExchange].engine.logger.debug(`response from backend: ${describeError(err)}`);
+}
+
+function upstreamResponseOnData(chunk) {
+  const exchange = this[kExchange];
+  // A compressed body is counted as it leaves the encoder.
+  if (exchange.encoder === null) exchange.bytesSent += chunk.length;
+}
+
+function upstreamResponseOnDataToEncode(chunk) {
+  const encoder = this[kExchange].encoder;
+  if (encoder !== null && !encoder.write(chunk)) this.pause();
+}
+
+// The client takes more: the encoder gives more, and the backend is read once the encoder takes more.
+function responseOnDrain() {
+  const exchange = this[kExchange];
+  const encoder = exchange.encoder;
+  if (encoder === null) return;
+  encoder.resume();
+  if (!encoder.full) exchange.upstreamResponse.resume();
+}
+
+function upstreamResponseOnEnd() {
+  const exchange = this[kExchange];
+  const response = exchange.response;
+  if (response.destroyed) return;
+  if (this.rawTrailers.length > 0) response.addTrailers(trailerPairs(this.rawTrailers));
+  if (exchange.encoder !== null) exchange.encoder.end();
+  else response.end();
+}
+
+function upstreamResponseOnClose() {
+  // Closed before its end (backend died mid-body): cut the client too.
+  if (this.complete) return;
+  const exchange = this[kExchange];
+  const name = exchange.backend === null ? 'backend' : `backend ${exchange.backend.name}`;
+  if (!exchange.done) exchange.fail(new LilaError(codes.UPSTREAM, 'the backend failed mid-response', 502), `${name}: response cut short`);
+}

@@ -1,0 +1,64 @@
+'use strict';
+
+const { LilaError, codes } = require('../errors');
+
+const DOT_SEGMENT = /(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
+
+/**
+ * The route of a request, asked once of its listener's routes, the same on
+ * every engine: null when none matches (counted; the request is answered
+ * 404 by `noRoute`), or when its path holds a dot segment (400).
+ *
+ * @param {{routes: {match: (host: string | undefined, url: string) => object | null},
+ *   traffic: import('../ops/traffic')}} engine the listener's engine
+ * @param {string | undefined} host the Host (or :authority) as received
+ * @param {string} url the request target, origin-form
+ * @returns {import('../routing/listener-routes').Route | null}
+ */
+function routeOf(engine, host, url) {
+  // A path with dot-segments is routed nowhere (noRoute answers 400): a backend resolving
+  // /public/../admin would serve /admin through the route of /public, past its --allow.
+  const route = hasDotSegment(url) ? null : engine.routes.match(host, url);
+  if (route === null) engine.traffic.noRoute++;
+  return route;
+}
+
+/**
+ * The 404 of a request no route matches, naming what it asked for (or the
+ * 400 of a path with a dot segment).
+ *
+ * @param {string | undefined} host
+ * @param {string} url
+ * @returns {LilaError}
+ */
+function noRoute(host, url) {
+  if (hasDotSegment(url)) return new LilaError(codes.BAD_REQUEST, 'the path holds a "." or ".." segment', 400);
+  const query = url.indexOf('?');
+  let path = query === -1 ? url : url.slice(0, query);
+  // The answer names what was asked, not all of a target as long as --max-header-size.
+  if (path.length > 200) path = `${path.slice(0, 200)}...`;
+  return new LilaError(codes.NO_ROUTE, `no route for host "${host === undefined ? '' : host}" and path "${path}"`, 404);
+}
+
+/**
+ * The binding a request goes with: its route's pool's (the split's choice
+ * for it, when the route splits), or the engine's binding of no pool.
+ *
+ * @param {{unrouted: object}} engine
+ * @param {import('../routing/listener-routes').Route | null} route
+ * @param {object} request what a split's --hash-key reads (headers, url)
+ * @param {string | undefined} clientAddress
+ * @returns {import('../engines/pool-binding')}
+ */
+function bindingFor(engine, route, request, clientAddress) {
+  return route === null ? engine.unrouted : route.pick(request, clientAddress);
+}
+
+module.exports = { routeOf, bindingFor, noRoute };
+
+// `/./`, `/../` and their percent-encoded forms (%2e), in the path only; a browser or curl resolves them before sending.
+function hasDotSegment(url) {
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  return (path.includes('.') || path.includes('%')) && DOT_SEGMENT.test(path);
+}

@@ -1,0 +1,287 @@
+'use strict';
+
+const Logger = require('../ops/logger');
+const Traffic = require('../ops/traffic');
+const { createEngine, PoolBinding } = require('../engines');
+const { validateChoice, validatePort } = require('../config/validate');
+const { LAYERS, HTTP_ENGINES, DEFAULT_PORT } = require('../config/defaults');
+const ListenerRoutes = require('../routing/listener-routes');
+const { listenerSettings, limitSettings } = require('./settings');
+const { terminateTls, guardConnections } = require('./client-side');
+const { listenError } = require('./listen-error');
+const { LocalProblems, probeDescriptors } = require('../net/local-errors');
+const { describeError } = require('../errors');
+
+// While draining, how long an idle keep-alive connection is still read: a
+// request the client sent as the drain began is answered (with Connection:
+// close) instead of being reset with the connection.
+const DRAIN_GRACE_MS = 500;
+
+/**
+ * A listener: the address clients connect to, its engine (what serves their
+ * connections: fast, node or tcp), its client-side settings (TLS, PROXY
+ * protocol, timeouts, HTTP/2, limits) and its routes. It knows pools only
+ * as what its routes name: its engine binds each one (`PoolBinding`).
+ */
+class Listener {
+  /**
+   * @param {object} options the listener's options (createProxy's names: `layer`, `engine`, `tls`,
+   *   `acceptProxy`, `keepAliveTimeout`, `headerTimeout`, `bodyTimeout`, `maxHeaderSize`, `http2`,
+   *   `maxConcurrentStreams`, `requestId`, `rateLimit`, `maxBodySize`, `maxConnections`), and:
+   * @param {ConstructorParameters<typeof ListenerRoutes>[0]} options.routes in the order given
+   * @param {Logger} [options.logger] defaults to info lines on stderr
+   * @param {Traffic} [options.traffic] where its requests are counted; its own by default
+   * @param {{certificates: object, challenges: object} | null} [options.acme] with --acme: the
+   *   certificates obtained and the challenges waiting
+   * @throws {import('../errors').LilaError} for invalid options or routes
+   */
+  constructor(options) {
+    this.layer = validateChoice(options.layer === undefined ? LAYERS[0] : options.layer, LAYERS, 'layer');
+    this.engineName = options.engine === undefined ? HTTP_ENGINES[0] : options.engine;
+    this.logger = options.logger || new Logger();
+    this.settings = listenerSettings(options, this.layer);
+    // h2 is served by the fast engine, beside HTTP/1.1.
+    this.settings.http2 = this.settings.http2 && this.layer === 'http' && this.engineName === 'fast';
+    this.acme = options.acme === undefined ? null : options.acme;
+    this.traffic = options.traffic || new Traffic(this.logger);
+    /** Its certificates by SNI, when TLS ends here; null otherwise. */
+    this.certificates = terminateTls(this, options);
+    this.engine = createEngine(this);
+    this.server = this.engine.server;
+    /** What the engine made of each pool a route names, kept across route changes. */
+    this.bindings = new Map();
+    this.routes = null;
+    this.setRoutes(options.routes);
+    this.acceptProxy = options.acceptProxy === true;
+    /** `--max-connections`: the gate new connections wait at; null without it. */
+    this.gate = guardConnections(this, options);
+    /** Client connections open now, for the drain's deadline. */
+    this.connections = new Set();
+    /** Its own failures: accepting connections (EMFILE and kin), counted and logged once a burst. */
+    this.localProblems = new LocalProblems(this.logger);
+    this.acceptErrors = 0;
+    this.descriptorProbe = null;
+    this.server.on('connection', (socket) => {
+      this.connections.add(socket);
+      socket.once('close', () => this.connections.delete(socket));
+    });
+  }
+
+  /**
+   * Routes what the listener accepts from now on; requests in flight keep
+   * the route and pool they have. Every pool must be of the listener's layer.
+   *
+   * @param {ConstructorParameters<typeof ListenerRoutes>[0]} routes in the order given (equal matches: the first)
+   * @throws {import('../errors').LilaError} for a pool of another layer, or a bad route
+   */
+  setRoutes(routes) {
+    const used = new Map();
+    const bindingOf = (pool) => {
+      // A route without a pool (it answers every request itself).
+      if (pool === null) return PoolBinding.NONE;
+      let binding = this.bindings.get(pool);
+      if (binding === undefined) binding = this.engine.bind(pool);
+      used.set(pool, binding);
+      return binding;
+    };
+    // A plain listener answers ACME's HTTP-01 tokens before every route.
+    const challenges = this.acme !== null && this.certificates === null ? this.acme.challenges : null;
+    const next = new ListenerRoutes(routes, bindingOf, this.layer, challenges);
+    // A route kept across a reload keeps its count, as a counter should.
+    if (this.routes !== null) {
+      const before = new Map(this.routes.list.map((route) => [route.text, route.requests]));
+      for (const route of next.list) route.requests = before.get(route.text) || 0;
+    }
+    this.bindings = used;
+    this.routes = next;
+    this.engine.useRoutes(next);
+  }
+
+  /**
+   * Whether `options` differ from this listener's only where a running
+   * listener can take them (its certificate files, --rate-limit,
+   * --max-body-size): then `update()` applies them without closing anything.
+   *
+   * @param {object} before the options this listener was made with
+   * @param {object} after
+   * @returns {boolean}
+   */
+  static updatable(before, after) {
+    const fixed = (options) => {
+      const kept = { ...options, tls: options.tls === undefined ? null : { ...options.tls, certificates: undefined } };
+      delete kept.rateLimit;
+      delete kept.maxBodySize;
+      // In one order, whoever wrote them.
+      return JSON.stringify(Object.keys(kept).sort().map((name) => [name, kept[name]]));
+    };
+    return fixed(before) === fixed(after);
+  }
+
+  /**
+   * Takes what `updatable()` allows, at once: new connections and requests
+   * see the new certificates and limits.
+   *
+   * @param {object} options
+   * @param {import('../tls/certificate-store') | null} certificates read already (a reload checks them first)
+   */
+  update(options, certificates) {
+    const limits = limitSettings(options, this.layer);
+    if (this.settings.rateLimiter !== null) this.settings.rateLimiter.stop();
+    Object.assign(this.settings, limits);
+    if (certificates !== null && this.certificates !== null) this.certificates.adopt(certificates);
+  }
+
+  /** @returns {import('../pool')[]} the pools its routes send to, each once */
+  get pools() {
+    return [...this.bindings.keys()];
+  }
+
+  /**
+   * Re-reads the TLS certificates and keys (SIGHUP): new handshakes use the
+   * new ones; when one does not read, what runs is kept and the reason logged.
+   *
+   * @param {string} why what asked for it, for the log
+   * @returns {boolean} whether the new certificates are in use; false without TLS too
+   */
+  reloadCertificates(why) {
+    return this.certificates !== null && this.certificates.reload(why);
+  }
+
+  /**
+   * Encrypts the TLS session tickets of every context of the listener with
+   * these keys from now on (a rotation, or the keys a primary shares with its workers).
+   *
+   * @param {Buffer} keys 48 bytes
+   */
+  setTicketKeys(keys) {
+    if (this.certificates === null) return;
+    this.certificates.setTicketKeys(keys);
+    this.server.setTicketKeys(keys);
+  }
+
+  /**
+   * Starts listening.
+   *
+   * @param {number} [port] defaults to 4444; 0 picks a free port
+   * @param {string} [host] defaults to all interfaces
+   * @param {{reusePort?: boolean}} [options] `reusePort`: a socket of this process's own,
+   *   bound with SO_REUSEPORT (a worker, see cluster/distribution.js)
+   * @returns {Promise<{address: string, port: number, family: string}>}
+   * @throws {import('../errors').LilaError} `LILA_ERR_LISTEN` naming the address and the reason
+   */
+  listen(port = DEFAULT_PORT, host = undefined, { reusePort = false } = {}) {
+    validatePort(port, 'port');
+    // A worker with its own SO_REUSEPORT socket listens outside the cluster (exclusive).
+    return this.listenWith(reusePort ? { port, host, reusePort, exclusive: true } : { port, host }, host, port);
+  }
+
+  /**
+   * Listens on the socket another listener of this process listens on, on
+   * the same address: from now on this one accepts its connections, and the
+   * other accepts none (its `drain()` then lets its own finish). Between the
+   * two, no client is refused: connections waiting to be accepted stay queued
+   * on the one socket, which never closes.
+   *
+   * @param {Listener} other listening
+   * @returns {Promise<{address: string, port: number, family: string}>}
+   */
+  takeOver(other) {
+    const { address, port } = other.server.address();
+    // net.Server keeps its listening socket in `_handle` (lib/net.js, Node 20 to 26): the server
+    // whose `_handle` it is accepts on it, and close() closes only the one it still holds.
+    const handle = other.server._handle;
+    other.server._handle = null;
+    return this.listenWith({ handle, exclusive: true }, address, port);
+  }
+
+  /**
+   * Whether `takeOver(this)` can take this listener's socket: it listens on a
+   * socket of this process's own (not a cluster primary's round-robin).
+   *
+   * @returns {boolean}
+   */
+  get handsOver() {
+    const handle = this.server._handle;
+    return handle !== null && handle !== undefined && typeof handle.fd === 'number' && handle.fd >= 0;
+  }
+
+  listenWith(options, host, port) {
+    return new Promise((resolve, reject) => {
+      const onError = (err) => reject(listenError(err, host, port));
+      this.server.once('error', onError);
+      this.server.listen(options, () => {
+        this.server.removeListener('error', onError);
+        // Once listening, only accept() fails here (EMFILE, ...): keep serving.
+        this.server.on('error', (err) => {
+          this.acceptErrors++;
+          if (this.localProblems.report(err, 'accepting a connection') === null) {
+            this.logger.warn(`cannot accept a connection: ${describeError(err)}`);
+          }
+        });
+        this.descriptorProbe = probeDescriptors((err) => this.localProblems.report(err, 'accepting connections'));
+        resolve(this.server.address());
+      });
+    });
+  }
+
+  /**
+   * Stops accepting connections, closes idle keep-alive ones, and resolves
+   * once every open connection has ended.
+   *
+   * @returns {Promise<void>}
+   */
+  close() {
+    this.stopProbes();
+    return new Promise((resolve) => {
+      this.server.close(() => resolve());
+      this.engine.closeIdle();
+    });
+  }
+
+  /**
+   * Graceful shutdown: stops accepting, lets requests and connections in
+   * flight finish (http responses from now on carry `Connection: close`;
+   * an idle keep-alive connection is still read for a short grace, so that a
+   * request already on its way is answered rather than reset, then closed),
+   * and closes what is still open when `timeout` ms have passed.
+   *
+   * @param {number} timeout ms
+   * @returns {Promise<{closed: number}>} connections still open at the deadline, closed then
+   */
+  drain(timeout) {
+    this.settings.draining = true;
+    this.stopProbes();
+    const closing = new Promise((resolve) => this.engine.closeGracefully(Math.min(DRAIN_GRACE_MS, timeout), resolve));
+    return new Promise((resolve) => {
+      const deadline = setTimeout(() => {
+        const closed = this.connections.size;
+        for (const socket of this.connections) socket.destroy();
+        done(closed);
+      }, timeout);
+      const done = (closed) => {
+        clearTimeout(deadline);
+        resolve({ closed });
+      };
+      closing.then(() => done(0));
+    });
+  }
+
+  // The descriptor probe, the connections held at the gate and the rate limiter stop with the listener.
+  stopProbes() {
+    clearInterval(this.descriptorProbe);
+    // Connections held by --max-connections were never served: they go at once.
+    if (this.gate !== null) this.gate.close();
+    if (this.settings.rateLimiter !== null) this.settings.rateLimiter.stop();
+  }
+}
+
+module.exports = Listener;
+
+/**
+ * Checks routes as `setRoutes` would (hosts, paths, weights, hash keys), binding nothing.
+ *
+ * @param {ConstructorParameters<typeof ListenerRoutes>[0]} routes
+ * @param {'http' | 'tcp'} layer
+ * @throws {import('../errors').LilaError}
+ */
+module.exports.checkRoutes = (routes, layer) => new ListenerRoutes(routes, () => null, layer);
