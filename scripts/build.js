@@ -28,7 +28,7 @@
 //   build refuses sources that use either name.
 // - Output is deterministic (no timestamps): the same sources give the same bytes.
 //
-// Usage: node scripts/build.js [output]   (default dist/lila; `npm run build`)
+// Usage: node scripts/build.js [output]   (default dist/lila; `npm run bundle`)
 
 const fs = require('node:fs');
 const path = require('node:path');

@@ -16,7 +16,7 @@ const { createService, Logger } = require('../lib');
 const ManagedCertificates = require('../lib/acme/managed-certificates');
 const Challenges = require('../lib/acme/challenges');
 const { alpnCertificate } = require('../lib/acme/alpn-certificate');
-const { cleanup, deferred, onCleanup, request, spawnLila, startHttpBackend, startProxy, untilWritten } = require('./helpers');
+const { cleanup, deferred, freePorts, onCleanup, request, spawnLila, startHttpBackend, startProxy, untilWritten } = require('./helpers');
 const { needPebble, startPebble } = require('./pebble');
 const { Pki } = require('./pki');
 
@@ -359,20 +359,6 @@ describe('TLS-ALPN-01 beside the clients of an HTTPS listener', function () {
     assert.deepEqual([served.status, served.body, served.serial], [200, 'A 203.0.113.7', managed.serial]);
   });
 });
-
-// `count` distinct ports free on 127.0.0.1 now (held together while they are found).
-async function freePorts(count) {
-  const servers = [];
-  for (let i = 0; i < count; i++) {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    servers.push(server);
-  }
-  const ports = servers.map((server) => server.address().port);
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  return ports;
-}
 
 function temporaryDirectory() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-acme-faults-'));

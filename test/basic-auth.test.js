@@ -204,6 +204,37 @@ describe('--basic-auth', () => {
     });
   }
 
+  // The access line of a request bob made, in each format: where the format puts the user.
+  const USER_IN_LINE = {
+    combined: /^127\.0\.0\.1 - bob \[/,
+    common: /^127\.0\.0\.1 - bob \[/,
+    text: / user=bob\b/,
+    json: /"user":"bob"/
+  };
+  for (const [format, pattern] of Object.entries(USER_IN_LINE)) {
+    it(`writes the user it let in in the access line (--access-log-format ${format}), HTTP/1.1 and h2, and no user for others`, async () => {
+      const backend = await echoBackend();
+      const lila = await startLila(['round-robin', backend.address, '--port', '0', '--address', '127.0.0.1', '--basic-auth', file,
+        '--access-log-format', format]);
+      const accessLine = /.*(?:GET|"method":"GET").*/;
+
+      const first = nextLine(lila, accessLine);
+      assert.equal((await request(lila.port, { headers: { authorization: basic('bob', "b0b's pass: ünïcode") } })).status, 200);
+      assert.match((await first).line.replace(/^lila: /, ''), pattern, 'HTTP/1.1, checked now');
+      // Remembered credentials: the user is known without a check.
+      const again = nextLine(lila, accessLine);
+      await request(lila.port, { headers: { authorization: basic('bob', "b0b's pass: ünïcode") } });
+      assert.match((await again).line.replace(/^lila: /, ''), pattern, 'HTTP/1.1, remembered');
+      const session = await connectH2(`http://127.0.0.1:${lila.port}`);
+      const h2 = nextLine(lila, accessLine);
+      assert.equal((await fetchH2(session, { authorization: basic('bob', "b0b's pass: ünïcode") })).status, 200);
+      assert.match((await h2).line.replace(/^lila: /, ''), pattern, 'h2');
+      const refused = nextLine(lila, accessLine);
+      assert.equal((await request(lila.port, { headers: { authorization: basic('bob', 'wrong') } })).status, 401);
+      assert.doesNotMatch((await refused).line, /bob/, 'a user refused is not named');
+    });
+  }
+
   it('reads the file again when the config reloads: a user added is let in', async () => {
     const backend = await echoBackend();
     const users = path.join(dir, 'reloaded.htpasswd');

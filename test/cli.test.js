@@ -4,6 +4,7 @@ const assert = require('node:assert/strict');
 const net = require('node:net');
 const { once } = require('node:events');
 const { version } = require('../package.json');
+const { configHelpText } = require('../lib/cli/help');
 const {
   onCleanup,
   deferred,
@@ -170,6 +171,71 @@ describe('lila (command line)', () => {
         name: 'a server listed twice',
         args: ['round-robin', 'a:1', '127.0.0.1:2', 'a:1'],
         line: 'lila: server "a:1" is listed twice'
+      },
+      {
+        name: 'a mistyped option',
+        args: ['round-robin', 'a:1', '--strip-prefx'],
+        line: 'lila: unknown option "--strip-prefx"; did you mean --strip-prefix?'
+      },
+      {
+        name: 'a mistyped option given a value with "="',
+        args: ['round-robin', 'a:1', '--helth-path=/up'],
+        line: 'lila: unknown option "--helth-path"; did you mean --health-path?'
+      },
+      {
+        name: 'a mistyped option of several words',
+        args: ['round-robin', 'a:1', '--respnd', '200', 'ok'],
+        line: 'lila: unknown option "--respnd"; did you mean --respond?'
+      },
+      {
+        name: 'a mistyped mode',
+        args: ['round-robbin', 'a:1'],
+        line: 'lila: unknown mode "round-robbin"; did you mean round-robin?'
+      },
+      {
+        name: 'a mode in capitals',
+        args: ['P2C', 'a:1'],
+        line: 'lila: unknown mode "P2C"; did you mean p2c?'
+      },
+      {
+        name: 'a mistyped mode after -t',
+        args: ['-e', 'a:1', '-t', 'ip-hsah'],
+        line: 'lila: unknown mode "ip-hsah"; did you mean ip-hash?'
+      },
+      {
+        name: 'a long option with one dash',
+        args: ['-port', '32095', 'round-robin', 'a:1'],
+        line: 'lila: "-port" is not an option: long options take two dashes, as in --port'
+      },
+      {
+        name: 'a long option with one dash and "="',
+        args: ['round-robin', 'a:1', '-timeout=5s'],
+        line: 'lila: "-timeout" is not an option: long options take two dashes, as in --timeout'
+      },
+      {
+        name: 'a long option with one dash that -t would read as its value',
+        args: ['round-robin', 'a:1', '-tls-cert', 'site.pem'],
+        line: 'lila: "-tls-cert" is not an option: long options take two dashes, as in --tls-cert'
+      },
+      {
+        name: 'a mistyped long option with one dash',
+        args: ['round-robin', 'a:1', '-prot', '80'],
+        line: 'lila: "-prot" is not an option: long options take two dashes; did you mean --port?'
+      },
+      {
+        name: 'letters after one dash that are not short options',
+        args: ['round-robin', 'a:1', '-xyz'],
+        line: 'lila: "-xyz" is not an option: long options take two dashes, and -x is not a short one'
+      },
+      {
+        name: 'help on a topic there is none of',
+        args: ['help', 'modes'],
+        line: 'lila: no help on "modes": "lila help" shows the options, "lila help config" the config file'
+      },
+      {
+        name: 'help on a mistyped topic',
+        args: ['help', 'confg'],
+        line: 'lila: no help on "confg"; did you mean config?'
       }
     ];
 
@@ -220,6 +286,37 @@ describe('lila (command line)', () => {
         for (const word of words) {
           assert.ok(result.stdout.includes(word), `usage does not mention ${word}`);
         }
+        assert.equal(result.stderr, '');
+        assert.deepEqual({ code: result.code, signal: result.signal }, { code: 0, signal: null });
+      });
+    }
+
+    for (const args of [['help'], ['round-robin', 'a:1', '--help']]) {
+      it(`prints what --help prints for lila ${args.join(' ')}`, async () => {
+        const [result, help] = await Promise.all([runLila(args), runLila(['--help'])]);
+
+        assert.equal(result.stdout, help.stdout);
+        assert.equal(result.stderr, '');
+        assert.deepEqual({ code: result.code, signal: result.signal }, { code: 0, signal: null });
+      });
+    }
+
+    it('shows the config file in short, and that SIGHUP reloads it', async () => {
+      const { stdout } = await runLila(['--help']);
+
+      const section = stdout.slice(stdout.indexOf('\nConfig file:'), stdout.indexOf('\n\n', stdout.indexOf('\nConfig file:') + 1));
+      for (const words of ['pool NAME MODE [SERVER ...] [OPTIONS]', 'listen [ADDRESS:]PORT [OPTIONS]', 'route MATCH TARGET [OPTIONS]',
+        'HOST[/PATH]', '*.suffix', '* (any', 'a=90 b=10', '[pool]', '[listen]', '[route]', '[global]', 'lila help config']) {
+        assert.ok(section.replace(/\s+/g, ' ').includes(words), `the section says ${words}`);
+      }
+      assert.match(stdout, /^ {2}SIGHUP {11}reload the config file \(or the hosts file\) and the TLS\n/m);
+    });
+
+    for (const args of [['help', 'config'], ['--help', 'config'], ['-h', 'config']]) {
+      it(`prints the config file's grammar for lila ${args.join(' ')}`, async () => {
+        const result = await runLila(args);
+
+        assert.equal(result.stdout, configHelpText());
         assert.equal(result.stderr, '');
         assert.deepEqual({ code: result.code, signal: result.signal }, { code: 0, signal: null });
       });

@@ -328,6 +328,72 @@ describe('the config file', function () {
         message: '"server" is not a line lila knows: pool, listen, or an option (--admin ...)'
       },
       {
+        name: 'a mistyped line, naming the one meant',
+        lines: () => [...POOLS, 'lisen 127.0.0.1:9100', '  route * a'],
+        line: 3,
+        message: '"lisen" is not a line lila knows: pool, listen, or an option (--admin ...); did you mean listen?'
+      },
+      {
+        name: 'a route line that is not indented, at the route\'s line',
+        lines: () => [...POOLS, 'listen 127.0.0.1:9100', 'route * a', 'route b.test b'],
+        line: 4,
+        message: 'route lines are indented under their listen line: "listen PORT", then "  route * a" below it'
+      },
+      {
+        name: 'a route line that is not indented, before any listen line',
+        lines: () => [...POOLS, 'route api.test a --strip-prefix --hsts', 'listen 127.0.0.1:9100', '  route * a'],
+        line: 3,
+        message: 'route lines are indented under their listen line: "listen PORT", then "  route api.test a ..." below it'
+      },
+      {
+        name: 'a route line under a pool',
+        lines: () => ['pool a round-robin 127.0.0.1:9001', '  route * a', 'listen 127.0.0.1:9100', '  route * a'],
+        line: 2,
+        message: 'route lines are indented under their listen line, not a pool: "listen PORT", then "  route * a" below it'
+      },
+      {
+        name: 'a mistyped line under a listen line',
+        lines: () => [...POOLS, 'listen 127.0.0.1:9100', '  rute * a'],
+        line: 4,
+        message: '"rute": under a listen line go route lines (route MATCH POOL) and options; did you mean route?'
+      },
+      {
+        name: 'a route to a mistyped pool, naming the one meant',
+        lines: () => ['pool web round-robin 127.0.0.1:9001', 'pool api round-robin 127.0.0.1:9002', 'listen 127.0.0.1:9100', '  route api.test api', '  route * wbe'],
+        line: 5,
+        message: 'route "*" names pool "wbe", which is not defined; did you mean web?'
+      },
+      {
+        name: 'a weighted split with a mistyped pool',
+        lines: () => ['pool web round-robin 127.0.0.1:9001', 'pool canary round-robin 127.0.0.1:9002', 'listen 127.0.0.1:9100', '  route * web=90 canray=10'],
+        line: 4,
+        message: 'route "*" names pool "canray", which is not defined; did you mean canary?'
+      },
+      {
+        name: 'a mistyped mode',
+        lines: () => ['pool a round-robbin 127.0.0.1:9001', 'listen 127.0.0.1:9100', '  route * a'],
+        line: 1,
+        message: 'unknown mode "round-robbin"; did you mean round-robin?'
+      },
+      {
+        name: 'a mistyped option on a listen line',
+        lines: () => [...POOLS, 'listen 127.0.0.1:9100 --max-body-sise 1m', '  route * a', '  route b.test b'],
+        line: 3,
+        message: 'unknown option "--max-body-sise"; did you mean --max-body-size?'
+      },
+      {
+        name: 'a mistyped option on a route line',
+        lines: () => [...POOLS, 'listen 127.0.0.1:9100', '  route * a --strip-prefx'],
+        line: 4,
+        message: 'unknown option "--strip-prefx"; did you mean --strip-prefix?'
+      },
+      {
+        name: 'a long option with one dash',
+        lines: () => ['pool a round-robin 127.0.0.1:9001 -max-fails 3', 'listen 127.0.0.1:9100', '  route * a'],
+        line: 1,
+        message: '"-max-fails" is not an option: long options take two dashes, as in --max-fails'
+      },
+      {
         name: 'a missing certificate file',
         lines: () => [...POOLS, 'listen 127.0.0.1:9100', '  route * a', `listen 127.0.0.1:9443 --tls-cert ${path.join(dir, 'missing.pem')}`, '  route * b'],
         line: 5,
@@ -498,6 +564,36 @@ describe('the config file', function () {
       ].join('\n'));
       assert.equal((await request(ports[0], { headers: { Host: 'b.test' }, path: '/api/x' })).body, 'B');
       assert.equal((await request(ports[0], { headers: { Host: 'c.test' } })).body, 'A');
+    });
+
+    it('shows a listener\'s --redirect-http wherever the listener is shown: --check, the startup line, /status, the access log', async () => {
+      const a = await startHttpBackend('A');
+      const [port, redirect] = [await refusingPort(), await refusingPort()];
+      const file = writeConfig(dir, 'lila.conf', [
+        '--admin 127.0.0.1:0 --access-log',
+        `pool a round-robin ${a.address}`,
+        `listen 127.0.0.1:${port} --tls-cert ${site.combinedFile} --redirect-http 127.0.0.1:${redirect}`,
+        '  route * a',
+        'listen 127.0.0.1:0',
+        '  route /old --redirect https://site.test/new 301'
+      ]);
+
+      const check = await runLila(['--check', '--config', file]);
+      const lila = await startConfigured(['--config', file], 2);
+      const admin = Number(/admin API listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(lila.stderr)[1]);
+      const status = JSON.parse((await request(admin, { path: '/status' })).body);
+      const logged = nextLine(lila, /.*method=GET path=\/x.*/);
+      const redirected = await request(redirect, { path: '/x', headers: { Host: 'site.test' } });
+
+      assert.deepEqual(check.stdout.split('\n').slice(0, 2), [
+        `listen 127.0.0.1:${port} https, redirecting http on 127.0.0.1:${redirect}: 1 route -> a`,
+        'listen 127.0.0.1:0 http: 1 route -> no pool (answered by lila)'
+      ]);
+      assert.match(lila.stderr, new RegExp(`^lila: https listening on 127\\.0\\.0\\.1:${port}, redirecting http on 127\\.0\\.0\\.1:${redirect}: 1 route -> a \\(`, 'm'));
+      assert.match(lila.stderr, /^lila: http listening on 127\.0\.0\.1:\d+: 1 route -> no pool \(answered by lila\) \(/m);
+      assert.deepEqual(status.listeners.map((listener) => listener.redirect_http), [`127.0.0.1:${redirect}`, undefined]);
+      assert.deepEqual([redirected.status, redirected.headers.location], [308, `https://site.test:${port}/x`]);
+      assert.match((await logged).line, / status=308 route=- pool=- backend=- /);
     });
 
     it('reads ./lila.conf when run with no arguments in a directory that has one', async () => {

@@ -1,9 +1,12 @@
 'use strict';
 
 const assert = require('node:assert/strict');
+const http = require('node:http');
+const net = require('node:net');
+const { once } = require('node:events');
 const { createService, Logger } = require('../lib');
 const https = require('node:https');
-const { cleanup, onCleanup, deferred, startHttpBackend, request, refusingPort, takenPort } = require('./helpers');
+const { cleanup, onCleanup, deferred, startHttpBackend, request, refusingPort, takenPort, until } = require('./helpers');
 const { Pki } = require('./pki');
 
 // A service of a config, started; stopped after the test.
@@ -115,7 +118,7 @@ describe('a config from a program', function () {
     assert.deepEqual(service.config.listeners.map((listener) => listener.port), [listen]);
   });
 
-  it('replaces a listener whose listen line changed otherwise, on the same port, letting its requests in flight finish', async () => {
+  it('replaces a listener whose listen line changed what it cannot take in place, on the same port, letting its requests in flight finish', async () => {
     const held = deferred();
     const arrived = deferred();
     const a = await startHttpBackend('A', (req, res) => {
@@ -125,12 +128,13 @@ describe('a config from a program', function () {
       held.promise.then(() => res.end('held'));
     });
     const listen = await refusingPort();
-    const text = (timeout) => `pool web round-robin ${a.address}\nlisten 127.0.0.1:${listen} --header-timeout ${timeout}\n  route * web\n`;
-    const { service, port } = await started(text('5s'));
+    // h2 offered or not: what a running listener cannot change in place.
+    const text = (h2) => `pool web round-robin ${a.address}\nlisten 127.0.0.1:${listen}${h2 ? '' : ' --no-http2'}\n  route * web\n`;
+    const { service, port } = await started(text(true));
     const holding = request(port, { agent: false, path: '/hold' });
     await arrived.promise;
 
-    const result = await service.reloadText(text('6s'));
+    const result = await service.reloadText(text(false));
     const after = await answers(port, 'x.test');
     held.resolve();
 
@@ -139,11 +143,54 @@ describe('a config from a program', function () {
     assert.deepEqual([(await holding).status, (await holding).body], [200, 'held']);
   });
 
+  it('takes --max-connections and --accept-proxy on a running listener in place, its connections kept and counted', async () => {
+    const a = await startHttpBackend('A');
+    const text = (more) => `pool web round-robin ${a.address}\nlisten 127.0.0.1:0${more}\n  route * web\n`;
+    const { service, port } = await started(text(''));
+    const listener = service.configuration.listeners[0].listener;
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    onCleanup(() => agent.destroy());
+    const first = await request(port, { agent });
+
+    const limited = await service.reloadText(text(' --max-connections 1'));
+    // The kept-alive connection counts against the new limit: a new one waits, unserved.
+    const waiting = request(port, { agent: false });
+    await until(() => listener.gate !== null && listener.gate.held.size === 1, 'the new connection waits');
+    const again = await request(port, { agent });
+    const unlimited = await service.reloadText(text(''));
+    const served = await waiting;
+
+    assert.deepEqual([limited.line, unlimited.line], Array(2).fill('reload: reloaded the config: listeners 1 (+0 -0), pools 1 (+0 -0 ~0), routes 1'));
+    assert.equal(service.configuration.listeners[0].listener, listener);
+    assert.equal(again.socket, first.socket, 'the same kept-alive connection');
+    assert.deepEqual([first.body, again.body, served.body], ['A', 'A', 'A']);
+    assert.equal(listener.gate, null);
+
+    await service.reloadText(text(' --accept-proxy'));
+    const bare = net.connect(port, '127.0.0.1');
+    bare.end('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    const withHeader = net.connect(port, '127.0.0.1');
+    withHeader.end('PROXY TCP4 192.0.2.7 127.0.0.1 40000 80\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    const read = async (socket) => {
+      socket.on('error', () => {});
+      let text = '';
+      socket.on('data', (chunk) => { text += chunk; });
+      await once(socket, 'close');
+      return text;
+    };
+
+    assert.equal(await read(bare), '', 'no header: closed unanswered');
+    assert.match(await read(withHeader), /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nA$/);
+    assert.equal((await request(port, { agent })).body, 'A', 'the connection opened before still served');
+    assert.equal(listener.traffic.proxyHeaderFailures, 1);
+  });
+
   it('hands a replaced listener\'s socket to its successor: new connections under load are never refused, over 10 reloads', async () => {
     const a = await startHttpBackend('A');
     const listen = await refusingPort();
-    const text = (timeout) => `pool web round-robin ${a.address}\nlisten 127.0.0.1:${listen} --header-timeout ${timeout}\n  route * web\n`;
-    const { service, port } = await started(text('5s'));
+    // h2 offered or not: what a running listener cannot change in place.
+    const text = (h2) => `pool web round-robin ${a.address}\nlisten 127.0.0.1:${listen}${h2 ? '' : ' --no-http2'}\n  route * web\n`;
+    const { service, port } = await started(text(true));
     const outcomes = [];
     let loading = true;
     // Four clients, each opening a new connection for every request, until the reloads are over.
@@ -156,7 +203,7 @@ describe('a config from a program', function () {
     const lines = [];
     for (let i = 0; i < 10; i++) {
       const served = outcomes.length;
-      lines.push((await service.reloadText(text(`${6 + i}s`))).line);
+      lines.push((await service.reloadText(text(i % 2 === 1))).line);
       // Each listener serves some requests before the next reload.
       while (outcomes.length < served + 8) await new Promise((resolve) => setImmediate(resolve));
     }
@@ -165,7 +212,7 @@ describe('a config from a program', function () {
 
     assert.deepEqual(new Set(lines), new Set(['reload: reloaded the config: listeners 1 (+1 -1), pools 1 (+0 -0 ~0), routes 1']));
     assert.deepEqual(new Set(outcomes), new Set(['200 A']));
-    assert.equal(service.config.listeners[0].headerTimeout, 15000);
+    assert.equal(service.config.listeners[0].http2, undefined);
   });
 
   it('gives a taken-over socket back when the reload then fails: its --redirect-http port is taken', async () => {

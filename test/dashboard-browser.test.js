@@ -10,12 +10,15 @@ const {
   request,
   until,
   startLila,
-  refusingPort
+  refusingPort,
+  freePorts
 } = require('./helpers');
 const { needChromium, launchChromium, openPage } = require('./chromium');
 const { startDnsServer } = require('./dns');
 const { Logger } = require('../lib');
 const { createAdminServer } = require('../lib/ops/admin-server');
+const { startConfiguredAdmin } = require('./configured-admin');
+const { Pki } = require('./pki');
 
 const NAMES = ['A', 'B', 'C'];
 
@@ -79,6 +82,48 @@ async function row(page, name) {
   return (await rows(page)).find((r) => r.name === name);
 }
 
+// The listeners as the page lists them: address, badge, redirect, and each route's match, target and count.
+function listenersShown(page) {
+  return page.$$eval('#listeners .listener', (cards) => cards.map((card) => {
+    const redirect = card.querySelector('.listener-head .small');
+    return {
+      address: card.querySelector('.listen-address').textContent,
+      badge: card.querySelector('.badge').textContent,
+      redirect: redirect === null ? null : redirect.textContent,
+      routes: [...card.querySelectorAll('.routes li')].map((li) => [li.querySelector('.match').textContent,
+        li.querySelector('.to').textContent, li.querySelector('.count').textContent])
+    };
+  }));
+}
+
+// How the page lays out: its width against the window's, the elements wider than the window,
+// and every address shown (backends' and listeners'): on how many lines, and whether a piece
+// of it is cut short (…).
+function narrowLayout(page) {
+  return page.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    const visible = (element) => element.getClientRects().length > 0;
+    const overflowing = [...document.querySelectorAll('body *')]
+      .filter((element) => visible(element) && element.getBoundingClientRect().right > width + 0.5)
+      .map((element) => `${element.tagName}.${element.className}: ${Math.round(element.getBoundingClientRect().right)}`);
+    const shown = (where, element) => {
+      const pieces = [...element.querySelectorAll('.piece')];
+      return {
+        where,
+        text: element.textContent,
+        lines: new Set(pieces.map((piece) => Math.round(piece.getBoundingClientRect().top))).size,
+        cut: pieces.some((piece) => piece.scrollWidth > piece.clientWidth + 0.5)
+      };
+    };
+    const addresses = [
+      ...[...document.querySelectorAll('#backends .col-backend .name, #backends .col-backend .address')]
+        .filter((element) => /:\d+$/.test(element.textContent)).map((element) => shown('backend', element)),
+      ...[...document.querySelectorAll('#listeners .listen-address')].map((element) => shown('listener', element))
+    ];
+    return { width, scrollWidth: document.documentElement.scrollWidth, overflowing, addresses };
+  });
+}
+
 describe('dashboard in a browser', function () {
   this.timeout(60000);
   let browser = null;
@@ -115,7 +160,7 @@ describe('dashboard in a browser', function () {
     await page.waitForFunction(() => document.querySelectorAll('#backends tbody tr').length === 3 &&
       document.getElementById('live').textContent === 'live');
     // A snapshot with rates (the second one) is rendered too.
-    await page.waitForFunction(() => document.getElementById('total-rate').textContent !== '–');
+    await page.waitForFunction(() => document.getElementById('chart-rate-scale').textContent.startsWith('max '));
 
     assert.deepEqual((await rows(page)).map((r) => [r.name, r.state]), [['A', 'up'], ['B', 'up'], ['C', 'up']]);
     assert.equal(await page.textContent('#mode'), 'round-robin · http');
@@ -143,6 +188,14 @@ describe('dashboard in a browser', function () {
     const shown = await rows(page);
     const facts = await page.evaluate(() => Object.fromEntries(['mode', 'listen', 'version', 'workers', 'uptime', 'open-connections', 'total-active', 'live']
       .map((id) => [id, document.getElementById(id).textContent])));
+    const tiles = await page.evaluate(() => Object.fromEntries(['rate-label', 'total-rate', 'total-rate-note', 'errors-label', 'total-errors',
+      'total-errors-note', 'total-error-rate', 'total-error-rate-note', 'total-latency', 'total-latency-note', 'chart-rate-scale']
+      .map((id) => [id, document.getElementById(id).textContent])));
+    const figures = await page.$$eval('#backends tbody tr:not(.group)', (trs) => trs.map((tr) => ({
+      rate: tr.querySelector('.col-rate').textContent,
+      errors: tr.querySelector('.col-errors').textContent,
+      latency: tr.querySelector('.col-latency').textContent
+    })));
 
     assert.deepEqual(shown.map((r) => [r.name, r.state, r.reason, r.served]), [['A', 'up', 'started', 2], ['B', 'up', 'started', 2], ['C', 'up', 'started', 2]]);
     assert.deepEqual(facts, {
@@ -157,15 +210,175 @@ describe('dashboard in a browser', function () {
     });
     assert.match(facts.uptime, /^\d+ s$/);
     assert.match(facts['open-connections'], /^\d+$/);
+    // Before its first second, the counts since start in place of the rates, and no dash.
+    assert.deepEqual(tiles, {
+      'rate-label': 'requests',
+      'total-rate': '6',
+      'total-rate-note': 'in all so far',
+      'errors-label': 'errors',
+      'total-errors': '0',
+      'total-errors-note': 'in all so far',
+      'total-error-rate': '0%',
+      'total-error-rate-note': 'since start',
+      'total-latency': tiles['total-latency'],
+      'total-latency-note': 'since start',
+      'chart-rate-scale': 'waiting for the first second'
+    });
+    assert.match(tiles['total-latency'], /^\d[\d.]* (ms|s) \/ \d[\d.]* (ms|s)$/);
+    for (const cells of figures) {
+      assert.match(cells.rate, /^2 in all$/);
+      assert.match(cells.errors, /^0 in all0%$/);
+      assert.match(cells.latency, /^\d[\d.]* (ms|s) \/ \d[\d.]* (ms|s)$/);
+    }
+    assert.deepEqual(await listenersShown(page), [{
+      address: `127.0.0.1:${lila.port}`,
+      badge: 'http',
+      redirect: null,
+      routes: [['every request', 'the backends below 3 of 3 up', '6 requests']]
+    }]);
     assert.deepEqual(problems, []);
+  });
+
+  it('shows the last second the history has, with its time, when it opens while no page watches', async () => {
+    const { url, lila, admin } = await startDashboard();
+    const watching = await open(url);
+    await send(lila, 30);
+    await watching.page.waitForFunction(() => /^max [1-9]/.test(document.getElementById('chart-rate-scale').textContent));
+    await watching.page.close();
+    // The feed stops with its last page: the next page comes with the figures of now, without rates.
+    await eventually(async () => {
+      const page = (await request(admin, { agent: false, path: '/' })).body;
+      return /"totals":\{"per_second":null/.test(page) ? true : null;
+    }, 'the feed stops');
+
+    const { page, problems } = await open(url, { before: holdEvents });
+    const shown = await page.evaluate(() => Object.fromEntries(['rate-label', 'total-rate', 'total-rate-note', 'total-latency-note']
+      .map((id) => [id, document.getElementById(id).textContent])));
+
+    assert.equal(shown['rate-label'], 'requests/s');
+    assert.match(shown['total-rate'], /^\d/);
+    assert.match(shown['total-rate-note'], /^at \d\d:\d\d:\d\d$/);
+    assert.equal(shown['total-latency-note'], shown['total-rate-note']);
+    assert.match(await page.getAttribute('#chart-rate path.line', 'd'), /^M/);
+    assert.deepEqual(problems, []);
+  });
+
+  describe('with a config file', () => {
+    let pki;
+    let site;
+    before(() => {
+      pki = new Pki();
+      site = pki.issue({ names: ['a.test'] });
+    });
+    after(() => pki.remove());
+
+    // Two listeners, one with TLS and --redirect-http; routes to two pools and a weighted split.
+    async function startSites() {
+      const [a, b, c] = await Promise.all(['A', 'B', 'C'].map((name) => startHttpBackend(name)));
+      const [plain, secure, redirect] = await freePorts(3);
+      const lila = await startConfiguredAdmin([
+        `pool a round-robin ${a.address}`,
+        `pool b round-robin ${b.address}`,
+        `pool c round-robin ${c.address} --health-check --health-interval 100ms`,
+        `listen 127.0.0.1:${plain}`,
+        '  route a.test a',
+        '  route b.test b',
+        '  route b.test/api b=90 c=10 --hash-key cookie:user',
+        '  route * a',
+        `listen 127.0.0.1:${secure} --tls-cert ${site.combinedFile} --redirect-http 127.0.0.1:${redirect}`,
+        '  route a.test a',
+        '  route * c'
+      ]);
+      return { ...lila, plain, secure, redirect, backends: [a, b, c] };
+    }
+
+    it('lists every listener with its address, TLS, redirect port and routes, each to its pool or split', async () => {
+      const lila = await startSites();
+      await request(lila.plain, { agent: false, headers: { Host: 'a.test' } });
+
+      const { page, problems } = await open(lila.url, { before: holdEvents });
+
+      assert.deepEqual(await listenersShown(page), [
+        {
+          address: `127.0.0.1:${lila.plain}`,
+          badge: 'http',
+          redirect: null,
+          routes: [
+            ['a.test', 'pool a 1 of 1 up', '1 request'],
+            ['b.test', 'pool b 1 of 1 up', '0 requests'],
+            ['b.test/api', 'pool b 90% 1 of 1 up · pool c 10% 1 of 1 up · by cookie:user', '0 requests'],
+            ['*', 'pool a 1 of 1 up', '0 requests']
+          ]
+        },
+        {
+          address: `127.0.0.1:${lila.secure}`,
+          badge: 'https',
+          redirect: `plain http on 127.0.0.1:${lila.redirect}: redirected to https`,
+          routes: [['a.test', 'pool a 1 of 1 up', '0 requests'], ['*', 'pool c 1 of 1 up', '0 requests']]
+        }
+      ]);
+      assert.equal(await page.textContent('#listen'), `127.0.0.1:${lila.plain}, 127.0.0.1:${lila.secure}`);
+      assert.deepEqual(problems, []);
+    });
+
+    it('says beside a route when its pool has no backend up', async () => {
+      const lila = await startSites();
+      const { page, problems } = await open(lila.url);
+      await page.waitForFunction(() => document.getElementById('live').textContent === 'live');
+
+      lila.backends[2].closeAllConnections();
+      await new Promise((resolve) => lila.backends[2].close(resolve));
+
+      await page.waitForFunction(() => [...document.querySelectorAll('#listeners .to .error-text')].map((node) => node.textContent).join() === '0 of 1 up,0 of 1 up',
+        null, { timeout: 5000 });
+      const split = (await listenersShown(page))[0].routes[2][1];
+      assert.equal(split, 'pool b 90% 1 of 1 up · pool c 10% 0 of 1 up · by cookie:user');
+      assert.deepEqual(problems, []);
+    });
+
+    it('is readable in a window 360 px wide: no sideways scroll, every address whole', async () => {
+      const lila = await startSites();
+
+      const { page, problems } = await open(lila.url, { before: (p) => p.setViewportSize({ width: 360, height: 800 }) });
+      await page.waitForFunction(() => document.getElementById('live').textContent === 'live');
+
+      const layout = await narrowLayout(page);
+      assert.ok(layout.scrollWidth <= layout.width, `the page is ${layout.scrollWidth} px wide in a window of ${layout.width} px`);
+      assert.ok(layout.addresses.length >= 5, JSON.stringify(layout.addresses));
+      for (const address of layout.addresses) {
+        assert.ok(address.lines === 1 && !address.cut, `"${address.text}" is whole, on one line: ${JSON.stringify(address)}`);
+      }
+      assert.ok(layout.overflowing.length === 0, `wider than the window: ${JSON.stringify(layout.overflowing)}`);
+      assert.deepEqual(problems, []);
+    });
+  });
+
+  it('keeps a backend\'s address on one line where the window has room, and in a window 360 px wide', async () => {
+    const servers = await Promise.all(NAMES.map((name) => startHttpBackend(name)));
+    const { url } = await startDashboard(['--admin-token', 'wide-token', '--health-check'], { names: [], servers: servers.map((server) => server.address) });
+
+    for (const width of [1280, 1024, 360]) {
+      const { page, problems } = await open(url, { before: (p) => p.setViewportSize({ width, height: 800 }) });
+      await page.waitForFunction(() => document.getElementById('live').textContent === 'live' &&
+        document.querySelectorAll('#backends tbody tr').length === 3);
+
+      const layout = await narrowLayout(page);
+      assert.ok(layout.scrollWidth <= layout.width, `at ${width} px, the page is ${layout.scrollWidth} px wide`);
+      const names = layout.addresses.filter((address) => address.where === 'backend');
+      assert.deepEqual(names.map((address) => address.text), servers.map((server) => server.address));
+      for (const address of names) {
+        assert.ok(address.lines === 1 && !address.cut, `at ${width} px, "${address.text}" is whole, on one line: ${JSON.stringify(address)}`);
+      }
+      assert.deepEqual(problems, []);
+    }
   });
 
   it('has the rates and charts of the last seconds at once when another page is watching', async () => {
     const { url, lila } = await startDashboard();
     const watching = await open(url);
     await send(lila, 30);
-    await watching.page.waitForFunction(() => document.getElementById('chart-rate-scale').textContent !== 'max 0' &&
-      document.getElementById('total-rate').textContent !== '–');
+    await watching.page.waitForFunction(() => /^max [1-9]/.test(document.getElementById('chart-rate-scale').textContent) &&
+      document.getElementById('rate-label').textContent === 'requests/s');
 
     const { page, problems } = await open(url, { before: holdEvents });
     const shown = await page.evaluate(() => ({
@@ -412,7 +625,7 @@ describe('dashboard in a browser', function () {
     const { url, lila, admin } = await startDashboard();
     // One page first, so that what is built once (the page, the JIT's code) is in the baseline.
     const warm = await open(url);
-    await warm.page.waitForFunction(() => document.getElementById('total-rate').textContent !== '–');
+    await warm.page.waitForFunction(() => document.getElementById('chart-rate-scale').textContent.startsWith('max '));
     await warm.page.close();
     const before = {
       rss: await metric(admin, 'process_resident_memory_bytes'),

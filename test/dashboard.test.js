@@ -14,7 +14,8 @@ const {
   request,
   until,
   collect,
-  startLila
+  startLila,
+  freePorts
 } = require('./helpers');
 const net = require('node:net');
 const { Logger } = require('../lib');
@@ -22,6 +23,8 @@ const { createAdminServer } = require('../lib/ops/admin-server');
 const { quantile } = require('../lib/ops/dashboard/quantile');
 const { mergeFrames } = require('../lib/cluster/worker-frames');
 const { mergeStatus } = require('../lib/cluster/admin-server');
+const { startConfiguredAdmin } = require('./configured-admin');
+const { Pki } = require('./pki');
 
 const BOUNDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -383,6 +386,149 @@ describe('dashboard', () => {
     });
   });
 
+  describe('what a page shows before its first second', () => {
+    it('gives what ended since start where a frame has no rates: counts, errors, the error rate, p50 and p99', async () => {
+      const a = await startHttpBackend('A');
+      const b = await startHttpBackend('B', (req, res) => {
+        res.statusCode = 503;
+        res.end('B');
+      });
+      const proxy = await startProxy({ mode: 'round-robin', servers: [`${a.address},name=A`, `${b.address},name=B`] });
+      const admin = await startAdmin(proxy);
+      await sendRequests(proxy, 6);
+      await until(() => proxy.backends.every((backend) => backend.stats.durations.count === 3), 'the requests are counted');
+
+      const { snapshot } = admin.dashboard.current();
+
+      const [stateA, stateB] = snapshot.backends;
+      assert.equal(snapshot.totals.per_second, null);
+      assert.deepEqual([snapshot.totals.so_far.count, snapshot.totals.so_far.errors, snapshot.totals.so_far.error_rate], [6, 3, 0.5]);
+      assert.deepEqual([stateA.so_far.count, stateA.so_far.errors, stateA.so_far.error_rate], [3, 0, 0]);
+      assert.deepEqual([stateB.so_far.count, stateB.so_far.errors, stateB.so_far.error_rate], [3, 3, 1]);
+      assert.equal(snapshot.totals.so_far.durations.reduce((x, y) => x + y, 0), 6);
+      assert.ok(stateA.so_far.p50_seconds > 0 && stateA.so_far.p50_seconds <= stateA.so_far.p99_seconds, `p50 ${stateA.so_far.p50_seconds}`);
+      assert.equal(admin.dashboard.running, false, 'peeking started nothing');
+    });
+
+    it('keeps the whole\'s counts since start beside the rates, and a backend\'s only until it has rates', async () => {
+      const a = await startHttpBackend('A');
+      const proxy = await startProxy({ mode: 'round-robin', servers: [`${a.address},name=A`] });
+      const admin = await startAdmin(proxy);
+      const events = await openEvents(admin.port);
+      const first = await events.next('snapshot');
+      await sendRequests(proxy, 4);
+
+      const rated = await events.next('snapshot', (f) => f.totals.per_second !== null && f.totals.so_far.count === 4);
+
+      assert.equal(first.backends[0].so_far.count, 0);
+      assert.equal(rated.backends[0].so_far, undefined);
+      assert.equal(rated.totals.so_far.count, 4);
+    });
+
+    it('keeps the last second\'s every rate in the history, for a page that comes when none watches', async () => {
+      const a = await startHttpBackend('A');
+      const proxy = await startProxy({ mode: 'round-robin', servers: [`${a.address},name=A`] });
+      const admin = await startAdmin(proxy);
+      const events = await openEvents(admin.port);
+      await events.next('snapshot');
+      await sendRequests(proxy, 5);
+      const seen = await events.next('snapshot', (f) => f.totals.per_second > 0);
+      events.request.destroy();
+      await until(() => !admin.dashboard.running, 'the feed stops');
+
+      const { snapshot, history } = figuresOf((await request(admin.port, { agent: false, path: '/' })).body);
+
+      assert.equal(snapshot.totals.per_second, null);
+      assert.ok(history.times.includes(seen.time));
+      assert.equal(history.last.time, history.times.at(-1));
+      assert.deepEqual(Object.keys(history.last.totals), ['per_second', 'errors_per_second', 'error_rate', 'p50_seconds', 'p99_seconds']);
+      assert.equal(history.last.totals.per_second, history.totals.per_second.at(-1));
+      assert.equal(history.last.totals.p99_seconds, history.totals.p99_seconds.at(-1));
+      assert.deepEqual(Object.keys(history.last.backends[0]), ['name', 'per_second', 'errors_per_second', 'error_rate', 'p50_seconds', 'p99_seconds']);
+      assert.equal(history.last.backends[0].name, 'A');
+    });
+  });
+
+  describe('the frame\'s listeners', () => {
+    let pki;
+    let site;
+    before(() => {
+      pki = new Pki();
+      site = pki.issue({ names: ['a.test'] });
+    });
+    after(() => pki.remove());
+
+    it('lists a one-line lila\'s listener: its address, and its one route * to the pool default', async () => {
+      const a = await startHttpBackend('A');
+      const proxy = await startProxy({ mode: 'round-robin', servers: [`${a.address},name=A`] });
+      const admin = await startAdmin(proxy);
+      await sendRequests(proxy, 2);
+
+      const { snapshot } = admin.dashboard.current();
+
+      assert.deepEqual(snapshot.listeners, [{
+        address: `127.0.0.1:${proxy.port}`,
+        layer: 'http',
+        tls: false,
+        routes: [{ match: '*', pools: [{ pool: 'default', weight: 1 }], hash_key: null, answers_itself: false, requests: 2 }]
+      }]);
+      assert.equal(snapshot.pools, undefined, 'still shown as one pool');
+    });
+
+    it('lists every listener of a config: its address, TLS, --redirect-http and routes (a pool, a split, an answer)', async () => {
+      const [a, b, c] = await Promise.all(['A', 'B', 'C'].map((name) => startHttpBackend(name)));
+      const [plain, secure, redirect] = await freePorts(3);
+      const lila = await startConfiguredAdmin([
+        `pool a round-robin ${a.address},name=A`,
+        `pool b round-robin ${b.address},name=B`,
+        `pool c round-robin ${c.address},name=C`,
+        `listen 127.0.0.1:${plain}`,
+        '  route a.test a',
+        '  route b.test/api b=90 c=10 --hash-key cookie:user',
+        '  route old.test --redirect "https://a.test{uri}" 301',
+        '  route * b',
+        `listen 127.0.0.1:${secure} --tls-cert ${site.combinedFile} --redirect-http 127.0.0.1:${redirect}`,
+        '  route a.test a',
+        '  route * c'
+      ]);
+      await request(plain, { agent: false, headers: { Host: 'a.test' } });
+
+      const { snapshot } = lila.admin.dashboard.current();
+
+      const route = (match, pools, extra = {}) => ({ match, pools, hash_key: null, answers_itself: false, requests: 0, ...extra });
+      assert.deepEqual(snapshot.listeners, [
+        {
+          address: `127.0.0.1:${plain}`,
+          layer: 'http',
+          tls: false,
+          routes: [
+            route('a.test', [{ pool: 'a', weight: 1 }], { requests: 1 }),
+            route('b.test/api', [{ pool: 'b', weight: 90 }, { pool: 'c', weight: 10 }], { hash_key: 'cookie:user' }),
+            route('old.test', [], { answers_itself: true }),
+            route('*', [{ pool: 'b', weight: 1 }])
+          ]
+        },
+        {
+          address: `127.0.0.1:${secure}`,
+          layer: 'http',
+          tls: true,
+          redirect_http: `127.0.0.1:${redirect}`,
+          routes: [route('a.test', [{ pool: 'a', weight: 1 }]), route('*', [{ pool: 'c', weight: 1 }])]
+        }
+      ]);
+      assert.deepEqual(snapshot.pools.map((pool) => pool.name), ['a', 'b', 'c']);
+    });
+
+    it('says a route of a --redirect-https listener answers every request itself, whatever its pool', async () => {
+      const a = await startHttpBackend('A');
+      const lila = await startConfiguredAdmin([`pool a round-robin ${a.address}`, 'listen 127.0.0.1:0 --redirect-https', '  route * a']);
+
+      const { snapshot } = lila.admin.dashboard.current();
+
+      assert.deepEqual(snapshot.listeners[0].routes.map((route) => [route.match, route.pools.length, route.answers_itself]), [['*', 1, true]]);
+    });
+  });
+
   describe('changes the page makes', () => {
     it('sets a weight with PATCH /backends/<name>', async () => {
       const proxy = await startProxy({ mode: 'round-robin', servers: ['127.0.0.1:9,name=A', '127.0.0.1:10,name=B'] });
@@ -529,6 +675,68 @@ describe('dashboard', () => {
       const none = mergeFrames([frame(null, null, null, null)], mergeStatus);
       assert.equal(none.totals.per_second, null);
       assert.equal(none.backends[0].p99_seconds, null);
+    });
+  });
+
+  describe('mergeFrames: listeners and the counts since start', () => {
+    const listeners = (requests) => [{
+      address: '127.0.0.1:4444',
+      layer: 'http',
+      tls: true,
+      redirect_http: '127.0.0.1:8080',
+      routes: [{ match: '*', pools: [{ pool: 'default', weight: 1 }], hash_key: null, answers_itself: false, requests }]
+    }];
+    const soFar = (count, errors, durations) => ({ count, errors, error_rate: null, p50_seconds: null, p99_seconds: null, durations });
+    const none = { per_second: null, errors_per_second: null, error_rate: null, p50_seconds: null, p99_seconds: null, durations: null };
+    const frame = (requests, so) => ({
+      time: 1,
+      version: '2.0.0',
+      mode: 'round-robin',
+      layer: 'http',
+      uptime_seconds: 5,
+      connections: 10,
+      listen: '127.0.0.1:4444',
+      workers: null,
+      open_connections: 0,
+      actions: false,
+      duration_bounds: BOUNDS,
+      listeners: listeners(requests),
+      totals: { ...none, so_far: so, active: 0 },
+      backends: [{
+        name: 'A', address: 'a:1', weight: 1, effective_weight: 1, backup: false, state: 'up', reason: 'started', since: 'x',
+        active: 0, requests, connections: 0, failures: 0, last_error: null, ...none, so_far: so, check: null
+      }]
+    });
+
+    it('keeps a command line\'s listener, the first worker\'s, with its route\'s requests added up', () => {
+      const merged = mergeFrames([frame(3, soFar(3, 0, [3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])), frame(4, soFar(4, 0, [4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]))], mergeStatus);
+
+      assert.deepEqual(merged.listeners, listeners(7));
+    });
+
+    it('adds up what the workers did since start, before their first second: counts, then the error rate, p50 and p99 of all', () => {
+      const fast = [10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+      const slow = [0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 0];
+
+      const merged = mergeFrames([frame(10, soFar(10, 0, fast)), frame(10, soFar(10, 5, slow))], mergeStatus);
+
+      for (const rates of [merged.totals, merged.backends[0]]) {
+        assert.equal(rates.per_second, null);
+        assert.deepEqual([rates.so_far.count, rates.so_far.errors, rates.so_far.error_rate], [20, 5, 0.25]);
+        assert.ok(Math.abs(rates.so_far.p50_seconds - 0.005) < 1e-9, `p50 ${rates.so_far.p50_seconds}`);
+        assert.ok(rates.so_far.p99_seconds > 0.5 && rates.so_far.p99_seconds <= 1, `p99 ${rates.so_far.p99_seconds}`);
+      }
+    });
+
+    it('gives a backend no counts since start once a worker has its rates: they would be one worker\'s', () => {
+      const rated = frame(10, undefined);
+      Object.assign(rated.backends[0], { per_second: 10, errors_per_second: 0, durations: [10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] });
+      delete rated.backends[0].so_far;
+
+      const merged = mergeFrames([frame(10, soFar(10, 0, [10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])), rated], mergeStatus);
+
+      assert.equal(merged.backends[0].per_second, 10);
+      assert.equal(merged.backends[0].so_far, undefined);
     });
   });
 

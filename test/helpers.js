@@ -456,7 +456,27 @@ function prng(seed) {
   };
 }
 
+/**
+ * Ports on 127.0.0.1 where nothing listens, each another: held at once while they are found.
+ *
+ * @param {number} count
+ * @returns {Promise<number[]>}
+ */
+async function freePorts(count) {
+  const servers = [];
+  for (let i = 0; i < count; i++) {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    servers.push(server);
+  }
+  const ports = servers.map((server) => server.address().port);
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  return ports;
+}
+
 module.exports = {
+  freePorts,
   prng,
   onCleanup,
   responseReader,

@@ -11,6 +11,14 @@ const { formulaFor, repositoryUrl } = require('../scripts/homebrew-formula');
 
 const ROOT = path.join(__dirname, '..');
 const FORMULA = path.join(ROOT, 'packaging', 'homebrew', 'lila.rb');
+const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+const INSTALL_LINES = installLines(README);
+// Install's commands that other files run, by what they run.
+const RUN_ELSEWHERE = new Map([
+  ['npm start', 'test/demo.test.js'],
+  ['npm ci', '.ci/run, before the tests'],
+  ['npm test', '.ci/run, on every Node version']
+]);
 const STARTUP_LINE = /^lila: (\S+) \((\S+)\) listening on 127\.0\.0\.1:(\d+) -> (\d+) servers?\n/m;
 const TRY_HELP = 'Try "lila --help" for more information.';
 // Installed and bundled executables run through `#!/usr/bin/env node`: make that the node
@@ -59,6 +67,13 @@ describe('install paths', function () {
       assert.doesNotMatch(readme, /<owner>|<this repository>/);
     });
 
+    it('is installed from a clone, as README says, until it is on the npm registry', () => {
+      // No `npm publish` yet: README tells no one to install lila-lb from the registry. The
+      // release that publishes it changes this, and README's Install.
+      assert.doesNotMatch(README, /npm (install|i) (-g |--global )?lila-lb\b(?!` finds nothing)/);
+      assert.match(README, /^npm install -g \.  /m);
+    });
+
     it('contains only README.md, LICENSE, package.json, lila and lib/', () => {
       const allowed = new Set(['README.md', 'package.json', 'lila', 'LICENSE', 'LICENSE.md', 'LICENSE.txt']);
       const extra = packed.files.filter((file) => !allowed.has(file) && !file.startsWith('lib/'));
@@ -85,6 +100,71 @@ describe('install paths', function () {
 
       await assertBalancesAcrossTwo(lila, { cwd: prefix });
     });
+  });
+
+  describe('README\'s install lines', () => {
+    // What `git clone` would give, this tree's changes included: the tests have no network.
+    let clone;
+
+    before(async function () {
+      this.timeout(120000);
+      clone = await cloneOfTree(path.join(temporaryDirectory(), 'lila'));
+    });
+
+    it('runs every command of Install, or names the test that does', () => {
+      const commands = INSTALL_LINES.flatMap((entry) => entry.commands.map((words) => ({ line: entry.line, text: words.join(' ') })));
+      const unknown = commands.filter(({ text }) => !RUN_ELSEWHERE.has(text) && !/^(git clone|cd|npm (install|pack|run bundle)|install) /.test(`${text} `));
+      assert.deepEqual(unknown, []);
+      for (const text of ['npm install -g .', 'npm pack', 'npm run bundle']) {
+        assert.ok(commands.some((command) => command.text === text), `README's Install runs ${text}`);
+      }
+      assert.ok(commands.some(({ text }) => /^npm install -g \.\/lila-lb-[^ ]+\.tgz$/.test(text)), 'README installs the packed tarball');
+      assert.ok(commands.some(({ text }) => /^npm install git\+https:/.test(text)), 'README installs from a git URL');
+    });
+
+    it('installs from git without the dev tools: no script npm runs to prepare a git dependency', () => {
+      // With one of these, `npm install git+https://...` first installs every devDependency
+      // (mocha, playwright-core, ...) into its clone of lila, only to pack it (npm's pacote,
+      // lib/git.js): `npm run bundle` is not called `build` for that reason.
+      const { scripts } = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+      const preparing = ['preinstall', 'install', 'postinstall', 'build', 'prepack', 'prepare'].filter((name) => Object.hasOwn(scripts, name));
+      assert.deepEqual(preparing, []);
+    });
+
+    for (const entry of INSTALL_LINES) {
+      if (entry.commands.every((words) => RUN_ELSEWHERE.has(words.join(' ')))) continue;
+      it(`runs README line ${entry.line}: ${entry.text}`, async () => {
+        const prefix = temporaryDirectory();
+        // A block that clones runs in the clone; the others in a program's folder.
+        const program = temporaryDirectory();
+        fs.writeFileSync(path.join(program, 'package.json'), '{ "name": "program", "private": true }\n');
+        const cwd = entry.inClone ? clone : program;
+        for (const words of entry.commands) {
+          if (RUN_ELSEWHERE.has(words.join(' '))) continue;
+          await runInstallCommand(words, { cwd, clone, prefix });
+        }
+
+        const lila = path.join(prefix, 'bin', 'lila');
+        if (entry.commands.some((words) => words[0] === 'git')) {
+          // The clone's URL is the repository's, and `cd` goes into it.
+          const [[, , url], [, into]] = entry.commands;
+          assert.equal(url, repositoryUrl(require('../package.json')));
+          assert.equal(into, path.basename(url));
+        } else if (entry.inClone) {
+          assert.deepEqual(await run(lila, ['--version']), { code: 0, signal: null, stdout: `${version}\n`, stderr: '' });
+          // `npm install -g .` links the clone (README: "a link"); a tarball is copied.
+          const global = entry.commands.find((words) => words.join(' ').startsWith('npm install -g '));
+          if (global !== undefined) {
+            const installed = path.join(prefix, 'lib', 'node_modules', 'lila-lb');
+            assert.equal(fs.lstatSync(installed).isSymbolicLink(), global[3] === '.', global.join(' '));
+          }
+        } else {
+          const script = "const lila = require('lila-lb'); console.log(require('lila-lb/package.json').version, typeof lila.createProxy)";
+          const result = await run(process.execPath, ['-e', script], { cwd: program });
+          assert.deepEqual(result, { code: 0, signal: null, stdout: `${version} function\n`, stderr: '' });
+        }
+      });
+    }
   });
 
   describe('single-file build', () => {
@@ -183,6 +263,96 @@ describe('install paths', function () {
 });
 
 /**
+ * The commands of README's Install: each line of its ```sh blocks, comment taken off, split at
+ * `&&` into words (README quotes nothing there).
+ *
+ * @param {string} readme
+ * @returns {{line: number, text: string, inClone: boolean, commands: string[][]}[]}
+ */
+function installLines(readme) {
+  const lines = readme.split('\n');
+  const start = lines.indexOf('## Install');
+  const end = lines.findIndex((line, i) => i > start && line.startsWith('## '));
+  const entries = [];
+  let block = null;
+  for (let i = start + 1; i < end; i++) {
+    if (/^```/.test(lines[i])) {
+      block = block === null ? { sh: lines[i] === '```sh', inClone: false } : null;
+      continue;
+    }
+    if (block === null || !block.sh) continue;
+    const text = lines[i].replace(/\s+#.*$/, '').trim();
+    if (text === '' || text.startsWith('#')) continue;
+    const commands = text.split('&&').map((command) => command.trim().split(/\s+/));
+    if (commands[0][0] === 'git') block.inClone = true;
+    entries.push({ line: i + 1, text, inClone: block.inClone, commands });
+  }
+  return entries;
+}
+
+/**
+ * Runs one of README's install commands as README says, with what the tests cannot use put
+ * aside: the global prefix and /usr/local/bin are `prefix`'s, GitHub is the clone, npm works
+ * offline with a cache of its own.
+ *
+ * @param {string[]} words
+ * @param {{cwd: string, clone: string, prefix: string}} where
+ */
+async function runInstallCommand(words, { cwd, clone, prefix }) {
+  const pkg = require('../package.json');
+  if (words[0] === 'git' || words[0] === 'cd') return;
+  const args = words.slice(1).map((word) => {
+    if (word === '/path/to/lila') return clone;
+    if (word === `git+${repositoryUrl(pkg)}.git`) return `git+file://${clone}`;
+    if (word.startsWith('/usr/local/bin/')) {
+      fs.mkdirSync(path.join(prefix, 'bin'), { recursive: true });
+      return path.join(prefix, 'bin', path.basename(word));
+    }
+    assert.ok(!path.isAbsolute(word), `an absolute path the test cannot write: ${word}`);
+    return word;
+  });
+  // npm's settings from the environment (what `npm test` sets among them included) replaced.
+  const env = Object.fromEntries(Object.entries(ENV).filter(([name]) => !/^npm_/i.test(name)));
+  if (words[0] === 'npm') {
+    Object.assign(env, {
+      npm_config_cache: path.join(prefix, '.npm-cache'),
+      npm_config_offline: 'true',
+      npm_config_audit: 'false',
+      npm_config_fund: 'false',
+      npm_config_update_notifier: 'false'
+    });
+    if (args.includes('-g') || args.includes('--global')) env.npm_config_prefix = prefix;
+  }
+  const result = await run(words[0], args, { cwd, env });
+  assert.equal(result.code, 0, `${words.join(' ')}:\n${result.stdout}${result.stderr}`);
+}
+
+/**
+ * A copy of this tree as `git clone` would make it, with its uncommitted changes: the files git
+ * tracks or would (ignored ones left out), committed in a repository of their own.
+ *
+ * @param {string} directory where, created
+ * @returns {Promise<string>} directory
+ */
+async function cloneOfTree(directory) {
+  const listed = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT });
+  assert.equal(listed.code, 0, listed.stderr);
+  for (const file of new Set(listed.stdout.split('\0').filter((name) => name !== ''))) {
+    const from = path.join(ROOT, file);
+    if (!fs.existsSync(from)) continue;
+    fs.mkdirSync(path.dirname(path.join(directory, file)), { recursive: true });
+    fs.copyFileSync(from, path.join(directory, file));
+    fs.chmodSync(path.join(directory, file), fs.statSync(from).mode & 0o777);
+  }
+  const git = (...args) => run('git', ['-c', 'user.name=lila tests', '-c', 'user.email=tests@lila.invalid', ...args], { cwd: directory });
+  for (const args of [['init', '-q'], ['add', '-A'], ['commit', '-q', '-m', 'a clone of the tree under test']]) {
+    const result = await git(...args);
+    assert.equal(result.code, 0, `git ${args.join(' ')}: ${result.stderr}`);
+  }
+  return directory;
+}
+
+/**
  * Starts `lila` (an installed or bundled executable) as round-robin in front of backends A and B
  * and checks that two requests go to A, then B.
  *
@@ -207,7 +377,7 @@ async function assertBalancesAcrossTwo(lila, options) {
  *
  * @param {string} command
  * @param {string[]} args
- * @param {{cwd?: string}} [options]
+ * @param {{cwd?: string, env?: object}} [options]
  * @returns {Promise<{code: number | null, signal: string | null, stdout: string, stderr: string}>}
  */
 async function run(command, args, options = {}) {
@@ -242,7 +412,7 @@ async function startExecutable(command, args, options) {
 }
 
 function launch(command, args, options = {}) {
-  const child = spawn(command, args, { cwd: options.cwd || os.tmpdir(), env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, { cwd: options.cwd || os.tmpdir(), env: options.env || ENV, stdio: ['ignore', 'pipe', 'pipe'] });
   const launched = { process: child, stdout: '', stderr: '', closed: null };
   child.stdout.setEncoding('utf8');
   child.stderr.setEncoding('utf8');

@@ -4,7 +4,8 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { OPTIONS, GROUPS, SCOPE_TEXT, parseArgsOptions, readOptions } = require('../lib/config/options');
-const { helpText, optionSignature } = require('../lib/cli/help');
+const { helpText, configHelpText, optionSignature } = require('../lib/cli/help');
+const { parseConfig } = require('../lib/config/config-file');
 const { runLila } = require('./helpers');
 
 const README = fs.readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8');
@@ -27,6 +28,45 @@ function readmeOptions() {
       scope: plain(cells[3] || '')
     };
   });
+}
+
+/**
+ * One option's entry in `--help`: its signature and description as one line.
+ *
+ * @param {string} help
+ * @param {string} signature as `optionSignature` writes it
+ * @returns {string}
+ */
+function helpEntry(help, signature) {
+  const lines = help.split('\n');
+  const start = lines.findIndex((line) => line === `  ${signature}` || line.startsWith(`  ${signature}  `));
+  assert.notEqual(start, -1, `--help lists ${signature}`);
+  let end = start + 1;
+  while (end < lines.length && lines[end].startsWith(' '.repeat(24))) end++;
+  return lines.slice(start, end).join(' ').replace(/\s+/g, ' ').trim();
+}
+
+/**
+ * The options `lila help config` lists under each kind of line, by its title (`[pool]`): the
+ * words of the indented lines below the title, or after "either:" on its own line.
+ *
+ * @param {string} text
+ * @returns {Record<string, string[]>}
+ */
+function scopeLists(text) {
+  const section = text.slice(text.indexOf('\nWhere options go'), text.indexOf('\nReload:'));
+  const lists = {};
+  let title = null;
+  for (const line of section.split('\n')) {
+    const head = /^ {2}(\[[^\]]+\]|The command line only)/.exec(line);
+    if (head !== null) {
+      title = head[1];
+      lists[title] = line.includes(' either: ') ? line.slice(line.indexOf(' either: ') + 9).split(' ') : [];
+    } else if (line.startsWith('    ') && title !== null) {
+      lists[title].push(...line.trim().split(' '));
+    }
+  }
+  return lists;
 }
 
 describe('options', () => {
@@ -111,8 +151,42 @@ describe('options', () => {
       }
     });
 
+    it('tags every option with where it goes in a config file, and a command line option with nothing', () => {
+      const tags = { global: '[global]', pool: '[pool]', listener: '[listen]', layer: '[pool, listen]', route: '[route]', command: '' };
+      for (const option of OPTIONS) {
+        // A route line takes --hash-key too: the key of its split.
+        const tag = option.name === 'hash-key' ? '[pool, route]' : tags[option.scope];
+        const entry = helpEntry(helpText(), optionSignature(option));
+        assert.ok(tag === '' ? !entry.endsWith(']') : entry.endsWith(` ${tag}`), `${option.name}: ${entry}`);
+      }
+    });
+
     it('keeps every line within 80 columns', () => {
       for (const line of helpText().split('\n')) assert.ok(line.length <= 80, line);
+    });
+  });
+
+  describe('lila help config', () => {
+    it('lists every option of the table under the lines that take it, in its order', () => {
+      const titles = { global: '[global]', pool: '[pool]', listener: '[listen]', layer: '[pool, listen]', route: '[route]', command: 'The command line only' };
+      const expected = {};
+      for (const option of OPTIONS) (expected[titles[option.scope]] ??= []).push(`--${option.name}`);
+
+      assert.deepEqual(scopeLists(configHelpText()), expected);
+    });
+
+    it('shows an example file that lila reads as it is', () => {
+      const text = configHelpText();
+      const example = text.slice(text.indexOf('  # lila.conf\n'), text.indexOf('\nLines:')).split('\n').map((line) => line.slice(2)).join('\n');
+      const model = parseConfig(example, 'example');
+
+      assert.deepEqual(model.pools.map((pool) => pool.name), ['api', 'canary', 'web', 'pg']);
+      assert.deepEqual(model.listeners.map((listener) => listener.routes.length), [4, 1]);
+      assert.deepEqual(model.warnings, []);
+    });
+
+    it('keeps every line within 80 columns', () => {
+      for (const line of configHelpText().split('\n')) assert.ok(line.length <= 80, line);
     });
   });
 });

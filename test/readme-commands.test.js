@@ -18,6 +18,8 @@
 // - A one-line lila is built as `run` builds it (createService: balancer, servers, hosts file,
 //   certificates, modules), then closed; one process stands for any --workers. A config file
 //   is checked by the real `lila --check`, certificates included.
+// - The other commands of those blocks (git, npm, curl, sudo systemctl, ...) are not run here:
+//   NOT_LILA names, for each program, the test that runs them or why none can.
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -35,6 +37,19 @@ const README_FILE = path.join(__dirname, '..', 'README.md');
 const FILE_OPTIONS = new Set(['--tls-cert', '--tls-key', '--hosts', '--config', '-c', '--backend-ca']);
 // What README's commands may take from the shell; lila itself reads no environment here.
 const SHELL_VARIABLES = { LILA_ADMIN_TOKEN: 'secret' };
+// The other commands of README's ```sh blocks, by program: who runs them, or why no test can.
+// A command of another program fails 'names who runs ...' until it has a line here.
+const NOT_LILA = {
+  git: 'test/install.test.js: a copy of this tree stands for the clone (the tests have no network)',
+  cd: 'into the clone, where test/install.test.js runs the lines after it',
+  npm: 'test/install.test.js runs Install\'s, test/demo.test.js `npm start`, .ci/run `npm ci` and `npm test`',
+  install: 'test/install.test.js, into a directory of its own',
+  curl: 'a client of a lila README starts: the end-to-end tests send the same requests',
+  openssl: 'makes a self-signed certificate, as test/pki.js makes the tests\' own',
+  ssh: 'a tunnel from another machine',
+  sudo: 'root and a running systemd: test/systemd-unit.test.js checks the unit with systemd-analyze verify and lila --check, and where README installs it',
+  journalctl: 'reads a running systemd\'s journal'
+};
 
 const README = fs.readFileSync(README_FILE, 'utf8');
 const BLOCKS = codeBlocks(README);
@@ -80,6 +95,11 @@ describe('README commands', () => {
       code: 'LILA_ERR_UNKNOWN_MODE', message: /unknown mode "least-conn"/
     });
     await assert.rejects(check({ ...command('lila round-robin 10.0.0.1:8080 --tls-cert site.pem'), files: false }), /site\.pem/);
+  });
+
+  it('names who runs each command that is not lila\'s, or why none can', () => {
+    const unnamed = otherCommands(BLOCKS).filter(({ program }) => !Object.hasOwn(NOT_LILA, program));
+    assert.deepEqual(unnamed, []);
   });
 
   for (const entry of COMMANDS) {
@@ -182,6 +202,24 @@ function commandsOf(blocks) {
     }
   }
   return commands;
+}
+
+// The commands of the ```sh blocks that are not lila's: each `&&`-separated part of a line, by
+// its program (the word after `sudo`'s is still `sudo`'s: root's).
+function otherCommands(blocks) {
+  const others = [];
+  for (const block of blocks.filter((b) => ['sh', 'bash', 'shell'].includes(b.lang))) {
+    for (let i = 0; i < block.lines.length; i++) {
+      const first = block.lines[i];
+      let text = first.text.replace(/^\$ /, '');
+      while (/\\$/.test(text) && i + 1 < block.lines.length) text = `${text.slice(0, -1).trimEnd()} ${block.lines[++i].text.trim()}`;
+      for (const part of text.replace(/(^|\s)#.*$/, '').split('&&')) {
+        const [program] = part.trim().split(/\s+/);
+        if (program !== '' && program !== 'lila') others.push({ line: first.line, program, text: part.trim() });
+      }
+    }
+  }
+  return others;
 }
 
 // A command line's text (its comment and a trailing `&` taken off) and its arguments after `lila`.

@@ -104,7 +104,7 @@ describe('TLS on the command line', function () {
       {
         name: '--redirect-http without TLS',
         args: () => ['--redirect-http', '8080'],
-        line: () => 'lila: "--redirect-http" is for a TLS listener; give its certificate with --tls-cert'
+        line: () => 'lila: "--redirect-http" is for a TLS listener; give its certificate with --tls-cert (a plain listener that only redirects to https is --redirect-https)'
       },
       {
         name: 'an unknown --tls-min-version',

@@ -3,8 +3,11 @@
 const assert = require('node:assert/strict');
 const tls = require('node:tls');
 const { once } = require('node:events');
+const { execFile } = require('node:child_process');
+const { setTimeout: sleep } = require('node:timers/promises');
 const { Pki } = require('./pki');
 const { cleanup, onCleanup, startHttpBackend, startProxy, startLila, refusingPort } = require('./helpers');
+const { findExecutable } = require('./peers');
 const { TicketKeyRotation } = require('../lib/tls/ticket-keys');
 
 const RECONNECTS = 12;
@@ -89,4 +92,48 @@ describe('TLS session resumption', function () {
     assert.equal(fresh.reused, true);
     assert.deepEqual(proxy.listener.server.getTicketKeys(), keys[1]);
   });
+
+  // What openssl s_client says of the ticket a first handshake gets: its lifetime hint in seconds.
+  function lifetimeHint(port, servername, version) {
+    return new Promise((resolve, reject) => {
+      const child = execFile('openssl', ['s_client', '-connect', `127.0.0.1:${port}`, '-servername', servername,
+        version === 'TLSv1.3' ? '-tls1_3' : '-tls1_2', '-ign_eof'], { timeout: 10000 }, (err, stdout) => {
+        const match = /TLS session ticket lifetime hint: (\d+)/.exec(stdout);
+        if (match !== null) resolve(Number(match[1]));
+        else reject(err || new Error(`no lifetime hint in: ${stdout.slice(0, 500)}`));
+      });
+      // TLS 1.3 tickets follow the handshake: a request read to its end lets them come first.
+      child.stdin.end(`GET / HTTP/1.1\r\nHost: ${servername}\r\nConnection: close\r\n\r\n`);
+    });
+  }
+
+  for (const version of ['TLSv1.2', 'TLSv1.3']) {
+    it(`gives tickets the 5 minutes sessions may be resumed for, on every certificate (${version})`, async function () {
+      if (findExecutable('openssl') === null) this.skip();
+      const backend = await startHttpBackend('A');
+      const lila = await startLila(['round-robin', backend.address, '-a', '127.0.0.1', '-p', '0',
+        '--tls-cert', first.certFile, '--tls-key', first.keyFile, '--tls-cert', second.certFile, '--tls-key', second.keyFile]);
+
+      assert.deepEqual(await Promise.all(['lila.test', 'other.test'].map((name) => lifetimeHint(lila.port, name, version))), [300, 300]);
+    });
+
+    it(`resumes a session just inside its lifetime and not just outside it (${version})`, async () => {
+      const backend = await startHttpBackend('A');
+      // Two seconds instead of 300: the same rule, in a test's time.
+      const tlsOptions = { certificates: [{ cert: first.certFile, key: first.keyFile }, { cert: second.certFile, key: second.keyFile }], sessionTimeout: 2 };
+      const proxy = await startProxy({ mode: 'round-robin', servers: [backend.address], tls: tlsOptions });
+      const options = { maxVersion: version, minVersion: version };
+
+      for (const servername of ['lila.test', 'other.test']) {
+        const saved = await connect(proxy.port, servername, options);
+        await sleep(1000);
+        const inside = await connect(proxy.port, servername, { ...options, session: saved.session });
+        const again = await connect(proxy.port, servername, options);
+        await sleep(3000);
+        const outside = await connect(proxy.port, servername, { ...options, session: again.session });
+
+        assert.deepEqual([inside.reused, outside.reused], [true, false], servername);
+      }
+    });
+  }
 });

@@ -40,14 +40,14 @@ class BasicAuth {
     this.users = readUsers(file, where);
     this.decoy = decoyOf(this.users.values().next().value);
     this.challenge = ['WWW-Authenticate', `Basic realm="${realm.replace(/["\\]/g, '\\$&')}", charset="UTF-8"`];
-    /** sha256 of `user:password` → true, for the credentials that were right. */
+    /** sha256 of `user:password` → the user, for the credentials that were right. */
     this.remembered = new Map();
     /** The checks running, by the same key: the same credentials at once are checked once. */
     this.checking = new Map();
   }
 
   /**
-   * @param {import('./request-view')} view
+   * @param {import('./request-view')} view gets `user`, the user let in (for the access line)
    * @returns {LilaError | null | Promise<LilaError | null>} null: the credentials are right
    */
   check(view) {
@@ -56,19 +56,26 @@ class BasicAuth {
     const colon = decoded === null ? -1 : decoded.indexOf(COLON);
     if (colon === -1) return this.refusal('credentials are needed');
     const key = crypto.createHash('sha256').update(decoded).digest('base64');
-    if (this.remembered.has(key)) {
+    const known = this.remembered.get(key);
+    if (known !== undefined) {
       // The most recently used go last, and leave last.
       this.remembered.delete(key);
-      this.remembered.set(key, true);
+      this.remembered.set(key, known);
+      view.user = known;
       return null;
     }
+    const user = decoded.subarray(0, colon).toString('utf8');
     let checking = this.checking.get(key);
     if (checking === undefined) {
-      checking = this.verify(key, decoded.subarray(0, colon).toString('utf8'), decoded.subarray(colon + 1));
+      checking = this.verify(key, user, decoded.subarray(colon + 1));
       this.checking.set(key, checking);
     }
     // Each request gets an answer of its own.
-    return checking.then((right) => (right === true ? null : right === false ? this.refusal('wrong user name or password') : busy(right)));
+    return checking.then((right) => {
+      if (right !== true) return right === false ? this.refusal('wrong user name or password') : busy(right);
+      view.user = user;
+      return null;
+    });
   }
 
   /**
@@ -98,7 +105,7 @@ class BasicAuth {
     }
     if (!right || hash === undefined) return false;
     if (this.remembered.size >= MAX_REMEMBERED) this.remembered.delete(this.remembered.keys().next().value);
-    this.remembered.set(key, true);
+    this.remembered.set(key, user);
     return true;
   }
 

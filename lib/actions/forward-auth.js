@@ -18,6 +18,8 @@ const NOT_ASKED = new Set([
   'x-forwarded-host', 'x-forwarded-method', 'x-forwarded-uri', 'x-forwarded-port', 'x-forwarded-prefix', 'x-real-ip'
 ]);
 // The auth service's fields a refusal does not pass on: hop-by-hop, and the framing lila writes.
+// The fields auth services name their user in (Authelia, Authentik; oauth2-proxy; Traefik's examples).
+const USER_FIELDS = new Set(['remote-user', 'x-remote-user', 'x-auth-request-user', 'x-forwarded-user', 'x-authenticated-user', 'x-user']);
 const NOT_PASSED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'date']);
 
 /**
@@ -84,7 +86,8 @@ class ForwardAuth {
   /**
    * Asks the auth service about a request.
    *
-   * @param {import('./request-view')} view gets `authFields` (`[name, value, ...]`) on a 2xx
+   * @param {import('./request-view')} view gets `authFields` (`[name, value, ...]`) on a 2xx, and `user` when
+   *   one of them names the user
    * @returns {Promise<LilaError | null>} null: it may go on; never rejects
    */
   check(view) {
@@ -150,6 +153,8 @@ class ForwardAuth {
       const status = response.statusCode;
       if (status >= 200 && status < 300) {
         view.authFields = this.copied(response.rawHeaders);
+        const user = userOf(view.authFields);
+        if (user !== undefined) view.user = user;
         if (view.authHeaders !== undefined) view.authHeaders.push(...view.authFields);
         settle(null);
         // Read to its end, so that the connection serves the next question.
@@ -186,6 +191,15 @@ class ForwardAuth {
 }
 
 module.exports = ForwardAuth;
+
+// The user the auth service let in, when a field of --forward-auth-headers names one
+// (Authelia's Remote-User, oauth2-proxy's X-Auth-Request-User, ...): for the access line.
+function userOf(fields) {
+  for (let i = 0; i < fields.length; i += 2) {
+    if (USER_FIELDS.has(fields[i].toLowerCase()) && fields[i + 1] !== '') return fields[i + 1];
+  }
+  return undefined;
+}
 
 // The question's fields: the client's, and what the request is, as Authelia and its peers read it.
 function questionFields(view) {

@@ -6,6 +6,10 @@ const { strategies } = require('../balancing/strategies');
 const WIDTH = 80;
 // Where an option's description starts.
 const INDENT = 24;
+// What `lila help <topic>` and `lila --help <topic>` know.
+const HELP_TOPICS = ['config'];
+// Where an option goes in a config file, as `--help` tags it, by its scope (none: the command line only).
+const SCOPE_TAGS = { global: '[global]', pool: '[pool]', listener: '[listen]', layer: '[pool, listen]', route: '[route]' };
 
 const HEAD = `Usage: lila <mode> <server> [server ...] [options]
        lila <mode> --hosts <file> [options]
@@ -52,6 +56,20 @@ Servers:
   priority value gives the primaries, higher ones backups
   Or in a hosts file, one a line, parameters after spaces, # for comments:
     10.0.0.1:8080 weight=3 name=api-1
+
+Config file: several pools, listeners and routes (lila --config lila.conf, or
+lila alone where ./lila.conf is); "lila help config" tells all of it:
+  --admin 127.0.0.1:9000              a global option, on a line of its own
+  pool web round-robin 10.0.0.1:8080  pool NAME MODE [SERVER ...] [OPTIONS]
+    10.0.0.2:8080 weight=3            indented below: servers, or options
+  listen 443 --tls-cert site.pem      listen [ADDRESS:]PORT [OPTIONS]
+    route api.example.com/v1 api      route MATCH TARGET [OPTIONS], indented
+    route * web                       under its listen line
+  MATCH is HOST[/PATH] or /PATH, *.suffix (any name under suffix) or * (any
+  host); TARGET is a pool, or a weighted split between pools: a=90 b=10.
+  Each option below says where it goes in the file: [pool], [listen], [route]
+  (a route line, or a listen line for all its routes) or [global] (a line of
+  its own); one without is for the command line only.
 `;
 
 const TAIL = `
@@ -60,13 +78,15 @@ unit is milliseconds, e.g. 1500.
 
 Signals:
   SIGTERM, SIGINT  stop accepting, drain, exit 0; a second one exits at once
-  SIGHUP           reload the hosts file and the TLS certificates
+  SIGHUP           reload the config file (or the hosts file) and the TLS
+                   certificates; a bad file keeps what runs
 
 Examples:
   lila round-robin localhost:8001 localhost:8002 localhost:8003
   lila hash --hash-key query:id a.local:8080,weight=40 b.local:8080,weight=60
   lila least-connections --layer tcp 10.0.0.1:5432 10.0.0.2:5432 -p 5432
   lila p2c --hosts /etc/lila/hosts --watch --health-check --admin 9000
+  lila --config /etc/lila/lila.conf --watch
 
 Exit status:
   0  stopped by SIGINT or SIGTERM, or --help / --version
@@ -74,9 +94,84 @@ Exit status:
   2  usage error
 `;
 
+const CONFIG_HEAD = `Usage: lila --config <file> [global options]
+       lila --check --config <file>    check all of it, exit 0 (good) or 2
+       lila                            reads ./lila.conf when it exists
+
+A config file gives one lila several pools of backends, listeners, and
+routes from what a listener receives to the pools. It is the command line
+written as lines: the same modes, servers and options.
+
+  # lila.conf
+  --admin 127.0.0.1:9000
+  --log-format json
+
+  pool api p2c --health-check --max-conns 100
+    10.0.0.1:8080 weight=3
+    10.0.0.2:8080
+    --health-path /healthz
+  pool canary round-robin 10.0.0.9:8080
+  pool web least-connections srv:_http._tcp.web.service.consul
+  pool pg least-connections --layer tcp 10.0.0.5:5432
+
+  listen 443 --tls-cert /etc/lila/certs --redirect-http 80
+    route api.example.com/v1 api=95 canary=5 --hash-key cookie:user
+    route api.example.com/old --redirect https://api.example.com/v1 301
+    route *.example.com web
+    route * web
+  listen 127.0.0.1:5432 --layer tcp
+    route * pg
+
+Lines:
+  --OPTION [VALUE] ...
+      Global options (see Where options go), on lines of their own; given on
+      the command line too, the command line's win.
+  pool NAME MODE [SERVER ...] [OPTIONS]
+      A pool of backends. NAME holds letters, digits, ".", "_" and "-"; MODE
+      is as on the command line (round-robin, p2c, ..., ./my-balancer.js).
+      Indented below it: a server a line, its parameters after spaces as in
+      a hosts file (10.0.0.1:8080 weight=3 backup), or options.
+  listen [ADDRESS:]PORT [OPTIONS]
+      A listener: 443, 127.0.0.1:8080 or [::1]:8080. Indented below it: its
+      routes (at least one) and options.
+  route MATCH TARGET [OPTIONS]
+      Indented under its listen line: the requests that MATCH go to TARGET.
+      MATCH   HOST, HOST/PATH or /PATH; *.suffix for any name under suffix
+              (a.example.com, a.b.example.com, not example.com); * for any
+              host. The exact host wins, then the longest *.suffix, then
+              the routes without a host; within a host, the longest path
+              prefix on a "/" boundary (/api matches /api/users, not /apix);
+              a tie, the first line. No match: 404 (http) or closed (tcp).
+              A tcp listener matches the TLS server name (SNI), not a path.
+      TARGET  a pool, or a weighted split between pools (api=95 canary=5)
+              that keeps each key in one pool with --hash-key. A route that
+              answers itself (--redirect, --respond) needs no TARGET.
+
+Indentation: a line that starts with spaces or tabs belongs to the last line
+that does not; how deep does not matter, and there is one level only.
+
+Comments: # where a word would start, to the end of the line.
+
+Quoting, as in a POSIX shell: '...' keeps everything; "..." keeps all but
+\\", \\\\, \\$ and \\\` (a backslash before them); a backslash keeps the next
+character. Nothing is expanded ($, *, ~ are plain), and a line never goes on
+to the next one:
+    route * web --response-header "X-Frame-Options: DENY"
+
+Where options go (their [scope] in lila --help):
+`;
+
+const CONFIG_TAIL = `
+Reload: SIGHUP, or a change with --watch, reads the whole file again, checks
+all of it, and only then swaps it in: pools that did not change keep their
+backends' state; a bad file keeps what runs, and the log says why.
+A mistake names file:line and exits 2.
+`;
+
 /**
- * The text of `lila --help`: the modes and servers, every option of the
- * table by group, signals, examples and exit codes.
+ * The text of `lila --help`: the modes and servers, the config file in
+ * short, every option of the table by group (with where it goes in a config
+ * file), signals, examples and exit codes.
  *
  * @returns {string}
  */
@@ -89,6 +184,28 @@ function helpText() {
     }
   }
   return text + TAIL;
+}
+
+/**
+ * The text of `lila help config`: the config file's grammar, every kind of
+ * line with an example, indentation, comments and quoting, and the options
+ * each kind of line takes, from the option table.
+ *
+ * @returns {string}
+ */
+function configHelpText() {
+  const names = (scope) => OPTIONS.filter((option) => option.scope === scope).map((option) => `--${option.name}`);
+  const list = (scope) => wrap(names(scope), WIDTH - 4).map((line) => `    ${line}\n`).join('');
+  return CONFIG_HEAD +
+    `  [global] a line of its own, or the command line beside --config:\n${list('global')}` +
+    `  [pool] a pool line, or an option line below it:\n${list('pool')}` +
+    `  [listen] a listen line, or an option line below it:\n${list('listener')}` +
+    `  [pool, listen] either: ${names('layer').join(' ')}\n` +
+    '  [route] a route line, or a listen line for all of its routes (a route\'s\n' +
+    '  own value wins, lists such as --request-header add up); a route line\n' +
+    `  also takes --hash-key, the key of its split:\n${list('route')}` +
+    `  The command line only:\n${list('command')}` +
+    CONFIG_TAIL;
 }
 
 /**
@@ -117,7 +234,7 @@ Try "lila round-robin localhost:8001 localhost:8002", or "lila --help".
 `;
 }
 
-module.exports = { helpText, usageText, optionSignature };
+module.exports = { helpText, configHelpText, usageText, optionSignature, HELP_TOPICS };
 
 // The signature, then the description wrapped at WIDTH from INDENT; on a line
 // of its own when the signature leaves no room.
@@ -126,6 +243,9 @@ function optionLines(option) {
   const words = option.help.split(' ');
   // Flags are off unless given; "(default 60s)" is never split over two lines.
   if (option.arg !== undefined && !/^(|none|off.*)$/.test(option.default)) words.push(`(default ${option.default})`);
+  // A route line takes --hash-key too, the key of its split (config/config-file.js).
+  const tag = option.name === 'hash-key' ? '[pool, route]' : SCOPE_TAGS[option.scope];
+  if (tag !== undefined) words.push(tag);
   const lines = wrap(words, WIDTH - INDENT);
   const pad = ' '.repeat(INDENT);
   let out = signature.length <= INDENT - 2 ? `${signature.padEnd(INDENT)}${lines.shift()}\n` : `${signature}\n`;

@@ -6,8 +6,10 @@ const { createService } = require('../service');
 const Logger = require('../ops/logger');
 const { isLoopback } = require('../ops/admin-server');
 const { strategies } = require('../balancing/strategies');
-const { OPTIONS, parseArgsOptions, readOptions, takeWords, argumentProblem } = require('../config/options');
-const { helpText, usageText } = require('./help');
+const { OPTIONS, LONG_NAMES, parseArgsOptions, readOptions, takeWords, checkDashes, argumentProblem } = require('../config/options');
+const { modeMistake } = require('../config/config-model');
+const { didYouMean } = require('../config/suggest');
+const { helpText, configHelpText, usageText, HELP_TOPICS } = require('./help');
 const { readToolCommandLine } = require('./tool-command-lines');
 const { tlsOf } = require('../config/tls-options');
 const { runHashPassword } = require('./hash-password');
@@ -47,7 +49,7 @@ async function run(args, io = {}) {
   try {
     const parsed = parseCommandLine(args, env);
     if (parsed.help) {
-      stdout.write(helpText());
+      stdout.write(parsed.topic === 'config' ? configHelpText() : helpText());
       return 0;
     }
     if (parsed.version) {
@@ -80,12 +82,13 @@ async function run(args, io = {}) {
 
 /**
  * Reads a command line as `lila` would, without starting anything: what to
- * run (a Service's options), or that help or the version was asked for.
+ * run (a Service's options), or that help or the version was asked for
+ * (`lila help config`, `lila --help config`: the config file's, as `topic`).
  * Relative files (./hosts, ./lila.conf) are looked for in the current directory.
  *
  * @param {string[]} args the arguments after `lila`
  * @param {NodeJS.ProcessEnv} [env] for LILA_ADMIN_TOKEN
- * @returns {{help?: true, version?: true, check?: boolean, tool?: string,
+ * @returns {{help?: true, topic?: string, version?: true, check?: boolean, tool?: string,
  *   logger?: {format?: string, level?: string, access: boolean, accessFormat?: string}, service?: object}}
  *   tool: the other balancer whose command line it is (`equilibrio`, `tcp-balancer`)
  * @throws {LilaError} a usage error (`isUsageError`), in one sentence
@@ -94,15 +97,18 @@ function parseCommandLine(args, env = process.env) {
   let values;
   let positionals;
   let tokens;
+  // `lila help [topic]` is `lila --help [topic]`: git's and npm's spelling.
+  if (args[0] === 'help') return helpOf(args.slice(1), true);
   // Options of several words (--respond 200 ok) are taken out first.
   const taken = takeWords(args);
+  checkDashes(taken.args);
   try {
     ({ values, positionals, tokens } = parseArgs({ args: taken.args, options: parseArgsOptions(), allowPositionals: true, tokens: true }));
   } catch (err) {
-    throw new LilaError(codes.INVALID_OPTION, argumentProblem(err));
+    throw new LilaError(codes.INVALID_OPTION, argumentProblem(err, LONG_NAMES));
   }
   Object.assign(values, taken.values);
-  if (values.help) return { help: true };
+  if (values.help) return helpOf(positionals, false);
   if (values.version) return { version: true };
   // Another balancer's command line, in its own terms (equilibrio's -e, a port alone).
   const tool = readToolCommandLine(values, positionals);
@@ -113,6 +119,8 @@ function parseCommandLine(args, env = process.env) {
   if (mode === undefined) {
     throw new LilaError(codes.INVALID_OPTION, `no mode given; choose one of ${Object.keys(strategies).join(', ')}, or a path to a module`);
   }
+  const mistake = modeMistake(mode);
+  if (mistake !== null) throw new LilaError(codes.UNKNOWN_MODE, mistake);
   if (values['hash-key'] !== undefined && mode !== 'hash') {
     const why = mode === 'ip-hash' ? 'ip-hash always hashes the client ip' : `mode "${mode}" has no key`;
     throw new LilaError(codes.INVALID_OPTION, `"--hash-key" is for mode "hash"; ${why}`);
@@ -154,6 +162,17 @@ function parseCommandLine(args, env = process.env) {
 }
 
 module.exports = { run, parseCommandLine };
+
+// What help was asked for: `lila help config`, `lila --help config`. Other words after --help
+// are a command line's (lila round-robin a:1 --help), which gets the whole help; after `help`,
+// they are a mistake.
+function helpOf(words, asked) {
+  const [topic] = words;
+  if (HELP_TOPICS.includes(topic) && (words.length === 1 || !asked)) return { help: true, topic };
+  if (topic === undefined || !asked) return { help: true };
+  const hint = didYouMean(topic, HELP_TOPICS) || ': "lila help" shows the options, "lila help config" the config file';
+  throw new LilaError(codes.INVALID_OPTION, `no help on "${words.join(' ')}"${hint}`);
+}
 
 // The Logger's options; --access-log-format implies --access-log.
 function loggerOptions(options) {

@@ -107,7 +107,30 @@ function mergeRoutes(routes) {
   return merged;
 }
 
-module.exports = { mergeStatus, mergeMetrics, mergeRoutes };
+/**
+ * A config's listeners (`/status`'s, or the dashboard frames'), the same in every worker:
+ * the first worker's, with each route's requests added up. A worker that has not taken a
+ * reload yet keeps its own view.
+ *
+ * @param {{listeners?: {address: string, routes: {match: string, requests: number}[]}[]}[]} statuses
+ * @returns {object[] | undefined} undefined when the first has none
+ */
+function mergeListeners(statuses) {
+  const [first] = statuses;
+  if (first.listeners === undefined) return undefined;
+  return first.listeners.map((listener) => ({
+    ...listener,
+    routes: listener.routes.map((route) => ({
+      ...route,
+      requests: statuses.reduce((sum, status) => {
+        const same = (status.listeners || []).find((other) => other.address === listener.address);
+        return sum + (same?.routes.find((other) => other.match === route.match)?.requests || 0);
+      }, 0)
+    }))
+  }));
+}
+
+module.exports = { mergeStatus, mergeMetrics, mergeRoutes, mergeListeners };
 
 // The same backends in every worker: counts add up, up only where every worker has it up.
 function mergeBackends(lists) {
@@ -144,16 +167,7 @@ function mergeConfigured(statuses) {
     ...pool,
     backends: mergeBackends(statuses.map((status) => (status.pools || []).find((other) => other.name === pool.name)?.backends || []))
   }));
-  const listeners = first.listeners.map((listener) => ({
-    ...listener,
-    routes: listener.routes.map((route) => ({
-      ...route,
-      requests: statuses.reduce((sum, status) => {
-        const same = (status.listeners || []).find((other) => other.address === listener.address);
-        return sum + (same?.routes.find((other) => other.match === route.match)?.requests || 0);
-      }, 0)
-    }))
-  }));
+  const listeners = mergeListeners(statuses);
   return { listeners, pools, no_route: statuses.reduce((sum, status) => sum + (status.no_route || 0), 0) };
 }
 

@@ -2,7 +2,8 @@
 
 const http = require('node:http');
 const { quantile } = require('../ops/dashboard/quantile');
-const { errorRate } = require('../ops/dashboard/sampler');
+const { errorRate, soFar } = require('../ops/dashboard/sampler');
+const { mergeListeners } = require('./merge-answers');
 
 // A worker's frame older than this is left out: the worker is gone or stuck.
 const FRESH_MS = 2500;
@@ -94,8 +95,10 @@ class WorkerFrames {
 /**
  * Adds up workers' frames: `/status` merges as it does, the rates and each
  * second's histogram add up (so p50 and p99 are those of every worker's
- * requests together), open connections and requests in flight add up, and
- * a backend's health check is the failing one if any worker's fails.
+ * requests together), and so do what they did since start (before their first
+ * second), open connections and requests in flight; a backend's health check
+ * is the failing one if any worker's fails; the listeners and routes are the
+ * first worker's (every worker runs the same config), their requests added up.
  *
  * @param {object[]} frames one per worker, as `Sampler.sample` makes them
  * @param {(statuses: object[]) => object} mergeStatus
@@ -120,7 +123,10 @@ function mergeFrames(frames, mergeStatus, now = Date.now()) {
   const status = mergeStatus(frames);
   const backends = status.backends.map((backend) => {
     const { rates, check } = byName.get(backendKey(backend));
-    return { ...backend, ...addRates(rates, bounds, tcp), check };
+    const merged = { ...backend, ...addRates(rates, bounds, tcp), check };
+    // The first worker's since-start figures, which mergeStatus kept, are not every worker's.
+    if (merged.so_far === backend.so_far) delete merged.so_far;
+    return merged;
   });
   const totals = addRates(frames.map((frame) => frame.totals), bounds, false);
   return {
@@ -131,6 +137,7 @@ function mergeFrames(frames, mergeStatus, now = Date.now()) {
     open_connections: sum(frames, (frame) => frame.open_connections),
     actions: first.actions,
     duration_bounds: bounds,
+    ...(first.listeners === undefined ? {} : { listeners: mergeListeners(frames) }),
     totals: { ...totals, active: sum(frames, (frame) => frame.totals.active) },
     backends
   };
@@ -160,8 +167,15 @@ function readEvents(stream) {
   }
 }
 
-// Rates of the workers that have them (a worker's first frame has none).
+// Rates of the workers that have them (a worker's first frame has none); what they did since
+// start when every worker's has it (the whole's always; a backend's before its first second).
 function addRates(list, bounds, tcp) {
+  const out = secondsOf(list, bounds, tcp);
+  if (list.every((rates) => rates.so_far !== null && typeof rates.so_far === 'object')) out.so_far = addSoFar(list, bounds, tcp);
+  return out;
+}
+
+function secondsOf(list, bounds, tcp) {
   const known = list.filter((rates) => rates.per_second !== null && rates.per_second !== undefined);
   if (known.length === 0) {
     return { per_second: null, errors_per_second: null, error_rate: null, p50_seconds: null, p99_seconds: null, durations: null };
@@ -176,6 +190,15 @@ function addRates(list, bounds, tcp) {
   out.p99_seconds = quantile(0.99, bounds, durations);
   out.durations = durations;
   return out;
+}
+
+// What every worker did since start, added up: counts, and histograms (then p50 and p99 of all).
+function addSoFar(list, bounds, tcp) {
+  const durations = new Array(bounds.length + 1).fill(0);
+  for (const rates of list) rates.so_far.durations.forEach((count, i) => { durations[i] += count; });
+  const count = sum(list, (rates) => rates.so_far.count);
+  const errors = sum(list, (rates) => rates.so_far.errors);
+  return soFar({ count, errors, attempts: tcp ? count + errors : count, durations }, bounds);
 }
 
 function worseCheck(a, b) {

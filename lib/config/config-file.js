@@ -3,12 +3,14 @@
 const { parseArgs } = require('node:util');
 const { readConfigText } = require('./config-text');
 const { readText } = require('./read-text');
-const { OPTIONS, parseArgsOptions, readOptions, takeWords, argumentProblem } = require('./options');
+const { OPTIONS, LONG_NAMES, parseArgsOptions, readOptions, takeWords, checkDashes, argumentProblem } = require('./options');
+const { didYouMean } = require('./suggest');
 const { tlsOf } = require('./tls-options');
 const { parseServer } = require('../balancing/server-address');
 const { parseMatch } = require('../routing/route-table');
 const ListenerRoutes = require('../routing/listener-routes');
-const { at, check, readAddress, POOL_NAME } = require('./config-model');
+const { at, check, readAddress, modeMistake, POOL_NAME } = require('./config-model');
+const { routesLine } = require('./describe');
 const { codes } = require('../errors');
 
 // Where each kind of line takes options, as the option table's `scope` says.
@@ -48,7 +50,11 @@ function parseConfig(text, file) {
   // globalLines: the line each global option is on, for what a reload says of it.
   const model = { file, text, global: { proxy: {} }, globalLines: {}, pools: [], listeners: [], warnings: [] };
   const globalWords = [];
-  for (const block of readConfigText(text, file)) {
+  const blocks = readConfigText(text, file);
+  // Said before anything else: its listen line would say it has no route.
+  const loose = blocks.find((block) => block.words[0] === 'route');
+  if (loose !== undefined) throw at(file, loose.line)(routePlace(loose.words));
+  for (const block of blocks) {
     const atLine = (line) => at(file, line);
     const [keyword] = block.words;
     if (keyword.startsWith('-')) {
@@ -59,7 +65,8 @@ function parseConfig(text, file) {
     } else if (keyword === 'listen') {
       model.listeners.push(readListener(block, atLine));
     } else {
-      throw atLine(block.line)(`"${keyword}" is not a line lila knows: pool, listen, or an option (--admin ...)`);
+      const hint = didYouMean(keyword, ['pool', 'listen']);
+      throw atLine(block.line)(`"${keyword}" is not a line lila knows: pool, listen, or an option (--admin ...)${hint}`);
     }
   }
   for (const { line, words } of globalWords) {
@@ -82,9 +89,10 @@ function readArgs(words, place, fail) {
   try {
     // Options of several words (--respond 200 ok) are taken out first.
     taken = takeWords(words);
+    checkDashes(taken.args);
     parsed = parseArgs({ args: taken.args, options: parseArgsOptions(), allowPositionals: true, tokens: true, strict: true });
   } catch (err) {
-    throw fail(err.code === codes.INVALID_OPTION ? err.message : argumentProblem(err));
+    throw fail(err.code === codes.INVALID_OPTION ? err.message : argumentProblem(err, LONG_NAMES));
   }
   const { scopes, names = [], what } = PLACES[place];
   const given = [...parsed.tokens.filter((token) => token.kind === 'option').map((token) => token.name), ...Object.keys(taken.values)];
@@ -115,6 +123,8 @@ function readPool(block, at) {
   if (name === undefined) throw fail('a pool needs a name and a mode: pool NAME MODE [SERVER ...]');
   if (!POOL_NAME.test(name)) throw fail(`pool name "${name}" may hold letters, digits, ".", "_" and "-"`);
   if (mode === undefined) throw fail(`pool "${name}" needs a mode: pool ${name} round-robin ...`);
+  const mistake = modeMistake(mode);
+  if (mistake !== null) throw fail(mistake);
   const given = { ...values };
   const serverLines = servers.map((server) => ({ line: block.line, text: server }));
   for (const child of block.children) {
@@ -123,6 +133,8 @@ function readPool(block, at) {
       if (more.positionals.length > 0) throw at(child.line)(`"${more.positionals[0]}": a server goes on a line of its own`);
       Object.assign(given, more.values);
       tokens.push(...more.tokens);
+    } else if (child.words[0] === 'route') {
+      throw at(child.line)(routePlace(child.words, ', not a pool'));
     } else {
       serverLines.push({ line: child.line, text: child.words.join(',') });
     }
@@ -171,7 +183,8 @@ function readListener(block, at) {
       mergeValues(values, more.values);
       tokens.push(...more.tokens.map((token) => ({ ...token, line: child.line })));
     } else {
-      throw at(child.line)(`"${child.words[0]}": under a listen line go route lines (route MATCH POOL) and options`);
+      const hint = didYouMean(child.words[0], ['route']);
+      throw at(child.line)(`"${child.words[0]}": under a listen line go route lines (route MATCH POOL) and options${hint}`);
     }
   }
   const { host, port } = readAddress(first.positionals[0], fail);
@@ -249,6 +262,12 @@ function readRoute(child, fail) {
   return { line: child.line, text: match, host: where.host, path: where.path, targets: weighted, hashKey: values['hash-key'], actions };
 }
 
+// A route line anywhere but under a listen line: where it goes, in its own words.
+function routePlace(words, not = '') {
+  const route = words.length > 3 ? `${words.slice(0, 3).join(' ')} ...` : words.join(' ');
+  return `route lines are indented under their listen line${not}: "listen PORT", then "  ${route}" below it`;
+}
+
 // A route's options over its listen line's: the route's win, lists (headers, blocks) add up.
 function withDefaults(actions, defaults) {
   const out = { ...defaults };
@@ -287,9 +306,10 @@ function summary(model) {
   return model.listeners.map((listener) => {
     const tls = listener.options.tls !== undefined;
     const kind = listener.layer === 'http' ? (tls ? 'https' : 'http') : (tls ? 'tcp+tls' : 'tcp');
-    const pools = [...new Set(listener.routes.flatMap((route) => route.targets.map((target) => target.pool)))];
-    const count = listener.routes.length;
     const where = listener.host === undefined ? `:${listener.port}` : listener.text;
-    return `listen ${where} ${kind}: ${count} route${count === 1 ? '' : 's'} -> ${pools.length === 0 ? 'no pool (answered by lila)' : pools.join(', ')}`;
+    const { redirectHttp } = listener;
+    const redirect = redirectHttp === undefined ? ''
+      : `, redirecting http on ${redirectHttp.host === undefined ? `:${redirectHttp.port}` : `${redirectHttp.host}:${redirectHttp.port}`}`;
+    return `listen ${where} ${kind}${redirect}: ${routesLine(listener.routes)}`;
   });
 }

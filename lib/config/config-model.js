@@ -1,7 +1,9 @@
 'use strict';
 
 const { parseMatch } = require('../routing/route-table');
+const { strategies, isModulePath } = require('../balancing/strategies');
 const { validatePort } = require('./validate');
+const { didYouMean } = require('./suggest');
 const { LilaError, codes } = require('../errors');
 
 const POOL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
@@ -41,6 +43,8 @@ function modelOf(config, name = 'config') {
   for (const [poolName, options] of Object.entries(config.pools)) {
     if (!POOL_NAME.test(poolName)) throw fail(`pool name "${poolName}" may hold letters, digits, ".", "_" and "-"`);
     if (options === null || typeof options !== 'object' || options.mode === undefined) throw fail(`pool "${poolName}" needs a mode`);
+    const mistake = modeMistake(options.mode);
+    if (mistake !== null) throw fail(`pool "${poolName}": ${mistake}`);
     model.pools.push({ name: poolName, layer: options.layer || 'http', options: { ...options } });
   }
   for (const listener of config.listeners) {
@@ -90,7 +94,20 @@ function objectOf(model) {
   return { pools, listeners };
 }
 
-module.exports = { modelOf, objectOf, check, at, readAddress, POOL_NAME };
+/**
+ * What to say of a mode that is a near miss of a built-in one (`round-robbin`): its message,
+ * naming the one meant. Other unknown modes are left to the balancer, which lists them all.
+ *
+ * @param {unknown} mode
+ * @returns {string | null} `unknown mode "round-robbin"; did you mean round-robin?`, or null
+ */
+function modeMistake(mode) {
+  if (typeof mode !== 'string' || Object.hasOwn(strategies, mode) || isModulePath(mode)) return null;
+  const hint = didYouMean(mode, Object.keys(strategies));
+  return hint === '' ? null : `unknown mode "${mode}"${hint}`;
+}
+
+module.exports = { modelOf, objectOf, check, at, readAddress, modeMistake, POOL_NAME };
 
 // A route of a program's config: { match, to, hashKey }.
 function routeOf(route, fail, layer) {
@@ -159,8 +176,9 @@ function check(model, file) {
       for (const target of route.targets) {
         const pool = pools.get(target.pool);
         if (pool === undefined) {
-          const names = [...pools.keys()].join(', ') || 'none';
-          throw at(file, route.line)(`route "${route.text}" names pool "${target.pool}", which is not defined (pools: ${names})`);
+          // A near miss is named alone; else every pool, to choose from.
+          const hint = didYouMean(target.pool, pools.keys()) || ` (pools: ${[...pools.keys()].join(', ') || 'none'})`;
+          throw at(file, route.line)(`route "${route.text}" names pool "${target.pool}", which is not defined${hint}`);
         }
         if (pool.layer !== listener.layer) {
           throw at(file, route.line)(`route "${route.text}" names pool "${pool.name}", a ${pool.layer} pool, on a${listener.layer === 'http' ? 'n' : ''} ${listener.layer} listener (--layer ${listener.layer} on the pool)`);

@@ -7,6 +7,7 @@ const { validateCiphers, validateCurves } = require('../tls/profile');
 const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers } = require('./validate');
 const { parseRateLimit, validateSize, parseSticky } = require('./traffic-values');
 const { DEFAULTS, DEFAULT_DRAIN_MS, LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS } = require('./defaults');
+const { closest, didYouMean } = require('./suggest');
 const { LilaError, codes } = require('../errors');
 
 const MAX_WORKERS = 256;
@@ -264,12 +265,14 @@ const OPTIONS = [
   },
   {
     name: 'redirect-http', arg: '<[host:]port>', group: 'tls', scope: 'listener', default: 'off',
-    help: 'also listen for plain http there, answering every request with 308 to the same host and path on https',
+    help: 'on a TLS listener: also listen for plain http there, answering every request with 308 to the same host and ' +
+      'path on https (a plain listener that only redirects is --redirect-https)',
     read: hostAndPort
   },
   {
     name: 'redirect-https', group: 'route', scope: 'listener', default: 'off',
-    help: 'a plain http listener answers every request with 308 to the same host and URI on https (it needs no route)'
+    help: 'a plain http listener answers every request with 308 to the same host and URI on https (it needs no route); ' +
+      'a TLS listener names its plain port with --redirect-http PORT instead'
   },
   {
     name: 'backend-ca', arg: '<file>', group: 'tls', scope: 'global', reloads: true, default: "Node's CAs",
@@ -586,18 +589,47 @@ function takeWords(args) {
 }
 
 /**
+ * Refuses, before `util.parseArgs` reads them, the words with one dash that it would read
+ * otherwise than meant: `-port 80` is `-p` given "ort", `-xyz` the unknown `-x`.
+ * A group of short options (`-hV`) and a short one with its value (`-p8080`) are left to it.
+ *
+ * @param {string[]} args what `takeWords` leaves
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION`: `"-port" is not an option: long options take
+ *   two dashes, as in --port`
+ */
+function checkDashes(args) {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === '--') return;
+    // The value of the option before it: parseArgs says what is wrong with that.
+    if (!/^-[^-]./.test(arg) || (i > 0 && takesValue(args[i - 1]))) continue;
+    const name = arg.slice(1).split('=')[0];
+    const problem = `"-${name}" is not an option: long options take two dashes`;
+    if (LONG_NAMES.includes(name)) throw new LilaError(codes.INVALID_OPTION, `${problem}, as in --${name}`);
+    const near = /^[a-z][a-z0-9-]*$/i.test(name) ? closest(name, LONG_NAMES) : undefined;
+    if (near !== undefined) throw new LilaError(codes.INVALID_OPTION, `${problem}; did you mean --${near}?`);
+    const unknown = unknownShort(arg.slice(1));
+    if (unknown !== null) throw new LilaError(codes.INVALID_OPTION, `${problem}, and -${unknown} is not a short one`);
+  }
+}
+
+/**
  * Turns a `util.parseArgs` error into lila's one-line message.
  *
  * @param {Error & {code?: string}} err
+ * @param {string[]} [names] the long options parseArgs was given, for `did you mean --port?`
+ *   after an unknown one; none said without them
  * @returns {string}
  */
-function argumentProblem(err) {
+function argumentProblem(err, names = []) {
   // The first quoted part names the option: '--foo', or '-p, --port <value>'.
   const quoted = /'([^']*)'/.exec(err.message);
   let name = quoted === null ? '' : quoted[1].split(', ').pop().replace(' <value>', '');
   const long = OPTIONS.find((option) => option.short !== undefined && `-${option.short}` === name);
   if (long !== undefined) name = `--${long.name}`;
-  if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option "${name}"`;
+  if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    return `unknown option "${name}"${name.startsWith('--') ? didYouMean(name.slice(2), names, '--') : ''}`;
+  }
   if (err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
     if (err.message.includes('does not take')) return `"${name}" does not take a value`;
     if (err.message.includes('ambiguous')) {
@@ -610,8 +642,28 @@ function argumentProblem(err) {
 
 // The options of several words, by name.
 const WORDS = new Map(OPTIONS.filter((option) => option.words !== undefined).map((option) => [option.name, option]));
+/** Every option's long name, in the table's order: what a mistyped one is compared with. */
+const LONG_NAMES = OPTIONS.map((option) => option.name);
+const BY_SHORT = new Map(OPTIONS.filter((option) => option.short !== undefined).map((option) => [option.short, option]));
 
-module.exports = { OPTIONS, GROUPS, SCOPE_TEXT, parseArgsOptions, readOptions, takeWords, argumentProblem };
+module.exports = { OPTIONS, GROUPS, SCOPE_TEXT, LONG_NAMES, parseArgsOptions, readOptions, takeWords, checkDashes, argumentProblem };
+
+// Whether a word (`--port`, `-p`, without `=value`) is an option given its value in the next word.
+function takesValue(word) {
+  const option = word.startsWith('--') ? OPTIONS.find((o) => o.name === word.slice(2)) : BY_SHORT.get(word.slice(1));
+  return option !== undefined && option.arg !== undefined && !word.includes('=') && (word.startsWith('--') || word.length === 2);
+}
+
+// The first letter after one dash that parseArgs would read as an unknown short option, or
+// null when all are short options: flags (-hV), up to one that takes the rest as its value (-p8080).
+function unknownShort(letters) {
+  for (const letter of letters) {
+    const option = BY_SHORT.get(letter);
+    if (option === undefined) return letter;
+    if (option.arg !== undefined) return null;
+  }
+  return null;
+}
 
 // A default in milliseconds as the user writes it: 5s, 500ms, 0.
 function ms(value) {

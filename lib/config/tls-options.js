@@ -30,7 +30,7 @@ function tlsOf(options, tokens) {
     return { certificates, minVersion: options['tls-min-version'], ciphers: options['tls-ciphers'], curves: options['tls-curves'] };
   }
   for (const name of ['tls-min-version', 'tls-ciphers', 'tls-curves', 'redirect-http']) {
-    if (options[name] !== undefined) throw new LilaError(codes.INVALID_OPTION, `"--${name}" is for a TLS listener; give its certificate with --tls-cert`);
+    if (options[name] !== undefined) throw new LilaError(codes.INVALID_OPTION, `"--${name}" is for a TLS listener; give its certificate with --tls-cert (a plain listener that only redirects to https is --redirect-https)`);
   }
   return undefined;
 }

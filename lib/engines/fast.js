@@ -81,6 +81,22 @@ class FastEngine {
     this.routes = routes;
   }
 
+  /**
+   * The listener's settings changed in place (a reload): what the engine
+   * keeps of them follows — the idle timeout of connections from their next
+   * response on, the sweep, the body timeout, and the HTTP/2 settings of new
+   * and open sessions.
+   */
+  settingsChanged() {
+    const settings = this.settings;
+    this.bodyWatch.setTimeout(settings.bodyTimeout);
+    if (this.h2 !== null) this.h2.settingsChanged();
+    // A drain has its own grace, and its own sweep.
+    if (settings.draining) return;
+    this.idleTimeout = settings.keepAliveTimeout;
+    if (this.server.listening) this.sweepEvery(Math.min(settings.headerTimeout, settings.keepAliveTimeout || Infinity));
+  }
+
   /** Closes the connections that wait for a request (as `http.Server#closeIdleConnections`). */
   closeIdle() {
     for (const connection of this.connections) if (connection.idle) connection.socket.destroy();

@@ -14,6 +14,7 @@ const { HTTP_ENGINES } = require('../config/defaults');
  * - `bind(pool)`: a `PoolBinding`, what its requests use of that pool (the listener's routes
  *   hold one per pool they send to);
  * - `useRoutes(routes)`: routes what arrives from then on;
+ * - `settingsChanged()`: the listener's settings changed in place (a reload);
  * - `closeIdle()`, `closeGracefully(ms, done)`: for a close and a drain.
  * Its connections and requests read the listener's settings, logger,
  * traffic counters and routes through the engine.

@@ -51,6 +51,18 @@ class NodeEngine {
     this.routes = routes;
   }
 
+  /**
+   * The listener's settings changed in place (a reload): core `http` reads its
+   * own copies for each connection and request.
+   */
+  settingsChanged() {
+    const { server, settings } = this;
+    this.bodyWatch.setTimeout(settings.bodyTimeout);
+    server.headersTimeout = settings.headerTimeout;
+    server.maxHeaderSize = settings.maxHeaderSize;
+    if (!settings.draining) server.keepAliveTimeout = settings.keepAliveTimeout;
+  }
+
   /** Closes the connections that wait for a request. */
   closeIdle() {
     this.server.closeIdleConnections();

@@ -41,6 +41,9 @@ class TcpEngine {
     this.routes = routes;
   }
 
+  /** The listener's settings changed in place: the tcp layer reads them on each connection. */
+  settingsChanged() {}
+
   /** A tcp connection is never idle between requests: nothing to close. */
   closeIdle() {}
 

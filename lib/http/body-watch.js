@@ -40,6 +40,20 @@ class BodyWatch {
     }
   }
 
+  /**
+   * Times bodies by `timeout` from now on (a reload's new --body-timeout), those read now included.
+   *
+   * @param {number} timeout ms
+   */
+  setTimeout(timeout) {
+    if (timeout === this.timeout) return;
+    this.timeout = timeout;
+    if (this.timer === null) return;
+    clearInterval(this.timer);
+    this.timer = setInterval(sweep, Math.min(1000, Math.max(10, Math.floor(this.timeout / 4))), this);
+    this.timer.unref();
+  }
+
   /** Its body is over (whole, abandoned, or its reader gone); nothing when it was not timed. */
   end(reader) {
     if (!this.reading.delete(reader) || this.reading.size > 0) return;

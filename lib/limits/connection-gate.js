@@ -25,12 +25,20 @@ class ConnectionGate {
   /**
    * @param {import('node:net').Server} server with its engine's `connection` listeners attached
    * @param {number} max connections served at once, 1 or more
+   * @param {Iterable<import('node:net').Socket>} [serving] connections served already (a gate a reload adds to
+   *   a running listener): counted until they close
    */
-  constructor(server, max) {
+  constructor(server, max, serving = []) {
     this.server = server;
     this.max = max;
     /** Connections served now. */
     this.open = 0;
+    for (const socket of serving) {
+      if (socket.destroyed) continue;
+      socket[kGate] = this;
+      this.open++;
+      socket.once('close', servedOnClose);
+    }
     /** Connections held, oldest first. */
     this.held = new Set();
     /** Connections that had to wait, and connections closed because too many waited. */
@@ -79,6 +87,17 @@ class ConnectionGate {
       socket.removeListener('close', heldOnClose);
       if (!socket.destroyed) this.serve(socket);
     }
+  }
+
+  /**
+   * Serves up to `max` connections at once from now on (a reload's new --max-connections; Infinity:
+   * no limit): held ones are served as far as the new limit lets them.
+   *
+   * @param {number} max
+   */
+  setMax(max) {
+    this.max = max;
+    this.next();
   }
 
   /** Closes the held connections (they were never served); for a listener that stops. */

@@ -17,15 +17,16 @@ const ACME_TLS_PROTOCOL = 'acme-tls/1';
  * on the http layer.
  *
  * @param {{layer: string, settings: object, logger: object, acme: object | null}} listener before its engine is made
- * @param {{tls?: {certificates: {cert: string, key?: string}[], minVersion?: string, ciphers?: string, curves?: string} | null}} options
+ * @param {{tls?: {certificates: {cert: string, key?: string}[], minVersion?: string, ciphers?: string, curves?: string,
+ *   sessionTimeout?: number} | null}} options `sessionTimeout`: seconds a session may be resumed (300)
  * @returns {CertificateStore | null} null: no TLS here
  * @throws {import('../errors').LilaError} for a certificate that does not read
  */
 function terminateTls(listener, options) {
   if (options.tls === undefined || options.tls === null) return null;
-  const { certificates, minVersion, ciphers, curves } = options.tls;
+  const { certificates, minVersion, ciphers, curves, sessionTimeout } = options.tls;
   const store = new CertificateStore(certificates, {
-    minVersion, ciphers, curves, logger: listener.logger, managed: listener.acme === null ? null : listener.acme.certificates
+    minVersion, ciphers, curves, sessionTimeout, logger: listener.logger, managed: listener.acme === null ? null : listener.acme.certificates
   });
   const http = listener.layer === 'http';
   // The server's order decides: h2 first where it is served.
@@ -38,16 +39,15 @@ function terminateTls(listener, options) {
 
 /**
  * What stands between a listener's server and its engine, in the order a
- * connection meets it: `--max-connections`' gate, the PROXY protocol header
- * (`--accept-proxy`, before TLS), an ACME CA's TLS-ALPN-01 validations taken
- * aside; and, with TLS, the handshakes counted and the default certificate
- * following reloads.
+ * connection meets it (`--max-connections`' gate, `limitConnections`, comes
+ * before them all): the PROXY protocol header
+ * (`--accept-proxy`, before TLS; read while `listener.acceptProxy` is
+ * true), an ACME CA's TLS-ALPN-01 validations taken aside; and, with TLS,
+ * the handshakes counted and the default certificate following reloads.
  *
- * @param {import('./listener')} listener with its engine's server
- * @param {{acceptProxy?: boolean, maxConnections?: number}} options
- * @returns {ConnectionGate | null} the gate, with --max-connections
+ * @param {import('./listener')} listener with its engine's server and its `acceptProxy`
  */
-function guardConnections(listener, options) {
+function guardConnections(listener) {
   const { server, settings, traffic, logger, certificates, acme } = listener;
   if (acme !== null && certificates !== null && listener.layer === 'http') {
     const challenges = acme.challenges;
@@ -55,28 +55,50 @@ function guardConnections(listener, options) {
       protocol: ACME_TLS_PROTOCOL,
       active: () => challenges.alpnActive,
       contextFor: (name) => challenges.alpnContext(name),
-      timeout: settings.headerTimeout,
+      // Read for each connection: a reload may change it.
+      get timeout() {
+        return settings.headerTimeout;
+      },
       onAnswered: (name) => logger.debug(`acme: answered a tls-alpn-01 validation for ${name}`)
     });
   }
-  if (options.acceptProxy === true) {
-    acceptProxyProtocol(server, {
-      timeout: settings.headerTimeout,
-      tls: certificates !== null,
-      onRejected: (socket, reason) => {
-        traffic.proxyHeaderFailures++;
-        logger.debug(`client ${socket.remoteAddress}: ${reason}; closed (--accept-proxy)`);
-      }
-    });
-  }
-  const gate = options.maxConnections === undefined || options.maxConnections === 0
-    ? null
-    : new ConnectionGate(server, validateCount(options.maxConnections, 'maxConnections', 0));
+  // Always in place, reading the header only while --accept-proxy is on: a reload may turn it on or off.
+  acceptProxyProtocol(server, {
+    active: () => listener.acceptProxy,
+    get timeout() {
+      return settings.headerTimeout;
+    },
+    tls: certificates !== null,
+    onRejected: (socket, reason) => {
+      traffic.proxyHeaderFailures++;
+      logger.debug(`client ${socket.remoteAddress}: ${reason}; closed (--accept-proxy)`);
+    }
+  });
   if (certificates !== null) countHandshakes(server, certificates, traffic, logger);
-  return gate;
 }
 
-module.exports = { terminateTls, guardConnections };
+/**
+ * `--max-connections` on a listener: its gate, made when a limit is first
+ * given (counting the connections served already: a reload may add it to a
+ * running listener), its limit changed after, open to all (no limit) when
+ * it is taken away.
+ *
+ * @param {{server: object, connections?: Set<object>, connectionGate: ConnectionGate | null}} listener
+ * @param {number | undefined} maxConnections 0 or undefined: none
+ * @returns {ConnectionGate | null} the listener's gate now
+ * @throws {import('../errors').LilaError} for a count that is not one
+ */
+function limitConnections(listener, maxConnections) {
+  const max = maxConnections === undefined || maxConnections === 0 ? 0 : validateCount(maxConnections, 'maxConnections', 0);
+  const placed = listener.connectionGate;
+  if (placed !== null) {
+    placed.setMax(max === 0 ? Infinity : max);
+    return placed;
+  }
+  return max === 0 ? null : new ConnectionGate(listener.server, max, listener.connections || []);
+}
+
+module.exports = { terminateTls, guardConnections, limitConnections };
 
 // Handshakes counted; the default certificate follows reloads.
 function countHandshakes(server, certificates, traffic, logger) {

@@ -3,11 +3,12 @@
 const Logger = require('../ops/logger');
 const Traffic = require('../ops/traffic');
 const { createEngine, PoolBinding } = require('../engines');
-const { validateChoice, validatePort } = require('../config/validate');
+const { validateChoice, validateCount, validatePort } = require('../config/validate');
+const { parseRateLimit } = require('../config/traffic-values');
 const { LAYERS, HTTP_ENGINES, DEFAULT_PORT } = require('../config/defaults');
 const ListenerRoutes = require('../routing/listener-routes');
-const { listenerSettings, limitSettings } = require('./settings');
-const { terminateTls, guardConnections } = require('./client-side');
+const { listenerSettings, IN_PLACE } = require('./settings');
+const { terminateTls, guardConnections, limitConnections } = require('./client-side');
 const { listenError } = require('./listen-error');
 const { LocalProblems, probeDescriptors } = require('../net/local-errors');
 const { describeError } = require('../errors');
@@ -52,9 +53,14 @@ class Listener {
     this.bindings = new Map();
     this.routes = null;
     this.setRoutes(options.routes);
+    /** `--accept-proxy`: every connection starts with a PROXY protocol header. */
     this.acceptProxy = options.acceptProxy === true;
-    /** `--max-connections`: the gate new connections wait at; null without it. */
-    this.gate = guardConnections(this, options);
+    guardConnections(this);
+    // --max-connections: the gate new connections wait at, made with the first limit (it stays, open to all, after).
+    this.connectionGate = null;
+    this.connectionGate = limitConnections(this, options.maxConnections);
+    // The --rate-limit the rate limiter was made of: a reload that keeps it keeps its buckets.
+    this.rateLimit = options.rateLimit;
     /** Client connections open now, for the drain's deadline. */
     this.connections = new Set();
     /** Its own failures: accepting connections (EMFILE and kin), counted and logged once a burst. */
@@ -98,9 +104,12 @@ class Listener {
   }
 
   /**
-   * Whether `options` differ from this listener's only where a running
-   * listener can take them (its certificate files, --rate-limit,
-   * --max-body-size): then `update()` applies them without closing anything.
+   * Whether a running listener can take `after` in place of `before`: every
+   * client-side setting can be changed on it (its timeouts, HTTP/2 settings,
+   * limits, PROXY protocol acceptance, certificate files and TLS profile),
+   * keeping its connections; not its layer, whether TLS ends here or h2 is
+   * offered, nor, on a TLS listener, the handshake's deadline (Node fixes it
+   * when the server is made): those make a new listener.
    *
    * @param {object} before the options this listener was made with
    * @param {object} after
@@ -108,27 +117,54 @@ class Listener {
    */
   static updatable(before, after) {
     const fixed = (options) => {
-      const kept = { ...options, tls: options.tls === undefined ? null : { ...options.tls, certificates: undefined } };
-      delete kept.rateLimit;
-      delete kept.maxBodySize;
-      // In one order, whoever wrote them.
-      return JSON.stringify(Object.keys(kept).sort().map((name) => [name, kept[name]]));
+      const tls = options.tls !== undefined && options.tls !== null;
+      const headerTimeout = tls && options.headerTimeout !== undefined ? options.headerTimeout : null;
+      return JSON.stringify([options.layer || LAYERS[0], tls, options.http2 !== false, headerTimeout]);
     };
     return fixed(before) === fixed(after);
   }
 
   /**
-   * Takes what `updatable()` allows, at once: new connections and requests
-   * see the new certificates and limits.
+   * Checks the options a running listener is to take (`update`), changing nothing.
+   *
+   * @param {object} options
+   * @param {'http' | 'tcp'} layer
+   * @throws {import('../errors').LilaError} `LILA_ERR_INVALID_OPTION` naming the option
+   */
+  static checkOptions(options, layer) {
+    listenerSettings(options, layer, { rateLimiter: false });
+    if (options.rateLimit !== undefined && options.rateLimit !== null) parseRateLimit(options.rateLimit, 'rateLimit');
+    if (options.maxConnections !== undefined && options.maxConnections !== 0) validateCount(options.maxConnections, 'maxConnections', 0);
+  }
+
+  /**
+   * Takes what `updatable()` allows, at once: new connections, requests and
+   * h2 streams see the new settings; open h2 sessions get the new HTTP/2
+   * settings; held and served connections are counted against a new
+   * --max-connections; a --rate-limit that did not change keeps its buckets.
    *
    * @param {object} options
    * @param {import('../tls/certificate-store') | null} certificates read already (a reload checks them first)
    */
   update(options, certificates) {
-    const limits = limitSettings(options, this.layer);
-    if (this.settings.rateLimiter !== null) this.settings.rateLimiter.stop();
-    Object.assign(this.settings, limits);
+    const next = listenerSettings(options, this.layer, { rateLimiter: JSON.stringify(options.rateLimit) === JSON.stringify(this.rateLimit) });
+    const settings = this.settings;
+    for (const name of IN_PLACE) settings[name] = next[name];
+    if (next.rateLimiter !== undefined) {
+      if (settings.rateLimiter !== null) settings.rateLimiter.stop();
+      settings.rateLimiter = next.rateLimiter;
+      this.rateLimit = options.rateLimit;
+    }
+    this.acceptProxy = options.acceptProxy === true;
+    this.connectionGate = limitConnections(this, options.maxConnections);
     if (certificates !== null && this.certificates !== null) this.certificates.adopt(certificates);
+    this.engine.settingsChanged();
+  }
+
+  /** @returns {import('../limits/connection-gate') | null} `--max-connections`' gate, null without a limit */
+  get gate() {
+    const gate = this.connectionGate;
+    return gate !== null && gate.max !== Infinity ? gate : null;
   }
 
   /** @returns {import('../pool')[]} the pools its routes send to, each once */
@@ -270,7 +306,7 @@ class Listener {
   stopProbes() {
     clearInterval(this.descriptorProbe);
     // Connections held by --max-connections were never served: they go at once.
-    if (this.gate !== null) this.gate.close();
+    if (this.connectionGate !== null) this.connectionGate.close();
     if (this.settings.rateLimiter !== null) this.settings.rateLimiter.stop();
   }
 }

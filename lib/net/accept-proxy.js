@@ -26,7 +26,9 @@ const kPeersSet = Symbol('peersSet');
  * 'secureConnection' sockets get their client before anyone sees them.
  *
  * @param {import('node:net').Server} server with its engine's 'connection' listeners attached
- * @param {{timeout: number, tls: boolean, onRejected: (socket: import('node:net').Socket, reason: string) => void}} options
+ * @param {{timeout: number, tls: boolean, onRejected: (socket: import('node:net').Socket, reason: string) => void,
+ *   active?: () => boolean}} options `timeout` is read for each connection; `active`: whether a connection is to
+ *   start with a header now (a reload may change it), always by default
  */
 function acceptProxyProtocol(server, options) {
   const listeners = server.listeners('connection');
@@ -41,7 +43,11 @@ function acceptProxyProtocol(server, options) {
   };
   // A listener that pauses on connect (the tcp layer) gets its connection paused, as without a header.
   const resume = !options.tls && !server.pauseOnConnect;
-  server.on('connection', (socket) => readHeader(socket, options, deliver, resume));
+  const active = options.active === undefined ? () => true : options.active;
+  server.on('connection', (socket) => {
+    if (active()) readHeader(socket, options, deliver, resume);
+    else for (const listener of listeners) listener.call(server, socket);
+  });
 }
 
 /**

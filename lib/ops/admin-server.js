@@ -254,6 +254,8 @@ function configuredStatus(view) {
       address: listener.address,
       layer: listener.layer,
       tls: listener.tls,
+      // --redirect-http: where plain http is answered with 308 to this listener.
+      ...(listener.redirect === null ? {} : { redirect_http: listener.redirect }),
       routes: listener.routes.map((route) => ({
         match: route.text,
         pools: route.targets.map(({ pool, weight }) => ({ pool: pool.name, weight })),

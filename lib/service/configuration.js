@@ -94,10 +94,11 @@ class Configuration {
     const key = JSON.stringify({ host: spec.host, port: spec.port, redirect: spec.redirectHttp, engine, requestId });
     const running = this.listeners.find((item) => item.key === key && !taken.has(item));
     if (running !== undefined && Listener.updatable(running.spec.options, spec.options)) {
+      built(model, spec.line, () => Listener.checkOptions(spec.options, spec.layer));
       taken.add(running);
-      // New certificate files are read now, so that one that does not read changes nothing.
+      // New certificate files (or TLS settings) are read now, so that one that does not read changes nothing.
       const sources = spec.options.tls === undefined ? null : spec.options.tls.certificates;
-      const certificates = sources === null || JSON.stringify(sources) === JSON.stringify(running.spec.options.tls.certificates)
+      const certificates = sources === null || identityKey(spec.options.tls) === identityKey(running.spec.options.tls)
         ? null
         : built(model, (err) => lineOfFile(spec, err), () => new CertificateStore(sources, {
           ...spec.options.tls, logger: this.logger, managed: this.acme === null ? null : this.acme.certificates
@@ -266,17 +267,19 @@ class Configuration {
    *
    * @param {object} [plan] a prepared plan, before it runs
    * @returns {{single: boolean, listener: Listener | null, pool: Pool | null, listeners: {listener: Listener,
-   *   address: string, layer: string, tls: boolean, routes: object[]}[], pools: Pool[], traffic: Traffic, openConnections: number}}
+   *   address: string, layer: string, tls: boolean, redirect: string | null, routes: object[]}[], pools: Pool[], traffic: Traffic,
+   *   openConnections: number}} a listener's `redirect`: where its `--redirect-http` answers, null without one
    */
   view(plan) {
     const entries = plan === undefined
       ? this.listeners
-      : plan.listeners.map((item) => ({ listener: item.listener || item.running.listener, address: item.address || null, spec: item.spec }));
-    const listeners = entries.map(({ listener, address, spec }) => ({
+      : plan.listeners.map((item) => ({ listener: item.listener || item.running.listener, address: item.address || null, spec: item.spec, redirect: null }));
+    const listeners = entries.map(({ listener, address, spec, redirect }) => ({
       listener,
       address: address === null || address === undefined ? spec.text : formatHostPort(address.address, address.port),
       layer: listener.layer,
       tls: listener.certificates !== null,
+      redirect: redirectAddress(spec, redirect),
       routes: listener.routes.list
     }));
     const pools = [...(plan === undefined ? this.pools : plan.pools).values()].map((item) => item.pool);
@@ -311,6 +314,15 @@ function globalsOf(model) {
     resolvers: global.proxy.resolvers,
     backendTls: { ca: global['backend-ca'], insecure: global['backend-insecure'] === true }
   };
+}
+
+// Where a listener's --redirect-http answers: its server's address once open, else as the model says.
+function redirectAddress(spec, server) {
+  if (spec.redirectHttp === undefined || spec.redirectHttp === null) return null;
+  const address = server === null || server === undefined ? null : server.address();
+  if (address !== null && typeof address === 'object') return formatHostPort(address.address, address.port);
+  const { host, port } = spec.redirectHttp;
+  return host === undefined ? String(port) : formatHostPort(host, port);
 }
 
 // Builds one thing of the model, naming its line (or the line an error points to) when it is wrong.

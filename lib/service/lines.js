@@ -1,6 +1,7 @@
 'use strict';
 
 const { formatHostPort } = require('../net/address');
+const { routesLine } = require('../config/describe');
 
 /**
  * What a service says as it starts: one line per listener. A command line's
@@ -32,9 +33,8 @@ function startupLines(service, view, addresses = []) {
   const from = file === null ? '' : ` (${file}${service.watch ? ', watched' : ''})`;
   return view.listeners.map((item, index) => {
     const where = addresses[index] === undefined ? item.address : formatHostPort(addresses[index].address, addresses[index].port);
-    const pools = [...new Set(item.routes.flatMap((route) => route.targets.map((target) => target.pool.name)))];
-    const count = item.routes.length;
-    return `${label}${kindOf(item.listener)} listening on ${where}: ${count} route${count === 1 ? '' : 's'} -> ${pools.join(', ')}${from}${workers}`;
+    const redirect = item.redirect === null ? '' : `, redirecting http on ${item.redirect}`;
+    return `${label}${kindOf(item.listener)} listening on ${where}${redirect}: ${routesLine(item.routes)}${from}${workers}`;
   });
 }
 

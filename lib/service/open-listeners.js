@@ -1,7 +1,7 @@
 'use strict';
 
 const { createRedirectServer } = require('../tls/redirect-server');
-const { formatHostPort } = require('../net/address');
+const { formatHostPort, peerAddressOf } = require('../net/address');
 const { LilaError, codes } = require('../errors');
 
 /**
@@ -71,8 +71,10 @@ async function redirectFor(configuration, item, leaving) {
     }
     await stopAccepting(redirect);
   }
-  const { logger, acme } = configuration;
-  return listenRedirect(where, item.address.port, logger, acme === null ? null : acme.challenges);
+  const { logger, acme, traffic } = configuration;
+  // Its requests are counted and have their access lines as lila's own answers.
+  const answered = (request, status, ms) => traffic.request(null, status, ms, request, peerAddressOf(request.socket), 0, request.socket, null, null);
+  return listenRedirect(where, item.address.port, logger, acme === null ? null : acme.challenges, answered);
 }
 
 // Whether `item` takes the socket of `holder`, a leaving listener on its port.
@@ -88,9 +90,9 @@ function stopAccepting(server) {
   });
 }
 
-function listenRedirect(where, httpsPort, logger, challenges) {
+function listenRedirect(where, httpsPort, logger, challenges, answered) {
   // With --acme it answers HTTP-01 too, as every plain listener does.
-  const server = createRedirectServer(httpsPort, logger, challenges);
+  const server = createRedirectServer(httpsPort, logger, challenges, answered);
   return new Promise((resolve, reject) => {
     server.once('error', (err) => {
       reject(new LilaError(codes.LISTEN, `cannot listen on ${formatHostPort(where.host === undefined ? '::' : where.host, where.port)} for the http redirect: ${err.code || err.message}`));

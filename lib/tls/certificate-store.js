@@ -3,6 +3,7 @@
 const tls = require('node:tls');
 const { readCertificates, nameMatches } = require('./certificates');
 const { contextSettings } = require('./profile');
+const { SESSION_LIFETIME_S } = require('./ticket-keys');
 
 const MIN_VERSIONS = { '1.2': 'TLSv1.2', '1.3': 'TLSv1.3' };
 // Names without a certificate logged, at most.
@@ -26,9 +27,10 @@ const MAX_UNSERVED = 1000;
 class CertificateStore {
   /**
    * @param {{cert: string, key?: string}[]} sources `--tls-cert` files or directories, with their `--tls-key`
-   * @param {{minVersion?: '1.2' | '1.3', ciphers?: string, curves?: string, logger: import('../ops/logger'),
+   * @param {{minVersion?: '1.2' | '1.3', ciphers?: string, curves?: string, sessionTimeout?: number, logger: import('../ops/logger'),
    *   managed?: import('../acme/managed-certificates') | null}} options
-   *   ciphers, curves: as OpenSSL lists them (see ./profile.js for the defaults); managed: the
+   *   ciphers, curves: as OpenSSL lists them (see ./profile.js for the defaults); sessionTimeout: seconds a
+   *   session may be resumed (and the ticket lifetime hint clients get), 300 by default; managed: the
    *   certificates ACME obtains, served for names no file covers exactly (none: `sources` may be
    *   empty, and a client asking for a name without its certificate yet fails its handshake)
    * @throws {import('../errors').LilaError} `LILA_ERR_TLS_CERTIFICATE` naming a file that does not read
@@ -41,6 +43,9 @@ class CertificateStore {
       ciphers: options.ciphers,
       curves: options.curves
     });
+    // OpenSSL takes a new session's lifetime from the listener's own context (the one an SNI
+    // callback switches from), whose default is 7200 s unless given: given on every context alike.
+    this.sessionTimeout = options.sessionTimeout === undefined ? SESSION_LIFETIME_S : options.sessionTimeout;
     this.logger = options.logger;
     /** Told of every reload that changed the certificates: the listeners take the new default. */
     this.onChange = null;
@@ -155,14 +160,19 @@ class CertificateStore {
   }
 
   /**
-   * Serves the certificates of another store from now on (a reload that
-   * changed which files a listener serves), keeping this store's ticket keys.
+   * Serves the certificates of another store from now on, with its TLS
+   * settings (a reload that changed a listener's files, versions, suites,
+   * groups or session lifetime), keeping this store's ticket keys.
    *
-   * @param {CertificateStore} other read already, with the same TLS settings
+   * @param {CertificateStore} other read already
    */
   adopt(other) {
     this.sources = other.sources;
     this.managed = other.managed;
+    this.settings = other.settings;
+    this.sessionTimeout = other.sessionTimeout;
+    // Made with the settings before: made again at their next handshake.
+    this.managedContexts.clear();
     this.install(other.current);
     if (this.onChange !== null) this.onChange();
   }
@@ -228,8 +238,9 @@ class CertificateStore {
     this.current = certificates;
   }
 
+  // What resumption takes from every context: the ticket keys once shared, the session lifetime.
   ticketOptions() {
-    return this.ticketKeys === null ? {} : { ticketKeys: this.ticketKeys };
+    return this.ticketKeys === null ? { sessionTimeout: this.sessionTimeout } : { ticketKeys: this.ticketKeys, sessionTimeout: this.sessionTimeout };
   }
 
   contextOptions(group) {

@@ -17,13 +17,19 @@ const MAX_HEADER_SIZE = 16 * 1024;
  * @param {number} httpsPort where lila serves HTTPS
  * @param {import('../ops/logger')} logger
  * @param {{path: string, httpAnswer: (url: string) => string | null | Promise<string | null>} | null} [challenges] acme/challenges.js
+ * @param {((request: http.IncomingMessage, status: number, ms: number) => void) | null} [answered] told of every
+ *   request answered (for its access line and counts)
  * @returns {http.Server}
  */
-function createRedirectServer(httpsPort, logger, challenges = null) {
+function createRedirectServer(httpsPort, logger, challenges = null, answered = null) {
   const port = httpsPort === 443 ? '' : `:${httpsPort}`;
   const server = http.createServer({ maxHeaderSize: MAX_HEADER_SIZE, requestTimeout: 10000, headersTimeout: 10000 });
   server.on('request', (request, response) => {
     request.resume();
+    if (answered !== null) {
+      const startedAt = performance.now();
+      response.on('finish', () => answered(request, response.statusCode, performance.now() - startedAt));
+    }
     if (challenges !== null && request.url.startsWith(challenges.path)) {
       Promise.resolve(challenges.httpAnswer(request.url)).then((answer) => {
         response.writeHead(answer === null ? 404 : 200, { 'Content-Type': answer === null ? 'text/plain; charset=utf-8' : 'application/octet-stream' });

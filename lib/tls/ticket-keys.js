@@ -6,6 +6,8 @@ const crypto = require('node:crypto');
 const KEY_BYTES = 48;
 // How long one key encrypts the session tickets lila issues (Mozilla: rotate at least daily).
 const ROTATE_MS = 12 * 60 * 60 * 1000;
+// How long a TLS session may be resumed, and the ticket lifetime hint clients are given: 5 minutes.
+const SESSION_LIFETIME_S = 300;
 
 /**
  * The keys that encrypt TLS session tickets (TLS 1.2 tickets, TLS 1.3
@@ -16,8 +18,9 @@ const ROTATE_MS = 12 * 60 * 60 * 1000;
  *
  * Node takes one key at a time (`setTicketKeys`): a ticket made with the
  * key before a rotation is not accepted after it, and the client makes a
- * full handshake, once. Tickets live 5 minutes (Node's `sessionTimeout`),
- * so a rotation costs that to the clients of the last 5 minutes in 12 hours.
+ * full handshake, once. Sessions may be resumed for 5 minutes (every context's
+ * `sessionTimeout`, which is also the lifetime hint of the tickets clients
+ * get), so a rotation costs that to the clients of the last 5 minutes in 12 hours.
  */
 class TicketKeyRotation {
   /**
@@ -51,4 +54,4 @@ function newTicketKeys() {
   return crypto.randomBytes(KEY_BYTES);
 }
 
-module.exports = { TicketKeyRotation, newTicketKeys, KEY_BYTES };
+module.exports = { TicketKeyRotation, newTicketKeys, KEY_BYTES, SESSION_LIFETIME_S };

@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "fe726dde4255421126297345060d3ce4e858a42bea425c9a2d10097071950760"
+  sha256 "35ff936b6db2cb3ea8ce56f12d4c4ec14be9275a6380ec32345766904a557dd2"
   license "MIT"
 
   depends_on "node"

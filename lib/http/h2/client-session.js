@@ -12,6 +12,8 @@ const CLOSING_DEADLINE = 3;
 // How long a session lila closes may take to end by itself (its GOAWAY sent, the client
 // closing) before its connection is closed under it.
 const CLOSE_GRACE_MS = 1000;
+// A GOAWAY frame (RFC 9113 §6.8) with the last stream id 2^31-1 and NO_ERROR: a shutdown notice.
+const SHUTDOWN_NOTICE = Buffer.from([0, 0, 8, 0x07, 0, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
 // Rapid reset (CVE-2023-44487, RFC 9113 §10.5): once a session has opened this many
 // streams, more than half of them reset by the client before their response ended
 // is an attack, not a browser cancelling a few; as Envoy's premature-reset rule.
@@ -58,6 +60,8 @@ class ClientSession {
     this.deadlineKind = FIRST_STREAM_DEADLINE;
     // A PING sent for silence, not yet answered.
     this.pinged = false;
+    // The shutdown notice (h2c) is sent: the real GOAWAY follows its PING's round trip.
+    this.noticed = false;
     session.on('error', sessionOnError);
     // No frame either way for so long: the client may be gone without a FIN lila can see
     // (Node stops reading a socket while a write to it is pending), or read nothing.
@@ -89,6 +93,22 @@ class ClientSession {
     // A connection that closes (or a GOAWAY with an error) closes its streams with the session
     // gone; a RST_STREAM closes one stream and leaves the session.
     return stream.rstCode !== undefined && !this.session.destroyed;
+  }
+
+  /**
+   * Sends the client new SETTINGS (a reload changed the listener's).
+   *
+   * @param {import('node:http2').Settings} settings
+   */
+  updateSettings(settings) {
+    const session = this.session;
+    if (session.closed || session.destroyed) return;
+    try {
+      session.settings(settings);
+    } catch (err) {
+      // Too many SETTINGS not acknowledged yet (a client that does not answer): it keeps the ones it has.
+      this.engine.logger.debug(`client ${this.clientAddress}: h2: new settings not sent: ${err.message}`);
+    }
   }
 
   /** True when no stream is open. */
@@ -152,11 +172,44 @@ class ClientSession {
 
   /**
    * GOAWAY: no new stream; those open finish, then the connection closes.
-   * A session with streams open is asked for a PING first: one that cannot
-   * answer within a second (see the class) is closed then, not at the end of
-   * a drain.
+   * On a plain (h2c) connection it takes two steps, as RFC 9113 §6.8
+   * suggests: first a GOAWAY whose last stream id is 2^31-1 (no new
+   * stream, please: every one the client has sent is still served), then,
+   * once PINGs have made two round trips (every stream the client sent before
+   * it saw the first is in), the real one, naming the last stream processed
+   * — so no stream is refused. Over TLS, Node's session owns the socket and
+   * no frame can go between its own: the one GOAWAY goes at once, and a
+   * stream the client sent meanwhile gets REFUSED_STREAM (never processed,
+   * safe to retry, RFC 9113 §8.7). A session with streams open is asked for
+   * a PING: one that cannot answer within a second (see the class) is closed
+   * then, not at the end of a drain.
    */
   goAway() {
+    const session = this.session;
+    if (session.closed || session.destroyed || this.noticed) return;
+    if (this.socket.encrypted !== true && !this.socket.destroyed) {
+      this.noticed = true;
+      // Written between the session's own frames: each of its writes holds whole frames.
+      this.socket.write(SHUTDOWN_NOTICE);
+      // A client that does not answer the PING within a second is gone: closed then (silent()).
+      this.pinged = true;
+      // Two round trips: a client answers a PING before the streams it had queued when the
+      // notice came (nghttp2 sends PING ACKs first), and those follow the first answer.
+      session.ping(() => {
+        if (session.destroyed) return;
+        session.ping(() => {
+          this.pinged = false;
+          this.close();
+        });
+      });
+      session.setTimeout(CLOSE_GRACE_MS);
+      return;
+    }
+    this.close();
+  }
+
+  // The (real) GOAWAY: streams open finish, new ones are refused.
+  close() {
     const session = this.session;
     if (session.closed || session.destroyed) return;
     if (this.active === 0) {

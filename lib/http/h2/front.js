@@ -21,13 +21,7 @@ class H2Front {
   constructor(engine) {
     const settings = engine.settings;
     this.engine = engine;
-    this.server = http2.createServer({
-      settings: {
-        maxConcurrentStreams: settings.maxConcurrentStreams,
-        maxHeaderListSize: settings.maxHeaderSize,
-        enablePush: false
-      }
-    });
+    this.server = http2.createServer({ settings: sessionSettings(settings) });
     // The socket being handed over and its client, for the 'session' event it causes at once.
     this.incoming = null;
     this.incomingClient = '';
@@ -37,6 +31,18 @@ class H2Front {
       // HEADERS (a rapid reset) is destroyed by then, and no longer knows its session.
       session.on('stream', sessionOnStream);
     });
+  }
+
+  /**
+   * The listener's settings changed (a reload): new sessions get the new
+   * HTTP/2 settings, and open ones are sent them (a SETTINGS frame each).
+   */
+  settingsChanged() {
+    const next = sessionSettings(this.engine.settings);
+    this.server.updateSettings(next);
+    for (const connection of this.engine.connections) {
+      if (connection instanceof ClientSession) connection.updateSettings(next);
+    }
   }
 
   /**
@@ -97,6 +103,11 @@ function serveStream(session, stream, rawHeaders) {
 }
 
 module.exports = { H2Front };
+
+// The SETTINGS lila sends its h2 clients: streams at once, header list size, no push.
+function sessionSettings(settings) {
+  return { maxConcurrentStreams: settings.maxConcurrentStreams, maxHeaderListSize: settings.maxHeaderSize, enablePush: false };
+}
 
 // The 'stream' event comes a tick after its HEADERS: its session may be over by then.
 function sessionOnStream(stream, headers, flags, rawHeaders) {

@@ -16,6 +16,8 @@ class History {
     this.interval = interval;
     /** @type {{time: number, totals: (number | null)[], backends: [string, string | undefined, number | null, number | null, number | null][]}[]} */
     this.points = [];
+    /** The last point's frame, all its rates: what a page shows until its own first second. */
+    this.last = null;
   }
 
   /**
@@ -25,6 +27,13 @@ class History {
    */
   push(frame) {
     if (frame.totals.per_second === null) return;
+    this.last = {
+      time: frame.time,
+      totals: lastRates(frame.totals),
+      backends: frame.backends.map((backend) => (backend.pool === undefined
+        ? { name: backend.name, ...lastRates(backend) }
+        : { name: backend.name, pool: backend.pool, ...lastRates(backend) }))
+    };
     this.points.push({
       time: frame.time,
       totals: figures(frame.totals),
@@ -38,7 +47,9 @@ class History {
    * The points in columns, as the `history` event carries them: `times` (ms since the
    * epoch), `totals` and every backend seen (with its `pool`, with a config file) with
    * `per_second`, `errors_per_second` and `p99_seconds` arrays aligned with `times` (null
-   * where it had none).
+   * where it had none); and `last`, the last point's every rate (`time`, `totals` and
+   * `backends`, each with `per_second`, `errors_per_second`, `error_rate`, `p50_seconds` and
+   * `p99_seconds`), or null when there is no point.
    *
    * @param {number} [now] ms since the epoch
    * @returns {object}
@@ -63,7 +74,8 @@ class History {
         backend.p99_seconds[i] = p99;
       }
     });
-    return { interval_ms: this.interval, times, totals, backends: [...backends.values()] };
+    const last = this.points.length > 0 && this.last !== null && this.last.time === times[times.length - 1] ? this.last : null;
+    return { interval_ms: this.interval, times, totals, backends: [...backends.values()], last };
   }
 
   forget(now) {
@@ -78,6 +90,16 @@ module.exports = History;
 
 function figures(rates) {
   return [rates.per_second, rates.errors_per_second, rates.p99_seconds];
+}
+
+function lastRates(rates) {
+  return {
+    per_second: rates.per_second,
+    errors_per_second: rates.errors_per_second,
+    error_rate: rates.error_rate,
+    p50_seconds: rates.p50_seconds,
+    p99_seconds: rates.p99_seconds
+  };
 }
 
 function columns(length) {

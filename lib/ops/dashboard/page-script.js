@@ -30,9 +30,14 @@ function dashboardScript() {
     times: [],
     totals: emptySeries(0),
     backends: new Map(),
+    // The history's last second, every rate of it: shown until the page's own first second.
+    last: null,
     rows: new Map(),
     groups: new Map(),
-    pools: new Map()
+    pools: new Map(),
+    // The listeners as last drawn (without their counts), and what each frame updates in them.
+    listenersKey: null,
+    routes: []
   };
 
   // A backend's name is unique within its pool only: with a config file, rows and series
@@ -88,6 +93,7 @@ function dashboardScript() {
       for (const metric of METRICS) series[metric] = backend[metric].slice();
       view.backends.set(keyOf(backend), series);
     }
+    view.last = history.last !== null && typeof history.last === 'object' ? history.last : null;
   }
 
   function onSnapshot(frame) {
@@ -147,29 +153,183 @@ function dashboardScript() {
     }
     setText($('version'), frame.version);
     setText($('workers'), frame.workers === null || frame.workers === undefined ? '1 process' : `${frame.workers} workers`);
-    setText($('rate-label'), unit);
     setText($('chart-rate-title'), unit);
     setText($('rate-head'), tcp ? 'conn/s' : 'req/s');
     setText($('row-chart').options[0], unit);
+    renderTotals(frame, tcp);
+    tick();
+    const range = chartRange();
+    // No second drawn yet: "max 0" over an empty chart would read as no traffic.
+    const scale = (text) => (view.times.length === 0 ? 'waiting for the first second' : `max ${text}`);
+    setText($('chart-rate-scale'), scale(rate(draw($('chart-rate'), view.totals.per_second, range, 300, 80))));
+    setText($('chart-errors-scale'), scale(rate(draw($('chart-errors'), view.totals.errors_per_second, range, 300, 80))));
+    setText($('chart-p99-scale'), scale(duration(draw($('chart-p99'), view.totals.p99_seconds, range, 300, 80))));
+    renderListeners(frame, pools);
+    renderAdmin(frame);
+    renderRows(frame, range);
+    renderCertificates(frame);
+  }
+
+  // The rates to show of a backend (or of the whole), and where they come from. A rate needs
+  // two samples, and lila samples only while a page listens: a page that opens when none did
+  // has its first second a second later. Until then it shows what is known rather than a dash
+  // (which reads as "dead"): the last second the history has, stamped with its time, as
+  // Grafana shows a series' last value; else the counts since start beside the error rate and
+  // p50/p99 since start, as HAProxy's stats page shows each rate beside its total and
+  // Traefik's dashboard shows totals. No rate is made up from them: an average since start
+  // would pass for the traffic of now.
+  function shownRates(rates, of) {
+    if (typeof rates.per_second === 'number') return { from: 'second', ...rates };
+    const last = lastOf(of);
+    if (last !== null && typeof last.per_second === 'number') return { from: 'last', ...last };
+    if (rates.so_far !== null && typeof rates.so_far === 'object') return { from: 'start', ...rates.so_far };
+    return { from: 'none' };
+  }
+
+  // The history's last second of a backend, or of the whole (null); null when it has none.
+  function lastOf(backend) {
+    if (view.last === null) return null;
+    if (backend === null) return view.last.totals;
+    return view.last.backends.find((other) => keyOf(other) === keyOf(backend)) || null;
+  }
+
+  function renderTotals(frame, tcp) {
     const { totals } = frame;
-    setText($('total-rate'), rate(totals.per_second));
-    setText($('total-errors'), rate(totals.errors_per_second));
-    setText($('total-error-rate'), percent(totals.error_rate));
-    setText($('total-latency'), `${duration(totals.p50_seconds)} / ${duration(totals.p99_seconds)}`);
+    const unit = tcp ? 'connections' : 'requests';
+    const shown = shownRates(totals, null);
+    const soFar = totals.so_far !== null && typeof totals.so_far === 'object' ? totals.so_far : null;
+    const inAll = (count) => (soFar === null ? '' : `${count.toLocaleString('en')} in all`);
+    const when = shown.from === 'last' ? `at ${clock(view.last.time)}` : shown.from === 'start' ? 'since start' : shown.from === 'second' ? 'last second' : '';
+    // A quiet second has no error rate nor p50/p99: say why they are dashes.
+    const quiet = shown.from !== 'none' && shown.error_rate === null ? `no ${unit} ended ${shown.from === 'start' ? 'yet' : when}` : null;
+    if (shown.from === 'start') {
+      setText($('rate-label'), unit);
+      setText($('total-rate'), shown.count.toLocaleString('en'));
+      setText($('total-rate-note'), 'in all so far');
+      setText($('errors-label'), 'errors');
+      setText($('total-errors'), shown.errors.toLocaleString('en'));
+      setText($('total-errors-note'), 'in all so far');
+    } else {
+      setText($('rate-label'), `${unit}/s`);
+      setText($('total-rate'), rate(shown.per_second));
+      setText($('total-rate-note'), shown.from === 'last' ? when : inAll(soFar === null ? 0 : soFar.count));
+      setText($('errors-label'), 'errors/s');
+      setText($('total-errors'), rate(shown.errors_per_second));
+      setText($('total-errors-note'), shown.from === 'last' ? when : inAll(soFar === null ? 0 : soFar.errors));
+    }
+    setText($('total-error-rate'), percent(shown.error_rate));
+    setText($('total-error-rate-note'), quiet === null ? when : quiet);
+    setText($('total-latency'), `${duration(shown.p50_seconds)} / ${duration(shown.p99_seconds)}`);
+    setText($('total-latency-note'), quiet === null ? when : quiet);
+    for (const id of ['total-rate', 'total-errors', 'total-error-rate', 'total-latency']) $(id).classList.toggle('earlier', shown.from === 'last' || shown.from === 'start');
     setText($('open-connections'), String(frame.open_connections));
+    setText($('open-connections-note'), typeof frame.connections === 'number' ? `${frame.connections.toLocaleString('en')} accepted in all` : '');
     setText($('total-active'), String(totals.active));
     // Requests waiting for a backend at its limit, when lila has a queue (see /status).
     const queued = frame.queue !== null && typeof frame.queue === 'object' && typeof frame.queue.length === 'number';
     $('queue-tile').hidden = !queued;
     if (queued) setText($('queued'), typeof frame.queue.max === 'number' ? `${frame.queue.length} of ${frame.queue.max}` : String(frame.queue.length));
-    tick();
-    const range = chartRange();
-    setText($('chart-rate-scale'), `max ${rate(draw($('chart-rate'), view.totals.per_second, range, 300, 80))}`);
-    setText($('chart-errors-scale'), `max ${rate(draw($('chart-errors'), view.totals.errors_per_second, range, 300, 80))}`);
-    setText($('chart-p99-scale'), `max ${duration(draw($('chart-p99'), view.totals.p99_seconds, range, 300, 80))}`);
-    renderAdmin(frame);
-    renderRows(frame, range);
-    renderCertificates(frame);
+  }
+
+  // What listens, and where each route sends its requests: the config's listeners, or a
+  // command line's one (its route `*` to its one pool, shown as every request to the
+  // backends below: that pool has no name the user gave).
+  function renderListeners(frame, pools) {
+    const listeners = Array.isArray(frame.listeners) ? frame.listeners : [];
+    $('listeners-section').hidden = listeners.length === 0;
+    const single = pools === null;
+    const key = JSON.stringify([single, listeners.map((listener) => ({ ...listener, routes: listener.routes.map((route) => ({ ...route, requests: 0 })) }))]);
+    if (key !== view.listenersKey) {
+      view.listenersKey = key;
+      view.routes = [];
+      $('listeners').replaceChildren(...listeners.map((listener) => listenerCard(listener, single)));
+    }
+    // Each route's requests, and how many backends of its pools are up.
+    const up = new Map();
+    for (const backend of frame.backends) {
+      const pool = single ? '' : backend.pool;
+      const count = up.get(pool) || { up: 0, all: 0 };
+      count.all++;
+      if (backend.state === 'up') count.up++;
+      up.set(pool, count);
+    }
+    const routes = listeners.flatMap((listener) => listener.routes);
+    view.routes.forEach((shown, i) => {
+      const route = routes[i];
+      if (route === undefined) return;
+      setText(shown.requests, typeof route.requests === 'number' ? `${route.requests.toLocaleString('en')} ${route.requests === 1 ? 'request' : 'requests'}` : '');
+      for (const target of shown.targets) {
+        const count = up.get(target.pool) || { up: 0, all: 0 };
+        setText(target.health, count.all === 0 ? 'no backends' : `${count.up} of ${count.all} up`);
+        target.health.classList.toggle('error-text', count.up === 0);
+      }
+    });
+  }
+
+  function listenerCard(listener, single) {
+    const card = div('listener');
+    const head = div('listener-head');
+    const address = span('listen-address', '');
+    setWrapped(address, String(listener.address));
+    const tls = listener.tls === true;
+    const scheme = listener.layer === 'tcp' ? (tls ? 'tcp · TLS' : 'tcp') : (tls ? 'https' : 'http');
+    head.append(address, span('badge', scheme));
+    if (typeof listener.redirect_http === 'string') {
+      const redirect = span('small', '');
+      redirect.append('plain http on ');
+      const where = span('', '');
+      setWrapped(where, listener.redirect_http);
+      redirect.append(where, ': redirected to https');
+      head.append(redirect);
+    }
+    const list = document.createElement('ul');
+    list.className = 'routes';
+    for (const route of listener.routes) list.append(routeItem(route, single));
+    card.append(head, list);
+    return card;
+  }
+
+  function routeItem(route, single) {
+    const item = document.createElement('li');
+    // A command line wrote no route: its one route is said in words, not as `*`.
+    const match = span(single ? 'match every' : 'match', '');
+    if (single) setText(match, 'every request');
+    else setWrapped(match, String(route.match));
+    if (!single && route.match === '*') match.title = 'any host and path no other route matches';
+    const to = span('to', '');
+    const shown = { requests: span('small count', ''), targets: [] };
+    if (route.answers_itself === true) {
+      to.append(span('muted', 'lila answers it itself (a redirect or a fixed answer)'));
+    } else if (single) {
+      const health = span('small', '');
+      to.append(span('', 'the backends below'), ' ', health);
+      shown.targets.push({ pool: '', health });
+    } else {
+      const total = route.pools.reduce((sum, target) => sum + target.weight, 0);
+      route.pools.forEach((target, i) => {
+        if (i > 0) to.append(span('muted', ' · '));
+        const part = span('target', '');
+        const name = span('pool-name', '');
+        setWrapped(name, `pool ${target.pool}`);
+        const health = span('small', '');
+        part.append(name);
+        if (route.pools.length > 1) part.append(' ', span('share', share(target.weight, total)));
+        part.append(' ', health);
+        to.append(part);
+        shown.targets.push({ pool: target.pool, health });
+      });
+      if (typeof route.hash_key === 'string') to.append(span('small', ` · by ${route.hash_key}`));
+    }
+    item.append(match, span('arrow', '→'), to, shown.requests);
+    view.routes.push(shown);
+    return item;
+  }
+
+  // A pool's share of a weighted split, in percent.
+  function share(weight, total) {
+    if (total <= 0) return '0%';
+    const value = (weight / total) * 100;
+    return `${Number.isInteger(value) ? value : value < 10 ? value.toFixed(1) : Math.round(value)}%`;
   }
 
   // --acme: each name lila obtains a certificate for, its state and dates (/status's `acme`).
@@ -389,6 +549,7 @@ function dashboardScript() {
     cells.latency.append(row.latency);
     cells.lastError.append(row.lastError);
     cells.check.append(row.check, row.checkedAt);
+    row.figures = [cells.rate, cells.errors, cells.latency];
     row.spark.setAttribute('viewBox', '0 0 120 28');
     row.spark.setAttribute('preserveAspectRatio', 'none');
     row.spark.setAttribute('role', 'img');
@@ -453,12 +614,21 @@ function dashboardScript() {
     const effective = backend.effective_weight !== backend.weight ? ` (now ${backend.effective_weight}, slow start)` : '';
     setText(row.weight, `${backend.weight}${effective}`);
     setText(row.active, activeText(backend));
-    setText(row.rate, rate(backend.per_second));
     const total = layer === 'tcp' ? backend.connections : backend.requests;
     setText(row.requests, `${total} in all`);
-    setText(row.errors, `${rate(backend.errors_per_second)}/s`);
-    setText(row.errorShare, percent(backend.error_rate));
-    setText(row.latency, `${duration(backend.p50_seconds)} / ${duration(backend.p99_seconds)}`);
+    const shown = shownRates(backend, backend);
+    // Since start: the counts are what is known; the second's rate comes with the stream.
+    setText(row.rate, shown.from === 'start' ? '' : rate(shown.per_second));
+    setText(row.errors, shown.from === 'start' ? `${shown.errors} in all` : `${rate(shown.errors_per_second)}/s`);
+    setText(row.errorShare, percent(shown.error_rate));
+    setText(row.latency, `${duration(shown.p50_seconds)} / ${duration(shown.p99_seconds)}`);
+    const earlier = shown.from === 'last' ? `the last second seen, at ${clock(view.last.time)}`
+      : shown.from === 'start' ? 'since lila started: the rates come with the first second' : '';
+    for (const cell of row.figures) {
+      cell.classList.toggle('earlier', earlier !== '');
+      if (earlier === '') cell.removeAttribute('title');
+      else cell.title = earlier;
+    }
     setWrapped(row.lastError, backend.last_error === null || backend.last_error === undefined ? '–' : backend.last_error);
     // /status's own check: the page says what /status says.
     const { check } = backend;
@@ -682,11 +852,14 @@ function dashboardScript() {
     return age((Date.now() - (typeof at === 'number' ? at : Date.parse(at))) / 1000);
   }
 
+  function clock(at) {
+    return new Date(at).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+  }
+
   function since(iso) {
     const at = Date.parse(iso);
     if (Number.isNaN(at)) return '';
-    const time = new Date(at).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
-    return `since ${time} (${ago(at)} ago)`;
+    return `since ${clock(at)} (${ago(at)} ago)`;
   }
 
   function round(value) {

@@ -34,6 +34,8 @@ h2 { margin: 0; font-size: 16px; }
 .tile { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 8px 12px; display: flex; flex-direction: column; }
 .tile .label { font-size: 11px; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
 .tile .value { font-size: 22px; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.tile .note { font-size: 11px; color: var(--muted); min-height: 1.4em; }
+.earlier, .tile .value.earlier { color: var(--muted); }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(260px, 1fr)); gap: 8px; margin-top: 8px; }
 figure { margin: 0; background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 8px 12px; }
 figcaption { font-size: 12px; color: var(--muted); display: flex; justify-content: space-between; }
@@ -57,6 +59,24 @@ tr.pool th { font-size: 14px; padding-top: 12px; }
 .address, .since, .reason, .small { font-size: 12px; color: var(--muted); }
 .piece { white-space: nowrap; }
 .col-backend > .cell { min-width: 8em; }
+/* A backend's name and address keep their whole width, up to 20em, and only a longer one
+   wraps at its pieces: the table would otherwise give the column no more than its widest
+   piece as soon as the other columns want room (127.0.0.1: / 32001). */
+.col-backend .name, .col-backend .address { width: max-content; max-width: 20em; }
+.listeners { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 360px), 1fr)); gap: 8px; }
+.listener { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 8px 12px; min-width: 0; }
+.listener-head { display: flex; flex-wrap: wrap; align-items: baseline; gap: 2px 8px; }
+.listen-address { font-weight: 600; }
+.badge { font-size: 11px; font-weight: 600; padding: 0 6px; border-radius: 8px; background: var(--line); }
+.routes { list-style: none; margin: 6px 0 0; padding: 0; }
+.routes li { display: flex; flex-wrap: wrap; align-items: baseline; gap: 0 8px; padding: 4px 0; border-top: 1px solid var(--line); }
+.routes .match { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px; }
+.routes .match.every { font: inherit; }
+.routes .arrow { color: var(--muted); }
+.routes .to { flex: 1 1 12em; }
+.routes .target { white-space: nowrap; }
+.routes .pool-name { font-weight: 600; }
+.routes .count { margin-left: auto; white-space: nowrap; }
 .col-state > .cell { min-width: 11em; }
 .col-latency, .col-rate, .col-errors, .col-weight, .col-active { white-space: nowrap; }
 .col-lastError > .cell { min-width: 6em; }
@@ -89,6 +109,8 @@ button { cursor: pointer; }
   tbody tr { border-bottom: 1px solid var(--line); padding: 6px 0; }
   td { border: 0; padding: 2px 10px; display: grid; grid-template-columns: 7.5em minmax(0, 1fr); gap: 8px; white-space: normal; }
   td > .cell { min-width: 0 !important; }
+  .col-backend .name, .col-backend .address { width: auto; max-width: none; }
+  .routes .target { white-space: normal; }
   .piece { display: inline-block; max-width: 100%; overflow: hidden; text-overflow: ellipsis; vertical-align: top; }
   .tile .value { font-size: 18px; white-space: normal; }
   td::before { content: attr(data-label); color: var(--muted); font-size: 12px; }

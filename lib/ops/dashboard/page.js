@@ -101,18 +101,22 @@ function html(style, script) {
 </header>
 <main>
   <section class="tiles" aria-label="All backends">
-    <div class="tile"><span class="label" id="rate-label">requests/s</span><span class="value" id="total-rate">–</span></div>
-    <div class="tile"><span class="label">errors/s</span><span class="value" id="total-errors">–</span></div>
-    <div class="tile"><span class="label">error rate</span><span class="value" id="total-error-rate">–</span></div>
-    <div class="tile"><span class="label">p50 / p99</span><span class="value" id="total-latency">–</span></div>
-    <div class="tile"><span class="label">connections now</span><span class="value" id="open-connections">–</span></div>
-    <div class="tile"><span class="label">in flight</span><span class="value" id="total-active">–</span></div>
-    <div class="tile" id="queue-tile" hidden><span class="label">queued</span><span class="value" id="queued">–</span></div>
+    <div class="tile"><span class="label" id="rate-label">requests/s</span><span class="value" id="total-rate">–</span><span class="note" id="total-rate-note"></span></div>
+    <div class="tile"><span class="label" id="errors-label">errors/s</span><span class="value" id="total-errors">–</span><span class="note" id="total-errors-note"></span></div>
+    <div class="tile"><span class="label">error rate</span><span class="value" id="total-error-rate">–</span><span class="note" id="total-error-rate-note"></span></div>
+    <div class="tile"><span class="label">p50 / p99</span><span class="value" id="total-latency">–</span><span class="note" id="total-latency-note"></span></div>
+    <div class="tile"><span class="label">connections now</span><span class="value" id="open-connections">–</span><span class="note" id="open-connections-note"></span></div>
+    <div class="tile"><span class="label">in flight</span><span class="value" id="total-active">–</span><span class="note"></span></div>
+    <div class="tile" id="queue-tile" hidden><span class="label">queued</span><span class="value" id="queued">–</span><span class="note"></span></div>
   </section>
   <section class="charts" aria-label="The last 5 minutes">
     <figure><figcaption><span id="chart-rate-title">requests/s</span><span id="chart-rate-scale"></span></figcaption><svg id="chart-rate" class="chart" viewBox="0 0 300 80" preserveAspectRatio="none" role="img" aria-label="requests per second, last 5 minutes"></svg></figure>
     <figure><figcaption><span>errors/s</span><span id="chart-errors-scale"></span></figcaption><svg id="chart-errors" class="chart errors" viewBox="0 0 300 80" preserveAspectRatio="none" role="img" aria-label="errors per second, last 5 minutes"></svg></figure>
     <figure><figcaption><span>p99</span><span id="chart-p99-scale"></span></figcaption><svg id="chart-p99" class="chart latency" viewBox="0 0 300 80" preserveAspectRatio="none" role="img" aria-label="99th percentile duration, last 5 minutes"></svg></figure>
+  </section>
+  <section id="listeners-section" aria-labelledby="listeners-title" hidden>
+    <div class="bar"><h2 id="listeners-title">Listeners and routes</h2></div>
+    <div id="listeners" class="listeners"></div>
   </section>
   <section aria-labelledby="backends-title">
     <div class="bar">

@@ -19,6 +19,32 @@ const STALE_MS = 2500;
  * @property {number | null} p99_seconds
  * @property {number[] | null} durations the second's histogram: one count per bound of
  *   `duration_bounds`, then the overflow (so that workers' seconds can be added up)
+ * @property {SoFar} [so_far] what is known without a second sample: the whole's always, a
+ *   backend's only where its `per_second` is null
+ */
+
+/**
+ * @typedef {object} SoFar What one backend (or the whole) did since lila started, for a page
+ * to show before its first second has rates.
+ * @property {number} count requests (http) or connections (tcp) that ended
+ * @property {number} errors as `errors_per_second` counts them
+ * @property {number | null} error_rate
+ * @property {number | null} p50_seconds
+ * @property {number | null} p99_seconds
+ * @property {number[]} durations the histogram since start, as {@link Rates}' `durations`
+ */
+
+/**
+ * @typedef {object} ListenerFigures A listener as the page lists it: as `/status` lists a
+ * config's, with each route's `hash_key` and `answers_itself` too.
+ * @property {string} address where it listens
+ * @property {'http' | 'tcp'} layer
+ * @property {boolean} tls
+ * @property {string} [redirect_http] where its `--redirect-http` answers plain http, when it has one
+ * @property {{match: string, pools: {pool: string, weight: number}[], hash_key: string | null,
+ *   answers_itself: boolean, requests: number}[]} routes in the order given: `match` as written,
+ *   `pools` the pool or the weighted split, `answers_itself` for a route whose every request lila
+ *   answers itself (`--redirect`, `--respond`, `--redirect-https`), `requests` those it chose a pool for
  */
 
 /**
@@ -51,10 +77,11 @@ class Sampler {
   /**
    * @param {number} [now] ms since the epoch
    * @returns {object} a frame: the `/status` fields, `version`, `listen`,
-   *   `open_connections`, `actions`, `duration_bounds`, `totals` ({@link Rates} and
-   *   `active`) and every backend with its {@link Rates} and `check`; with a config file,
-   *   every pool's backends, each with its `pool`, and `pools` (`name`, `mode`, `layer`,
-   *   and `discovery` with servers found through DNS)
+   *   `open_connections`, `actions`, `duration_bounds`, `listeners` ({@link ListenerFigures}; a
+   *   command line's one listener too, with its route `*` to the pool `default`), `totals`
+   *   ({@link Rates} and `active`) and every backend with its {@link Rates} and `check`; with a
+   *   config file, every pool's backends, each with its `pool`, and `pools` (`name`, `mode`,
+   *   `layer`, and `discovery` with servers found through DNS)
    */
   sample(now = Date.now()) {
     return this.frame(now, true);
@@ -80,8 +107,10 @@ class Sampler {
     if (remember) this.previousAt = now;
     const { unrouted } = view.traffic;
     const bounds = unrouted.durations.buckets;
-    // What ended in the whole: every backend's, and lila's own answers.
-    const sums = { count: 0, errors: 0, attempts: 0, durations: new Array(bounds.length + 1).fill(0) };
+    // What ended in the whole: every backend's, and lila's own answers; in the last second
+    // (sums), and since lila started (ever).
+    const sums = emptySums(bounds);
+    const ever = emptySums(bounds);
     let active = 0;
     const backends = [];
     for (const group of groupsOf(view, status)) {
@@ -89,16 +118,21 @@ class Sampler {
       group.described.forEach((described, i) => {
         const backend = group.members[i];
         active += backend.active;
-        const delta = remember ? this.delta(backend, backend.stats, tcp ? backend.failuresTotal : fivexx(backend.stats), tcp) : null;
+        const errors = tcp ? backend.failuresTotal : fivexx(backend.stats);
+        const delta = remember ? this.delta(backend, backend.stats, errors, tcp) : null;
         if (delta !== null) add(sums, delta, !tcp);
+        const total = sinceStart(backend.stats, errors, tcp);
+        add(ever, total, !tcp);
         // State, reason and check are /status's own: the page says what /status says.
-        const rated = { ...described, ...rates(delta, seconds, comparable, bounds), check: described.check === undefined ? null : described.check };
+        const rated = { ...described, ...withSoFar(rates(delta, seconds, comparable, bounds), total, bounds), check: described.check === undefined ? null : described.check };
         backends.push(group.pool === null ? rated : { pool: group.pool.name, ...rated });
       });
     }
     // What clients saw as a whole: lila's own 5xx, and tcp connections no backend took.
-    const own = remember ? this.delta(unrouted, unrouted, fivexx(unrouted) + unrouted.connections, false) : null;
+    const ownErrors = fivexx(unrouted) + unrouted.connections;
+    const own = remember ? this.delta(unrouted, unrouted, ownErrors, false) : null;
     if (own !== null) add(sums, own, true);
+    add(ever, sinceStart(unrouted, ownErrors, false), true);
     const server = view.listener.server;
     const address = server.listening ? server.address() : null;
     const frame = {
@@ -111,7 +145,9 @@ class Sampler {
       open_connections: view.openConnections,
       actions: this.actions,
       duration_bounds: bounds,
-      totals: { ...rates(own === null ? null : sums, seconds, comparable, bounds), active },
+      listeners: view.listeners.map(describeListener),
+      // The whole's since start always: the page shows its counts beside the rates.
+      totals: { ...rates(own === null ? null : sums, seconds, comparable, bounds), so_far: soFar(ever, bounds), active },
       backends
     };
     if (!view.single) frame.pools = status.pools.map(describePool);
@@ -175,7 +211,25 @@ function rates(delta, seconds, comparable, bounds) {
   };
 }
 
-module.exports = { Sampler, rates, errorRate };
+/**
+ * What one backend (or the whole) did since start, as a page shows it before it has rates.
+ *
+ * @param {{count: number, errors: number, attempts: number, durations: number[]}} total
+ * @param {readonly number[]} bounds the histogram's upper bounds
+ * @returns {SoFar}
+ */
+function soFar(total, bounds) {
+  return {
+    count: total.count,
+    errors: total.errors,
+    error_rate: errorRate(total.errors, total.attempts),
+    p50_seconds: quantile(0.5, bounds, total.durations),
+    p99_seconds: quantile(0.99, bounds, total.durations),
+    durations: total.durations
+  };
+}
+
+module.exports = { Sampler, rates, errorRate, soFar };
 
 // The backends to sample, by pool: a command line's one pool, or every pool of a config, each
 // with the /status descriptions of its backends, in the same order.
@@ -191,6 +245,45 @@ function groupsOf(view, status) {
     // Read in the same turn as /status was: the same pools, the same backends.
     described: status.pools[i].backends
   }));
+}
+
+// Rates, and what is known since start where they have none (a first sample, a new backend).
+function withSoFar(figures, total, bounds) {
+  return figures.per_second === null ? { ...figures, so_far: soFar(total, bounds) } : figures;
+}
+
+function emptySums(bounds) {
+  return { count: 0, errors: 0, attempts: 0, durations: new Array(bounds.length + 1).fill(0) };
+}
+
+// What ended since start, in the shape of a second's delta.
+function sinceStart(stats, errors, failuresApart) {
+  const { durations } = stats;
+  const count = stats.connections + stats.requests;
+  const buckets = Array.from(durations.counts);
+  let inBounds = 0;
+  for (const n of buckets) inBounds += n;
+  buckets.push(Math.max(0, durations.count - inBounds));
+  return { count, errors, attempts: failuresApart ? count + errors : count, durations: buckets };
+}
+
+// A listener and its routes, as the page lists them (see ListenerFigures).
+function describeListener(listener) {
+  return {
+    address: listener.address,
+    layer: listener.layer,
+    tls: listener.tls,
+    // As /status names it: where plain http is answered with 308 to this listener.
+    ...(typeof listener.redirect === 'string' ? { redirect_http: listener.redirect } : {}),
+    routes: listener.routes.map((route) => ({
+      match: route.text,
+      pools: route.targets.map(({ pool, weight }) => ({ pool: pool.name, weight })),
+      hash_key: route.hashKey === undefined ? null : route.hashKey,
+      // Its pools are never asked: lila answers every request of it (a redirect, a fixed answer).
+      answers_itself: route.actions !== null && route.actions !== undefined && route.actions.answersAll === true,
+      requests: route.requests
+    }))
+  };
 }
 
 // A pool as the frame lists it (its backends are in the frame's `backends`).
