@@ -23,6 +23,9 @@ const EXACT_HOSTS = 500;
 const WILDCARDS = 400;
 const PATHS = 100;
 const PATH_HOST = 'api.example.test';
+// The conditioned case: 10 paths of PATH_HOST with 10 routes each, one per X-Tenant value.
+const HEADER_PATHS = 10;
+const HEADER_TENANTS = 10;
 const UNROUTED_HOST = 'www.unrouted.test';
 // One cycle of requests a connection goes through: 4 exact, 3 wildcard, 2 path, 1 fallback in 10.
 const CYCLE = 1000;
@@ -133,7 +136,36 @@ function configsFor(ports, { split }) {
       return { route, pool: pool.name, backends: pool.backends };
     })
   };
-  return [one, thousand];
+  return [one, thousand, conditioned(head, listen, all)];
+}
+
+// `100 header routes`: HEADER_PATHS paths of one host, each with HEADER_TENANTS routes told
+// apart by `--match-header X-Tenant:tN` and one without a condition, then `*`; all to one
+// pool. In each cycle of 10, 9 requests carry a tenant and 1 none, so that one tries every
+// conditioned route of its path and takes the plain one. Working tree only: older lilas
+// have no --match-header.
+function conditioned(head, listen, all) {
+  const routes = [];
+  for (let p = 0; p < HEADER_PATHS; p++) {
+    for (let t = 0; t < HEADER_TENANTS; t++) routes.push(`  route ${PATH_HOST}/h${p} all --match-header X-Tenant:t${t}`);
+    routes.push(`  route ${PATH_HOST}/h${p} all`);
+  }
+  routes.push('  route * all');
+  const requests = [];
+  for (let j = 0; j < CYCLE; j++) {
+    const p = (j * STRIDE) % HEADER_PATHS;
+    const t = Math.floor(j / HEADER_PATHS) % (HEADER_TENANTS + 1);
+    const tenant = t < HEADER_TENANTS ? { 'x-tenant': `t${t}` } : {};
+    const route = `${PATH_HOST}/h${p}${t < HEADER_TENANTS ? ` --match-header X-Tenant:t${t}` : ''}`;
+    requests.push({ host: PATH_HOST, path: `/h${p}/items?id=${j}`, headers: tenant, route, pool: 'all', backends: all.backends });
+  }
+  return {
+    name: `${HEADER_PATHS * HEADER_TENANTS} header routes`,
+    routes: routes.length,
+    ownOnly: true,
+    text: [...head, `pool all round-robin ${all.server}`, '', listen, ...routes, ''].join('\n'),
+    requests
+  };
 }
 
 // `--lila`: after the working tree's configurations (`lila` null), each other
@@ -146,7 +178,7 @@ function withOtherLilas(configs, lilas) {
   const all = configs.map((config) => ({ ...config, lila: null }));
   const left = [];
   for (const lila of lilas) {
-    for (const config of configs) {
+    for (const config of configs.filter((one) => one.ownOnly !== true)) {
       const name = `${config.name} @${lila.name}`;
       if (lila.readsConfig) all.push({ ...config, name, of: config.name, lila });
       else if (config.commandLine !== undefined) all.push({ ...config, name, of: config.name, lila, text: null, counted: 'requests' });
@@ -323,6 +355,8 @@ function formatReport({ configs, left, lilas, samples, options, backends, run, o
       (options.split
         ? '--split: the 1000 routes send to pools a, b and c of one backend each, in turn. '
         : 'Every route sends to the one pool of A, B and C; lila\'s count of each route\'s requests (/metrics) is checked against what was sent. ') +
+      `${HEADER_PATHS * HEADER_TENANTS} header routes: ${HEADER_PATHS} paths of one host, each with ${HEADER_TENANTS} routes told apart by ` +
+      '--match-header X-Tenant:tN and one without; 9 requests in 10 carry a tenant, 1 none (it tries every condition of its path). ' +
       `Other processes used ${others.cpu.toFixed(0)} CPU-s during the ${others.wall.toFixed(0)} s of the run ` +
       `(${others.share.toFixed(0)}% of the machine).`,
     '',
@@ -348,6 +382,7 @@ function formatReport({ configs, left, lilas, samples, options, backends, run, o
   lines.push(
     '',
     text,
+    ratioLine(configs, samples, 2, 0).text,
     `${judged >= BOUND ? 'ok' : 'MISS'}: the issue allows at most ${Math.round((1 - BOUND) * 100)}% fewer; ` +
       `the lower of the two is ${judged.toFixed(3)}${judged >= BOUND ? ', at least' : ', under'} ${BOUND}.`
   );
@@ -436,7 +471,7 @@ async function runLoad({ port, connections, duration, pids, requests }) {
   const options = {
     url: `http://127.0.0.1:${port}/`,
     connections,
-    requests: requests.map(({ host, path: target }, check) => ({ method: 'GET', path: target, headers: { host }, check })),
+    requests: requests.map(({ host, path: target, headers }, check) => ({ method: 'GET', path: target, headers: { host, ...headers }, check })),
     setupClient: (client) => {
       const iterator = client.requestIterator;
       iterator.recordBody = recordBody;

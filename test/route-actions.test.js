@@ -635,7 +635,7 @@ describe('route actions', function () {
         name: 'route options on a tcp listener',
         lines: () => ['pool db round-robin 127.0.0.1:5432 --layer tcp', 'listen 127.0.0.1:5433 --layer tcp', '  route * db --response-header "X-A: 1"'],
         line: 3,
-        message: 'route "*": route options such as --strip-prefix act on http requests; a tcp listener\'s routes only choose a pool'
+        message: 'route "*": route options such as --strip-prefix or --match-header act on http requests; a tcp listener\'s routes only choose a pool'
       },
       {
         name: 'an --error-page file that cannot be read',

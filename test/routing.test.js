@@ -245,11 +245,22 @@ describe('parseMatch', () => {
     ['api.example.com/a/b/c', { host: 'api.example.com', path: '/a/b/c' }]
   ];
   for (const [text, expected] of valid) {
-    it(`reads "${text}"`, () => assert.deepEqual(parseMatch(text), expected));
+    it(`reads "${text}"`, () => assert.deepEqual(parseMatch(text), { ...expected, pathKind: 'prefix' }));
+  }
+  const kinds = [
+    ['=/login', { host: null, path: '/login', pathKind: 'exact' }],
+    ['example.com=/login', { host: 'example.com', path: '/login', pathKind: 'exact' }],
+    ['~^/users/[0-9]+/avatar$', { host: null, path: '^/users/[0-9]+/avatar$', pathKind: 'regex' }],
+    ['Example.com~^/users/', { host: 'example.com', path: '^/users/', pathKind: 'regex' }],
+    ['*=/', { host: null, path: '/', pathKind: 'exact' }],
+    ['*.example.com~\\.php$', { host: '*.example.com', path: '\\.php$', pathKind: 'regex' }]
+  ];
+  for (const [text, expected] of kinds) {
+    it(`reads "${text}" as nginx's location writes it`, () => assert.deepEqual(parseMatch(text), expected));
   }
 
   const refused = [
-    ['', 'a route match must be HOST, HOST/PATH, /PATH or *, received ""'],
+    ['', 'a route match must be HOST, HOST/PATH, HOST=/PATH, HOST~REGEX, /PATH or *, received ""'],
     ['api.example.com:8080/v1', 'route match "api.example.com:8080/v1": host "api.example.com:8080" has a port: routes match the host name only'],
     ['exa mple.com', 'route match "exa mple.com": host "exa mple.com" is not a DNS name, *.name, * or an IP address (IPv6 in brackets)'],
     ['/api?x=1', 'route match "/api?x=1": path "/api?x=1" must start with "/" and hold no "?", "#", spaces or control characters'],
@@ -257,7 +268,11 @@ describe('parseMatch', () => {
     ['**', null],
     ['*.', null],
     ['::1/api', null],
-    ['http://api.example.com/', null]
+    ['http://api.example.com/', null],
+    // V8's own words follow: they vary between versions.
+    ['~^/users/(', null],
+    ['example.com~', 'route match "example.com~": regular expression is empty: write ~ and the expression, as ~^/users/[0-9]+$'],
+    ['=login', 'route match "=login": exact path "login" must start with "/" and hold no "?", "#", spaces or control characters']
   ];
   for (const [text, message] of refused) {
     it(`refuses "${text}" in one line`, () => {

@@ -9,7 +9,7 @@ const INDENT = 24;
 // What `lila help <topic>` and `lila --help <topic>` know.
 const HELP_TOPICS = ['config'];
 // Where an option goes in a config file, as `--help` tags it, by its scope (none: the command line only).
-const SCOPE_TAGS = { global: '[global]', pool: '[pool]', listener: '[listen]', layer: '[pool, listen]', route: '[route]' };
+const SCOPE_TAGS = { global: '[global]', pool: '[pool]', listener: '[listen]', layer: '[pool, listen]', route: '[route]', match: '[route line]' };
 
 const HEAD = `Usage: lila <mode> <server> [server ...] [options]
        lila <mode> --hosts <file> [options]
@@ -66,10 +66,11 @@ lila alone where ./lila.conf is); "lila help config" tells all of it:
     route api.example.com/v1 api      route MATCH TARGET [OPTIONS], indented
     route * web                       under its listen line
   MATCH is HOST[/PATH] or /PATH, *.suffix (any name under suffix) or * (any
-  host); TARGET is a pool, or a weighted split between pools: a=90 b=10.
+  host); =/PATH is an exact path, ~REGEX a regular expression; TARGET is a
+  pool, or a weighted split between pools: a=90 b=10.
   Each option below says where it goes in the file: [pool], [listen], [route]
-  (a route line, or a listen line for all its routes) or [global] (a line of
-  its own); one without is for the command line only.
+  (a route line, or a listen line for all its routes), [route line] or
+  [global] (a line of its own); one without is for the command line only.
 `;
 
 const TAIL = `
@@ -138,11 +139,17 @@ Lines:
       Indented under its listen line: the requests that MATCH go to TARGET.
       MATCH   HOST, HOST/PATH or /PATH; *.suffix for any name under suffix
               (a.example.com, a.b.example.com, not example.com); * for any
-              host. The exact host wins, then the longest *.suffix, then
-              the routes without a host; within a host, the longest path
-              prefix on a "/" boundary (/api matches /api/users, not /apix);
-              a tie, the first line. No match: 404 (http) or closed (tcp).
-              A tcp listener matches the TLS server name (SNI), not a path.
+              host. A path is a prefix (/api), exact (=/login) or a
+              regular expression ("~^/users/[0-9]+$"), after a host or
+              alone. The exact host wins, then the longest *.suffix, then
+              the routes without a host; within a host, an exact path, then
+              regular expressions in file order, then the longest prefix on
+              a "/" boundary (/api matches /api/users, not /apix). Routes
+              of one path: a --match-method first, then more --match-header
+              and --match-cookie, then more --match-query, then the first
+              line; one whose conditions fail passes the request on to the
+              next. No match: 404 (http) or closed (tcp). A tcp listener
+              matches the TLS server name (SNI), not a path.
       TARGET  a pool, or a weighted split between pools (api=95 canary=5)
               that keeps each key in one pool with --hash-key. A route that
               answers itself (--redirect, --respond) needs no TARGET.
@@ -204,6 +211,7 @@ function configHelpText() {
     '  [route] a route line, or a listen line for all of its routes (a route\'s\n' +
     '  own value wins, lists such as --request-header add up); a route line\n' +
     `  also takes --hash-key, the key of its split:\n${list('route')}` +
+    `  [route line] a route line only: conditions a request must meet, all of\n  them, to take the route:\n${list('match')}` +
     `  The command line only:\n${list('command')}` +
     CONFIG_TAIL;
 }

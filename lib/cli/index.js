@@ -125,6 +125,11 @@ function parseCommandLine(args, env = process.env) {
     const why = mode === 'ip-hash' ? 'ip-hash always hashes the client ip' : `mode "${mode}" has no key`;
     throw new LilaError(codes.INVALID_OPTION, `"--hash-key" is for mode "hash"; ${why}`);
   }
+  // A command line has one route, *, taking every request: conditions are a config file's routes'.
+  const routeLineOnly = OPTIONS.find((option) => option.scope === 'match' && values[option.name] !== undefined);
+  if (routeLineOnly !== undefined) {
+    throw new LilaError(codes.INVALID_OPTION, `"--${routeLineOnly.name}" chooses between routes: give it on a route line of a config file (lila help config)`);
+  }
   const options = readOptions(values);
   const hostsFile = tool === null ? hostsFileOf(options.hosts, servers) : tool.hostsFile;
   // The one route of a command line matches every host: ACME has no name to order.
@@ -198,7 +203,7 @@ function configFileOf(values, positionals) {
 function parseConfigured(file, values, env) {
   for (const option of OPTIONS) {
     if (values[option.name] === undefined || option.scope === 'global' || ['config', 'check'].includes(option.name)) continue;
-    const line = { layer: 'a pool or listen', pool: 'a pool', route: 'a route or listen' }[option.scope] || 'a listen';
+    const line = { layer: 'a pool or listen', pool: 'a pool', route: 'a route or listen', match: 'a route' }[option.scope] || 'a listen';
     throw new LilaError(codes.INVALID_OPTION, `"--${option.name}" goes in the config file, on ${option.scope === 'command' ? 'no line: it is for a command line without --config' : `${line} line`}`);
   }
   // The command line's global options win over the file's, at start and at every reload.

@@ -7,7 +7,7 @@ const { OPTIONS, LONG_NAMES, parseArgsOptions, readOptions, takeWords, checkDash
 const { didYouMean } = require('./suggest');
 const { tlsOf } = require('./tls-options');
 const { parseServer } = require('../balancing/server-address');
-const { parseMatch } = require('../routing/route-table');
+const { parseMatch } = require('../routing/route-match');
 const ListenerRoutes = require('../routing/listener-routes');
 const { at, check, readAddress, modeMistake, POOL_NAME } = require('./config-model');
 const { routesLine } = require('./describe');
@@ -19,10 +19,11 @@ const PLACES = {
   pool: { scopes: ['pool', 'layer'], what: 'a pool' },
   // A listen line's route options are those of each of its routes.
   listener: { scopes: ['listener', 'layer', 'route'], what: 'a listen line' },
-  route: { scopes: ['route'], names: ['hash-key'], what: 'a route' }
+  route: { scopes: ['route', 'match'], names: ['hash-key'], what: 'a route' }
 };
 const SCOPE_PLACES = {
-  global: 'a line of its own', pool: 'a pool', listener: 'a listen line', layer: 'a pool or a listen line', route: 'a route or a listen line', command: 'the command line'
+  global: 'a line of its own', pool: 'a pool', listener: 'a listen line', layer: 'a pool or a listen line', route: 'a route or a listen line',
+  match: 'a route line', command: 'the command line'
 };
 const BY_NAME = new Map(OPTIONS.map((option) => [option.name, option]));
 const BY_ACTION = new Map(OPTIONS.filter((option) => option.action !== undefined).map((option) => [option.action, option]));
@@ -259,7 +260,7 @@ function readRoute(child, fail) {
     return pair === null ? { pool: target, weight: 1 } : { pool: pair[1], weight: Number(pair[2]) };
   });
   const { actions } = readAt(values, fail);
-  return { line: child.line, text: match, host: where.host, path: where.path, targets: weighted, hashKey: values['hash-key'], actions };
+  return { line: child.line, text: match, host: where.host, path: where.path, pathKind: where.pathKind, targets: weighted, hashKey: values['hash-key'], actions };
 }
 
 // A route line anywhere but under a listen line: where it goes, in its own words.

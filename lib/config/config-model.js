@@ -1,6 +1,6 @@
 'use strict';
 
-const { parseMatch } = require('../routing/route-table');
+const { parseMatch } = require('../routing/route-match');
 const { strategies, isModulePath } = require('../balancing/strategies');
 const { validatePort } = require('./validate');
 const { didYouMean } = require('./suggest');
@@ -127,7 +127,7 @@ function routeOf(route, fail, layer) {
   // The rest are route options, by their library names (stripPrefix, responseHeader, ...).
   const answers = actions.redirect !== undefined || actions.respond !== undefined;
   if (targets.length === 0 && !answers) throw fail(`route "${match}" needs a pool: to: "POOL", or { POOL: weight, ... }`);
-  return { text: match, host: where.host, path: where.path, targets, hashKey, actions };
+  return { text: match, host: where.host, path: where.path, pathKind: where.pathKind, targets, hashKey, actions };
 }
 
 
@@ -170,7 +170,9 @@ function check(model, file) {
     addresses.set(address, listener.line);
     const routes = new Map();
     for (const route of listener.routes) {
-      const key = `${route.host}\n${route.path}`;
+      // One host and path may have several routes, told apart by their conditions.
+      const { matchMethod, matchHeader, matchQuery, matchCookie } = route.actions || {};
+      const key = JSON.stringify([route.host, route.pathKind || 'prefix', route.path, matchMethod, matchHeader, matchQuery, matchCookie]);
       if (routes.has(key)) throw at(file, route.line)((routes.get(key) === undefined ? `route "${route.text}" is given twice` : `route "${route.text}" is already on line ${routes.get(key)}`));
       routes.set(key, route.line);
       for (const target of route.targets) {

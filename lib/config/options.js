@@ -374,6 +374,25 @@ const OPTIONS = [
     read: workerCount
   },
   {
+    name: 'match-method', arg: '<methods>', group: 'match', scope: 'match', default: 'any', action: 'matchMethod', multiple: true,
+    help: 'the route takes only requests of these methods, comma-separated: GET,HEAD'
+  },
+  {
+    name: 'match-header', arg: '<field>', group: 'match', scope: 'match', default: 'none', action: 'matchHeader', multiple: true,
+    words: { min: 1, max: 1 }, read: (lists) => lists.map(([field]) => field),
+    help: '"Name: value" or "Name: ~regex": the route takes only requests with that field, of that value or matching ' +
+      '(the name in any case); repeatable, all must hold'
+  },
+  {
+    name: 'match-query', arg: '<name=value>', group: 'match', scope: 'match', default: 'none', action: 'matchQuery', multiple: true,
+    help: 'name=value or name=~regex: only requests with that query parameter (its first value, percent-decoded), ' +
+      'of that value or matching'
+  },
+  {
+    name: 'match-cookie', arg: '<name=value>', group: 'match', scope: 'match', default: 'none', action: 'matchCookie', multiple: true,
+    help: 'name=value or name=~regex: only requests with that cookie, of that value or matching'
+  },
+  {
     name: 'strip-prefix', group: 'route', scope: 'route', default: 'off', action: 'stripPrefix',
     help: "the backend gets the path without the route's path prefix: route /api with /api/users sends /users, /api sends /"
   },
@@ -482,6 +501,7 @@ const SCOPE_TEXT = {
   listener: 'listen',
   layer: 'pool and listen',
   route: 'route and listen',
+  match: 'route',
   command: 'command line only'
 };
 
@@ -506,6 +526,7 @@ const GROUPS = {
   admin: 'Admin API',
   logging: 'Logging (to stderr only)',
   workers: 'Workers',
+  match: 'What a route takes, besides its host and path (route lines only; all must hold)',
   route: 'What a route does to a request (route and listen lines, or the command line)',
   equilibrio: "equilibrio's command line (lila -e host:port -e host:port -t ip-hash)"
 };

@@ -13,12 +13,13 @@ const DOT_SEGMENT = /(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
  *   traffic: import('../ops/traffic')}} engine the listener's engine
  * @param {string | undefined} host the Host (or :authority) as received
  * @param {string} url the request target, origin-form
+ * @param {object} request what routes' conditions read: `method`, `url`, `headers`
  * @returns {import('../routing/listener-routes').Route | null}
  */
-function routeOf(engine, host, url) {
+function routeOf(engine, host, url, request) {
   // A path with dot-segments is routed nowhere (noRoute answers 400): a backend resolving
   // /public/../admin would serve /admin through the route of /public, past its --allow.
-  const route = hasDotSegment(url) ? null : engine.routes.match(host, url);
+  const route = hasDotSegment(url) ? null : engine.routes.match(host, url, request);
   if (route === null) engine.traffic.noRoute++;
   return route;
 }

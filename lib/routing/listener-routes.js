@@ -4,6 +4,7 @@ const { RouteTable } = require('./route-table');
 const { WeightedSplit } = require('./weighted-split');
 const { parseHashKey, parseHashKeyOn, keyReader } = require('../balancing/strategies/hash-key');
 const RouteActions = require('../actions/route-actions');
+const RouteConditions = require('./route-conditions');
 const ChallengeActions = require('../actions/acme-challenge');
 const { LilaError, codes } = require('../errors');
 
@@ -13,22 +14,32 @@ const { LilaError, codes } = require('../errors');
  */
 class Route {
   /**
-   * @param {{text: string, host: string | null, path: string | null, hashKey?: string,
-   *   targets: {pool: {name: string}, weight: number}[]}} spec
+   * @param {{text: string, host: string | null, path: string | null, pathKind?: 'prefix' | 'exact' | 'regex', hashKey?: string,
+   *   targets: {pool: {name: string}, weight: number}[], actions?: object}} spec `actions`: its route options, --match-* among them
    * @param {(pool: object) => object} bindingOf
    * @param {'http' | 'tcp'} layer
    */
   constructor(spec, bindingOf, layer) {
-    this.text = spec.text;
+    const { matchMethod, matchHeader, matchQuery, matchCookie, ...actions } = spec.actions || {};
+    /** What it asks of a request besides its host and path (--match-*); null: nothing. */
+    this.conditions = RouteConditions.from({ matchMethod, matchHeader, matchQuery, matchCookie }, `route "${spec.text}"`);
+    /** Its match and conditions as the config file writes them: its name in /status, /metrics and access lines. */
+    this.text = this.conditions === null ? spec.text : `${spec.text} ${this.conditions.text}`;
     this.host = spec.host;
     this.path = spec.path;
+    /** How its path matches: a prefix, exactly, or a regular expression. */
+    this.pathKind = spec.pathKind === undefined ? 'prefix' : spec.pathKind;
     this.targets = spec.targets;
     /** Requests (http) or connections (tcp) it has chosen a pool for. */
     this.requests = 0;
     /** What it does to a request besides choosing its pool (route options); null: nothing. */
-    this.actions = spec.routeActions !== undefined ? spec.routeActions : RouteActions.from(spec.actions, spec);
-    if (this.actions !== null && layer === 'tcp') {
-      throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": route options such as --strip-prefix act on http requests; a tcp listener's routes only choose a pool`);
+    if (this.pathKind !== 'prefix' && actions.stripPrefix === true) {
+      throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": --strip-prefix removes a route's path prefix; an exact path or a regular expression has none: use --rewrite`);
+    }
+    this.actions = spec.routeActions !== undefined ? spec.routeActions
+      : RouteActions.from(actions, this.pathKind === 'prefix' ? spec : { ...spec, path: null });
+    if ((this.actions !== null || this.conditions !== null) && layer === 'tcp') {
+      throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": route options such as --strip-prefix or --match-header act on http requests; a tcp listener's routes only choose a pool`);
     }
     if (spec.targets.length === 0 && !(this.actions !== null && this.actions.answersAll)) {
       throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}" names no pool`);
@@ -102,11 +113,12 @@ class ListenerRoutes {
   /**
    * @param {string | undefined} host as received (any case, maybe a port)
    * @param {string} url the request target (its query is not matched)
+   * @param {object} [request] what routes' conditions read (method, url, headers)
    * @returns {Route | null}
    */
-  match(host, url) {
+  match(host, url, request) {
     if (this.challenge !== null && url.startsWith(this.challenge.path)) return this.challenge;
-    return this.table.match(host, url);
+    return this.table.match(host, url, request);
   }
 }
 

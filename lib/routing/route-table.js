@@ -1,16 +1,8 @@
 'use strict';
 
-const net = require('node:net');
+const { parseMatch, readHost, readPath, readRegex } = require('./route-match');
 const { LilaError, codes } = require('../errors');
 
-// One DNS label (RFC 1123), plus `_`, which internal names use and lila's server hosts accept.
-const LABEL = /^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$/;
-// A last label of digits only is no host name (RFC 3696 §2): `1.2.3` is a mistyped address.
-const DIGITS = /^[0-9]+$/;
-const MAX_NAME = 253;
-// A route path is compared as bytes: it starts with `/`; a query, a fragment, spaces and
-// control characters could never match a request path.
-const PATH = /^\/[^?#\s\x00-\x1f\x7f]*$/;
 const CHAR_SLASH = 0x2f;
 const CHAR_DOT = 0x2e;
 const CHAR_BRACKET = 0x5b;
@@ -24,9 +16,20 @@ const CHAR_Z = 0x5a;
  * host: the routes of the exact host; else those of the longest `*.suffix`
  * the host is under (one label or more: `*.example.com` takes
  * `a.b.example.com`, not `example.com`); else the routes without a host.
- * The chosen host's routes then choose by path: the longest route path that
- * is a prefix of the request path on a segment boundary, the first in the
- * array among equals.
+ * The chosen host's routes then choose by path: an exact path first; then
+ * the regular expressions, in the array's order (the first route of each
+ * expression places it); then the longest route
+ * path that is a prefix of the request path on a segment boundary. A route
+ * whose conditions (`RouteConditions`: method, headers, query, cookies) the
+ * request does not meet is passed over for the next candidate; among
+ * routes of one path, the higher `conditions.rank` first (a method
+ * condition, then more headers, then more query parameters, as Gateway
+ * API's HTTPRoute orders them), then the first in the array.
+ *
+ * Regular expressions come before prefixes, as nginx's `location ~` does
+ * and Envoy Gateway orders them: after them, a route for `/` or `*` (which
+ * most configs have) would take every path a regular expression was written
+ * for.
  *
  * A host that has routes answers alone: when none of its paths match,
  * `match()` returns null (the caller's 404) and does not fall back to a
@@ -38,10 +41,12 @@ const CHAR_Z = 0x5a;
  */
 class RouteTable {
   /**
-   * @param {Array<{host?: string | null, path?: string | null}>} routes in file order;
+   * @param {Array<{host?: string | null, path?: string | null, pathKind?: 'prefix' | 'exact' | 'regex',
+   *   conditions?: {rank: number, holds: (request: object) => boolean} | null}>} routes in file order;
    *   `host` is `api.example.com`, `*.example.com`, an IP address (IPv6 in brackets), or
-   *   null or `*` for any host; `path` starts with `/`, or is null for any path. Their other
-   *   properties are the caller's: `match()` returns the objects themselves
+   *   null or `*` for any host; `path` starts with `/`, or is null for any path (a regular
+   *   expression's source, for `pathKind: 'regex'`). Their other properties are the caller's:
+   *   `match()` returns the objects themselves
    * @throws {LilaError} `LILA_ERR_INVALID_OPTION` naming a host or path that is not one of these
    */
   constructor(routes) {
@@ -53,10 +58,10 @@ class RouteTable {
     this.shortestSuffix = Infinity;
     this.longestSuffix = 0;
     this.suffixLengths = new Set();
-    for (const route of routes) {
+    for (const [order, route] of routes.entries()) {
       if (route === null || typeof route !== 'object') throw invalid(`a route must be an object, received ${route}`);
       const host = readHost(route.host, 'route host');
-      const entry = { path: readPath(route.path, 'route path'), route };
+      const entry = entryOf(route, order);
       if (host === null) {
         if (this.anyHost === null) this.anyHost = [];
         this.anyHost.push(entry);
@@ -87,23 +92,25 @@ class RouteTable {
    * @param {string} [host] the Host as received: any case, maybe a port, a trailing dot,
    *   an IPv6 address in brackets; missing or empty, only the routes without a host match
    * @param {string} [path] the request path, maybe with a query
+   * @param {object} [request] what routes' conditions read (`method`, `url`, `headers`); without
+   *   it, no route with conditions matches
    * @returns {object | null} the route, or null when none matches
    */
-  match(host, path) {
+  match(host, path, request) {
     if (typeof path !== 'string') path = '';
     // No route names a host (a one-line lila): the Host is not even read.
-    if (this.exact.size === 0 && this.wildcards.size === 0) return this.anyHost === null ? null : matchPath(this.anyHost, path);
+    if (this.exact.size === 0 && this.wildcards.size === 0) return this.anyHost === null ? null : matchPath(this.anyHost, path, request);
     // A Host written as routes are (lower case, no port) is found as it came: a name the map
     // holds is its own normal form.
     if (typeof host === 'string') {
       const entries = this.exact.get(host);
-      if (entries !== undefined) return matchPath(entries, path);
+      if (entries !== undefined) return matchPath(entries, path, request);
     }
     const name = normalizeHost(host);
-    if (name === null) return this.anyHost === null ? null : matchPath(this.anyHost, path);
+    if (name === null) return this.anyHost === null ? null : matchPath(this.anyHost, path, request);
     if (name !== host) {
       const entries = this.exact.get(name);
-      if (entries !== undefined) return matchPath(entries, path);
+      if (entries !== undefined) return matchPath(entries, path, request);
     }
     if (this.wildcards.size !== 0) {
       // Left to right, the first suffix found is the longest.
@@ -113,10 +120,10 @@ class RouteTable {
         // At dot 0 the label before the suffix would be empty.
         if (dot === 0 || length > this.longestSuffix || !this.suffixLengths.has(length)) continue;
         const found = this.wildcards.get(name.slice(dot + 1));
-        if (found !== undefined) return matchPath(found, path);
+        if (found !== undefined) return matchPath(found, path, request);
       }
     }
-    return this.anyHost === null ? null : matchPath(this.anyHost, path);
+    return this.anyHost === null ? null : matchPath(this.anyHost, path, request);
   }
 }
 
@@ -152,44 +159,38 @@ function normalizeHost(text) {
   return upper ? host.toLowerCase() : host;
 }
 
-/**
- * Reads a route's match as the configuration writes it: `HOST`, `HOST/PATH`,
- * `/PATH` or `*` (any host, any path; before a path, `*` is any host too).
- * HOST is a name, `*.name` or an IP address (IPv6 in brackets), without a
- * port.
- *
- * @param {string} text
- * @returns {{host: string | null, path: string | null}} the host in lower case without
- *   a trailing dot, null for any; the path as written, null for any
- * @throws {LilaError} `LILA_ERR_INVALID_OPTION`, one line naming the text and what is wrong
- */
-function parseMatch(text) {
-  if (typeof text !== 'string' || text.length === 0) {
-    throw invalid(`a route match must be HOST, HOST/PATH, /PATH or *, received "${text}"`);
-  }
-  const slash = text.indexOf('/');
-  const hostText = slash === -1 ? text : text.slice(0, slash);
-  const pathText = slash === -1 ? null : text.slice(slash);
-  const where = `route match "${text}":`;
-  return { host: slash === 0 ? null : readHost(hostText, `${where} host`), path: readPath(pathText, `${where} path`) };
-}
-
 module.exports = { RouteTable, normalizeHost, parseMatch };
 
 /**
- * A host's routes by path: those under a first segment (`/api`, `/api/v1` under `api`) in a
- * map, each list longest first; those that take any first segment (`/`, any path) apart. A
- * request's path is looked up by its own first segment: on segment boundaries, only routes
- * under that segment can match it, and all of them are longer than the others.
+ * A host's routes by path: exact paths in a map; regular expressions in a
+ * list, in file order; prefixes under a first segment (`/api`, `/api/v1`
+ * under `api`) in a map, each list longest first; those that take any first
+ * segment (`/`, any path) apart. A request's path is looked up by its own
+ * first segment: on segment boundaries, only prefixes under that segment can
+ * match it, and all of them are longer than the others. Routes of one path
+ * are ordered by their conditions' rank.
  *
- * @param {{path: string | null, route: object}[]} entries in file order
- * @returns {{bySegment: Map<string, object[]> | null, general: object[]}}
+ * @param {{path: string | null, kind: string, regex: RegExp | null, conditions: object | null, route: object}[]} entries
+ *   in file order
+ * @returns {{exact: Map<string, object[]> | null, regexes: object[] | null, bySegment: Map<string, object[]> | null,
+ *   general: object[], any: object | null}} `any`: the route of every request, when the host has that one alone
  */
 function pathIndex(entries) {
   const sorted = entries.slice().sort(longerFirst);
   const general = [];
+  let exact = null;
+  let regexes = null;
   let bySegment = null;
   for (const entry of sorted) {
+    if (entry.kind === 'exact') {
+      exact ??= new Map();
+      addTo(exact, entry.path, entry);
+      continue;
+    }
+    if (entry.kind === 'regex') {
+      (regexes ??= []).push(entry);
+      continue;
+    }
     const segment = entry.path === null ? '' : firstSegment(entry.path, entry.path.length);
     if (segment === '') {
       general.push(entry);
@@ -198,38 +199,79 @@ function pathIndex(entries) {
     bySegment ??= new Map();
     addTo(bySegment, segment, entry);
   }
-  return { bySegment, general };
+  // Regular expressions in file order; those of one expression by rank, as routes of one path are.
+  if (regexes !== null) {
+    const first = new Map();
+    for (const entry of regexes) first.set(entry.path, Math.min(first.get(entry.path) ?? Infinity, entry.order));
+    regexes.sort((a, b) => first.get(a.path) - first.get(b.path) || rankOf(b) - rankOf(a) || a.order - b.order);
+  }
+  const only = exact === null && regexes === null && bySegment === null && general.length > 0 && general[0].path === null &&
+    general[0].conditions === null;
+  return { exact, regexes, bySegment, general, any: only ? general[0].route : null };
 }
 
-function matchPath(index, path) {
-  // Longest first, any path last: when the first takes any path, so do all.
-  if (index.bySegment === null && index.general[0].path === null) return index.general[0].route;
+function matchPath(index, path, request) {
+  // Longest first, any path last: when the first takes any path and every request, so does the host.
+  if (index.any !== null) return index.any;
   let end = path.indexOf('?');
   if (end === -1) end = path.length;
+  if (index.exact !== null) {
+    const found = firstHolding(index.exact.get(end === path.length ? path : path.slice(0, end)), request);
+    if (found !== null) return found;
+  }
+  if (index.regexes !== null) {
+    const bare = end === path.length ? path : path.slice(0, end);
+    for (const entry of index.regexes) {
+      if (entry.regex.test(bare) && holds(entry, request)) return entry.route;
+    }
+  }
   if (index.bySegment !== null) {
     const under = index.bySegment.get(firstSegment(path, end));
     if (under !== undefined) {
-      const found = firstPrefix(under, path, end);
+      const found = firstPrefix(under, path, end, request);
       if (found !== null) return found;
     }
   }
-  return index.general.length === 0 ? null : firstPrefix(index.general, path, end);
+  return index.general.length === 0 ? null : firstPrefix(index.general, path, end, request);
 }
 
-// The first route of `entries` (longest first) whose path is a prefix of `path` up to `end`, on a segment boundary.
-function firstPrefix(entries, path, end) {
+// The first route of `entries` (longest first) whose path is a prefix of `path` up to `end`, on a
+// segment boundary, and whose conditions the request meets.
+function firstPrefix(entries, path, end, request) {
   for (let i = 0; i < entries.length; i++) {
-    const prefix = entries[i].path;
-    if (prefix === null) return entries[i].route;
-    const length = prefix.length;
-    // A route path holds no `?`, so a prefix of the path is a prefix of the part before the query.
-    if (length > end || !path.startsWith(prefix)) continue;
-    // Segment boundary: the whole path, a prefix ending in `/`, or a `/` next.
-    if (length === end || prefix.charCodeAt(length - 1) === CHAR_SLASH || path.charCodeAt(length) === CHAR_SLASH) {
-      return entries[i].route;
+    const entry = entries[i];
+    const prefix = entry.path;
+    if (prefix !== null) {
+      const length = prefix.length;
+      // A route path holds no `?`, so a prefix of the path is a prefix of the part before the query.
+      if (length > end || !path.startsWith(prefix)) continue;
+      // Segment boundary: the whole path, a prefix ending in `/`, or a `/` next.
+      if (length !== end && prefix.charCodeAt(length - 1) !== CHAR_SLASH && path.charCodeAt(length) !== CHAR_SLASH) continue;
     }
+    if (holds(entry, request)) return entry.route;
   }
   return null;
+}
+
+// The first of an exact path's routes whose conditions the request meets.
+function firstHolding(entries, request) {
+  if (entries === undefined) return null;
+  for (const entry of entries) if (holds(entry, request)) return entry.route;
+  return null;
+}
+
+function holds(entry, request) {
+  return entry.conditions === null || (request !== undefined && request !== null && entry.conditions.holds(request));
+}
+
+// A route as the index holds it: its path, how the path matches, its conditions, its place in the file.
+function entryOf(route, order) {
+  const kind = route.pathKind === undefined ? 'prefix' : route.pathKind;
+  if (kind !== 'prefix' && kind !== 'exact' && kind !== 'regex') throw invalid(`route path kind must be prefix, exact or regex, received "${kind}"`);
+  const path = kind === 'regex' ? readRegex(route.path, 'route regular expression') : readPath(route.path, 'route path');
+  if (kind === 'exact' && path === null) throw invalid('an exact route path needs a path, as =/login');
+  const conditions = route.conditions === undefined ? null : route.conditions;
+  return { path, kind, regex: kind === 'regex' ? new RegExp(path) : null, conditions, route, order };
 }
 
 // `api` of `/api/v1` (up to `end`); '' for `/`, and for what does not start with `/`.
@@ -240,47 +282,21 @@ function firstSegment(path, end) {
   return path.slice(1, stop);
 }
 
-// A route's host, normalized as normalizeHost() normalizes a request's: null for any host.
-function readHost(host, what) {
-  if (host === null || host === undefined || host === '*') return null;
-  if (typeof host !== 'string') throw invalid(`${what} must be a string, received ${typeof host}`);
-  const lower = host.toLowerCase();
-  if (lower.startsWith('[') && lower.endsWith(']') && net.isIPv6(lower.slice(1, -1))) return lower;
-  if (net.isIPv4(lower)) return lower;
-  if (net.isIPv6(lower)) throw invalid(`${what} "${host}" is an IPv6 address: write it in brackets, "[${lower}]"`);
-  if (lower.includes(':')) throw invalid(`${what} "${host}" has a port: routes match the host name only`);
-  const wildcard = lower.startsWith('*.');
-  let name = wildcard ? lower.slice(2) : lower;
-  if (name.endsWith('.')) name = name.slice(0, -1);
-  if (!isDnsName(name)) {
-    throw invalid(`${what} "${host}" is not a DNS name, *.name, * or an IP address (IPv6 in brackets)`);
-  }
-  return wildcard ? `*.${name}` : name;
-}
-
-function readPath(path, what) {
-  if (path === null || path === undefined) return null;
-  if (typeof path !== 'string') throw invalid(`${what} must be a string, received ${typeof path}`);
-  if (!PATH.test(path)) {
-    throw invalid(`${what} "${path}" must start with "/" and hold no "?", "#", spaces or control characters`);
-  }
-  return path;
-}
-
-function isDnsName(name) {
-  if (name.length === 0 || name.length > MAX_NAME) return false;
-  const labels = name.split('.');
-  return labels.every((label) => LABEL.test(label)) && !DIGITS.test(labels[labels.length - 1]);
-}
-
 function addTo(map, key, entry) {
   const entries = map.get(key);
   if (entries === undefined) map.set(key, [entry]);
   else entries.push(entry);
 }
 
+// Prefixes longest first (any path last), then the higher rank of conditions, then file order
+// (the sort is stable). Exact paths and regular expressions are only ranked.
 function longerFirst(a, b) {
-  return (b.path === null ? -1 : b.path.length) - (a.path === null ? -1 : a.path.length);
+  const length = (entry) => (entry.kind !== 'prefix' || entry.path === null ? -1 : entry.path.length);
+  return length(b) - length(a) || rankOf(b) - rankOf(a);
+}
+
+function rankOf(entry) {
+  return entry.conditions === null ? 0 : entry.conditions.rank;
 }
 
 function invalid(message) {

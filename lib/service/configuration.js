@@ -84,6 +84,7 @@ class Configuration {
       text: route.text,
       host: route.host,
       path: route.path,
+      pathKind: route.pathKind,
       hashKey: route.hashKey,
       actions: route.actions,
       targets: route.targets.map((target) => ({ pool: plan.pools.get(target.pool).pool, weight: target.weight }))

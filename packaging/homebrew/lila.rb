@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "35ff936b6db2cb3ea8ce56f12d4c4ec14be9275a6380ec32345766904a557dd2"
+  sha256 "d72c65c35f02276b74a2acba28e91ae8bd5467baa97073ed0eab5c7273dbbb4e"
   license "MIT"
 
   depends_on "node"

@@ -94,7 +94,7 @@ class ClientConnection extends RequestReader {
       return false;
     }
     if (!this.clientKeepAlive(head)) this.reading = false;
-    const route = routeOf(this.engine, head.host, head.url);
+    const route = routeOf(this.engine, head.host, head.url, head);
     const exchange = new Exchange(this, head, route, bindingFor(this.engine, route, head, this.clientAddress));
     this.queue.push(exchange);
     this.afterHead(exchange, head);
@@ -208,7 +208,7 @@ class ClientConnection extends RequestReader {
     this.release();
     socket.resume();
     const head = this.upgradeHead;
-    const route = routeOf(this.engine, head.headers.host, head.url);
+    const route = routeOf(this.engine, head.headers.host, head.url, head);
     new Tunnel(this.engine, head, socket, rest, route, bindingFor(this.engine, route, head, this.clientAddress)).open();
   }
 

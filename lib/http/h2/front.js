@@ -90,7 +90,7 @@ function serveStream(session, stream, rawHeaders) {
     return;
   }
   const client = new StreamClient(session, stream);
-  const route = routeOf(session.engine, head.host, head.url);
+  const route = routeOf(session.engine, head.host, head.url, head);
   const exchange = new StreamExchange(client, head, route, bindingFor(session.engine, route, head, session.clientAddress), stream);
   // A bodiless request is left unread: Node then closes the stream as soon as it is answered.
   if (!stream.endAfterHeaders) {

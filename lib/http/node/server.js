@@ -64,7 +64,7 @@ function createNodeServer(engine) {
   server.on('upgrade', (request, socket, head) => {
     const problem = requestProblem(request) || toOriginForm(request);
     if (problem === null) {
-      const route = routeOf(engine, request.headers.host, request.url);
+      const route = routeOf(engine, request.headers.host, request.url, request);
       new Tunnel(engine, request, socket, head, route, bindingFor(engine, route, request, peerAddressOf(socket))).open();
       return;
     }
@@ -102,7 +102,7 @@ module.exports = { createNodeServer, isIdle };
 
 // A request whose head is good: its route chooses its pool, and it is an exchange.
 function exchange(engine, request, response, expectContinue) {
-  const route = routeOf(engine, request.headers.host, request.url);
+  const route = routeOf(engine, request.headers.host, request.url, request);
   const binding = bindingFor(engine, route, request, peerAddressOf(request.socket));
   new Exchange(engine, request, response, expectContinue, route, binding).start();
 }
