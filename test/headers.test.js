@@ -5,6 +5,8 @@ const {
   forwardRequestHeaders,
   forwardResponseHeaders,
   forwardedElement,
+  forwardedClientCert,
+  clientCertElement,
   withHost,
   rewriteLocation
 } = require('../lib/http/headers');
@@ -85,6 +87,47 @@ describe('forwardRequestHeaders', () => {
     const out = forwardRequestHeaders(raw, '10.0.0.1');
     assert.deepEqual(out.slice(-2), ['Forwarded', 'for=1.1.1.1, for=2.2.2.2;proto=https, for=10.0.0.1;host=h;proto=http']);
     assert.equal(out.filter((name) => /^forwarded$/i.test(name)).length, 1);
+  });
+});
+
+describe('X-Forwarded-Client-Cert', () => {
+  const certificate = {
+    hash: 'a'.repeat(64),
+    subject: 'CN=ops,O=Example\\, Inc',
+    uris: ['spiffe://example.org/ns/prod/sa/api', 'https://a.example/x;y'],
+    dns: ['api.internal.example', 'ops.internal.example']
+  };
+
+  it('is written as Envoy writes it: Hash, the quoted Subject, then every URI and DNS SAN as a pair of its own', () => {
+    assert.equal(clientCertElement(certificate), `Hash=${'a'.repeat(64)};Subject="CN=ops,O=Example\\, Inc";` +
+      'URI=spiffe://example.org/ns/prod/sa/api;URI="https://a.example/x;y";DNS=api.internal.example;DNS=ops.internal.example');
+  });
+
+  it('percent-encodes what is not printable ASCII in a SAN, and gives a subject without SANs alone', () => {
+    assert.equal(clientCertElement({ hash: 'ab', subject: '', uris: ['urn:x y'], dns: ['\u00e9.example'] }),
+      'Hash=ab;Subject="";URI=urn:x%20y;DNS=%C3%A9.example');
+    assert.equal(clientCertElement({ hash: 'ab', subject: 'CN=a', uris: [], dns: [] }), 'Hash=ab;Subject="CN=a"');
+  });
+
+  it('is made once a certificate (a connection), and is null without one', () => {
+    const connection = { ...certificate, xfcc: null };
+    const first = forwardedClientCert(connection);
+    assert.equal(forwardedClientCert(connection), first);
+    assert.equal(connection.xfcc, first);
+    assert.equal(forwardedClientCert(null), null);
+  });
+
+  it('removes every one a client sent, whatever its case, and sets lila\'s last', () => {
+    const raw = ['Host', 'h', 'X-Forwarded-Client-Cert', 'Hash=forged', 'x-forwarded-client-cert', 'By=x', 'X-FORWARDED-CLIENT-CERT', 'y', 'Accept', '*/*'];
+    const out = forwardRequestHeaders(raw, '10.0.0.1', 'https', 'Hash=ab;Subject="CN=a"');
+    assert.deepEqual(out.filter((name, i) => i % 2 === 0 && /^x-forwarded-client-cert$/i.test(name)), ['X-Forwarded-Client-Cert']);
+    assert.deepEqual(out.slice(-2), ['X-Forwarded-Client-Cert', 'Hash=ab;Subject="CN=a"']);
+    assert.deepEqual(forwardRequestHeaders(raw, '10.0.0.1', 'https').filter((name) => /client-cert/i.test(name)), []);
+  });
+
+  it('is removed when the client lists it in Connection too', () => {
+    const raw = ['Host', 'h', 'Connection', 'x-custom', 'X-Custom', '1', 'X-Forwarded-Client-Cert', 'Hash=forged'];
+    assert.deepEqual(forwardRequestHeaders(raw, '10.0.0.1').filter((name) => /client-cert|custom/i.test(name)), []);
   });
 });
 

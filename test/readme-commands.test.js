@@ -34,7 +34,7 @@ const { Pki } = require('./pki');
 const { runLila, onCleanup, cleanup } = require('./helpers');
 
 const README_FILE = path.join(__dirname, '..', 'README.md');
-const FILE_OPTIONS = new Set(['--tls-cert', '--tls-key', '--hosts', '--config', '-c', '--backend-ca']);
+const FILE_OPTIONS = new Set(['--tls-cert', '--tls-key', '--hosts', '--config', '-c', '--backend-ca', '--tls-client-ca', '--tls-client-crl']);
 // What README's commands may take from the shell; lila itself reads no environment here.
 const SHELL_VARIABLES = { LILA_ADMIN_TOKEN: 'secret' };
 // The other commands of README's ```sh blocks, by program: who runs them, or why no test can.
@@ -151,8 +151,10 @@ describe('README commands', () => {
         }
       } else if (option === '--tls-key') {
         write(file, leaf.key);
-      } else if (option === '--backend-ca') {
+      } else if (option === '--backend-ca' || option === '--tls-client-ca') {
         write(file, pki.ca);
+      } else if (option === '--tls-client-crl') {
+        write(file, fs.readFileSync(pki.crl(), 'latin1'));
       } else {
         const text = readme(words[i + 1]);
         assert.ok(text !== undefined, `README line ${entry.line} names ${words[i + 1]}, and no code block starts with "# ${words[i + 1]}"`);

@@ -9,6 +9,7 @@ const { compileTemplate, pathOf, queryOf } = require('../lib/actions/placeholder
 const { parseHeaderEdit, applyHeaderEdits } = require('../lib/actions/header-edits');
 const PathEdits = require('../lib/actions/path-edits');
 const AddressRules = require('../lib/actions/address-rules');
+const ClientCertRules = require('../lib/actions/client-cert-rules');
 const Cors = require('../lib/actions/cors');
 const Answer = require('../lib/actions/answer');
 const RequestView = require('../lib/actions/request-view');
@@ -259,6 +260,71 @@ describe('AddressRules', () => {
       });
     });
   }
+});
+
+describe('ClientCertRules', () => {
+  // A verified certificate as net/client-certificate.js reads it.
+  const certificate = (attributes, uris = [], dns = []) => ({ attributes, uris, dns, subject: '' });
+  const ops = certificate([['O', 'Example\\, Inc'], ['OU', 'sre'], ['CN', 'ops']], ['spiffe://example.org/ns/prod/sa/api'],
+    ['api.internal.example']);
+  const cases = [
+    // The subject: the same set of attributes, in any order, types in any case, spaces around separators.
+    { patterns: ['CN=ops,OU=sre,O=Example\\, Inc'], admits: true },
+    { patterns: ['o=Example\\, Inc, ou=sre + cn=ops'], admits: true },
+    { patterns: ['CN=ops,O=Example\\, Inc'], admits: false },
+    { patterns: ['CN=ops,OU=sre,O=Example\\, Inc,C=US'], admits: false },
+    { patterns: ['CN=Ops,OU=sre,O=Example\\, Inc'], admits: false },
+    // URIs: * within one segment (between slashes).
+    { patterns: ['spiffe://example.org/ns/prod/sa/*'], admits: true },
+    { patterns: ['spiffe://example.org/ns/*/sa/api'], admits: true },
+    { patterns: ['spiffe://example.org/ns/*'], admits: false },
+    { patterns: ['spiffe://example.org/ns/prod/sa/api'], admits: true },
+    { patterns: ['spiffe://example.org/ns/prod/sa/ap'], admits: false },
+    // DNS names: * within one label, case aside.
+    { patterns: ['*.internal.example'], admits: true },
+    { patterns: ['API.Internal.Example'], admits: true },
+    { patterns: ['*.example'], admits: false },
+    { patterns: ['api-*.internal.example'], admits: false },
+    // Any pattern of several.
+    { patterns: ['CN=nobody', '*.internal.example'], admits: true }
+  ];
+  for (const { patterns, admits } of cases) {
+    it(`${admits ? 'admits' : 'refuses'} CN=ops,OU=sre,O=Example\\, Inc with --allow-client-cert ${patterns.join(' ')}`, () => {
+      assert.equal(ClientCertRules.from(patterns, 'route "*"').admits(ops), admits);
+    });
+  }
+
+  it('compares a subject past ASCII as the certificate is read: each UTF-8 byte escaped', () => {
+    const jurgen = certificate([['CN', 'J\\C3\\BCrgen'], ['O', 'Example']]);
+    assert.equal(ClientCertRules.from(['CN=J\u00fcrgen,O=Example'], 'route "*"').admits(jurgen), true);
+    assert.equal(ClientCertRules.from(['CN=J\\C3\\BCrgen,O=Example'], 'route "*"').admits(jurgen), true);
+  });
+
+  it('refuses a client without a verified certificate, and makes nothing of a route without the option', () => {
+    assert.equal(ClientCertRules.from(['*.internal.example'], 'route "*"').admits(null), false);
+    assert.equal(ClientCertRules.from(undefined, 'route "*"'), null);
+  });
+
+  for (const pattern of ['', 'a b', '=ops', 'CN=ops,', 'C N=ops', '*.exa mple']) {
+    it(`refuses the pattern "${pattern}"`, () => {
+      assert.throws(() => ClientCertRules.from([pattern], 'route "/x"'), {
+        code: 'LILA_ERR_INVALID_OPTION',
+        message: `route "/x": --allow-client-cert "${pattern.trim()}" is a subject (CN=ops,O=Example), a URI ` +
+          '(spiffe://example.org/ns/prod/*) or a DNS name (*.internal.example)'
+      });
+    });
+  }
+
+  it('answers 403 (LILA_ERR_FORBIDDEN) through RouteActions, naming the certificate', () => {
+    const actions = RouteActions.from({ allowClientCert: ['CN=admin'] }, { text: 'admin.example', path: null });
+    const view = new RequestView({ method: 'GET', url: '/', headers: {} }, 'admin.example', 'https', '10.0.0.1', null,
+      { ...ops, subject: 'CN=ops,OU=sre,O=Example\\, Inc' });
+    const refusal = actions.answer(view);
+    assert.equal(refusal.code, 'LILA_ERR_FORBIDDEN');
+    assert.equal(refusal.status, 403);
+    assert.equal(refusal.message, 'client 10.0.0.1 (certificate "CN=ops,OU=sre,O=Example\\, Inc") is not allowed on route "admin.example"');
+    assert.equal(actions.answer(new RequestView({ method: 'GET', url: '/', headers: {} }, 'a', 'https', '10.0.0.1', null)).status, 403);
+  });
 });
 
 describe(`AddressRules, as a property (seed ${seed()})`, () => {

@@ -14,8 +14,10 @@ class RequestView {
    * @param {'http' | 'https'} scheme the client's
    * @param {string | undefined} clientAddress after --accept-proxy
    * @param {string | null} requestId --request-id's, or null
+   * @param {{subject: string, attributes: string[][], uris: string[], dns: string[]} | null} [clientCert] the
+   *   connection's verified client certificate (`net/client-certificate.js`), null without one
    */
-  constructor(request, host, scheme, clientAddress, requestId) {
+  constructor(request, host, scheme, clientAddress, requestId, clientCert = null) {
     this.request = request;
     this.method = request.method;
     this.url = request.url;
@@ -23,6 +25,8 @@ class RequestView {
     this.scheme = scheme;
     this.clientAddress = clientAddress;
     this.requestId = requestId;
+    /** What `--allow-client-cert` reads: the client's verified certificate, or null. */
+    this.clientCert = clientCert;
   }
 
   /** The Host without its port (an IPv6 address keeps its brackets). */

@@ -4,6 +4,7 @@ const fs = require('node:fs');
 const Answer = require('./answer');
 const PathEdits = require('./path-edits');
 const AddressRules = require('./address-rules');
+const ClientCertRules = require('./client-cert-rules');
 const Cors = require('./cors');
 const BasicAuth = require('./basic-auth');
 const ForwardAuth = require('./forward-auth');
@@ -49,6 +50,8 @@ class RouteActions {
     this.text = route.text;
     this.paths = PathEdits.from(options, route.path, where);
     this.access = AddressRules.from(listOf(options.allow, '--allow', where), listOf(options.deny, '--deny', where), where);
+    /** `--allow-client-cert`: the client certificates served; null: any client. */
+    this.clientCerts = ClientCertRules.from(listOf(options.allowClientCert, '--allow-client-cert', where), where);
     /** `--basic-auth` or `--forward-auth`: who the client is, asked after its address; null: anyone. */
     this.credentials = credentialsCheck(options, route.text, where);
     this.cors = Cors.from(options.cors, where);
@@ -74,6 +77,10 @@ class RouteActions {
   answer(view) {
     if (this.access !== null && !this.access.admits(view.clientAddress)) {
       return new LilaError(codes.FORBIDDEN, `client ${view.clientAddress} is not allowed on route "${this.text}"`, 403);
+    }
+    if (this.clientCerts !== null && !this.clientCerts.admits(view.clientCert || null)) {
+      const certificate = view.clientCert ? `certificate "${view.clientCert.subject}"` : 'no verified certificate';
+      return new LilaError(codes.FORBIDDEN, `client ${view.clientAddress} (${certificate}) is not allowed on route "${this.text}"`, 403);
     }
     // A CORS preflight never carries credentials (Fetch standard): it is answered without them.
     if (this.credentials === null || (this.cors !== null && this.cors.preflight(view) !== null)) return this.admitted(view);

@@ -25,6 +25,8 @@ const SCOPE_PLACES = {
   global: 'a line of its own', pool: 'a pool', listener: 'a listen line', layer: 'a pool or a listen line', route: 'a route or a listen line',
   match: 'a route line', command: 'the command line'
 };
+// Options naming a file a listener reads: an error reading one names the line that named it.
+const FILE_OPTIONS = new Set(['tls-cert', 'tls-key', 'tls-client-ca', 'tls-client-crl']);
 const BY_NAME = new Map(OPTIONS.map((option) => [option.name, option]));
 const BY_ACTION = new Map(OPTIONS.filter((option) => option.action !== undefined).map((option) => [option.action, option]));
 const WEIGHTED_TARGET = /^([^=]+)=(\d+)$/;
@@ -221,8 +223,8 @@ function readListener(block, at) {
       throw at(route.line)(`route "${route.text}": a tcp listener routes by the TLS server name only, not by path`);
     }
   }
-  // Where each certificate file was named, for a file that does not read.
-  const fileLines = tokens.filter((token) => token.name === 'tls-cert' || token.name === 'tls-key').map((token) => [token.value, token.line]);
+  // Where each certificate, client CA or CRL file was named, for a file that does not read.
+  const fileLines = tokens.filter((token) => FILE_OPTIONS.has(token.name)).map((token) => [token.value, token.line]);
   return {
     line: block.line,
     text: first.positionals[0],

@@ -3,6 +3,7 @@
 const os = require('node:os');
 const Logger = require('../ops/logger');
 const { MIN_VERSIONS } = require('../tls/certificate-store');
+const { CLIENT_VERIFY_MODES } = require('../tls/client-verification');
 const { validateCiphers, validateCurves } = require('../tls/profile');
 const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers } = require('./validate');
 const { parseRateLimit, validateSize, parseSticky } = require('./traffic-values');
@@ -285,6 +286,28 @@ const OPTIONS = [
   {
     name: 'tls', group: 'tls', scope: 'listener', default: 'off',
     help: 'serve TLS with the certificates --acme obtains only, without a --tls-cert (with --acme, a listener on port 443 is HTTPS already)'
+  },
+  {
+    name: 'tls-client-ca', arg: '<file>', group: 'tls', scope: 'listener', default: 'off',
+    help: 'ask every client for a certificate, and accept those the CAs of this PEM file issued (mutual TLS); ' +
+      'backends learn who the client is from X-Forwarded-Client-Cert'
+  },
+  {
+    name: 'tls-client-verify', arg: '<required|optional>', group: 'tls', scope: 'listener', default: 'required',
+    help: 'with --tls-client-ca: required, a client without a valid certificate fails its handshake; optional, it is ' +
+      'served, and its requests reach backends without X-Forwarded-Client-Cert',
+    read: (text, flag) => validateChoice(text, CLIENT_VERIFY_MODES, flag)
+  },
+  {
+    name: 'tls-client-crl', arg: '<file>', group: 'tls', scope: 'listener', default: 'none',
+    help: 'with --tls-client-ca: refuse the client certificates the CRLs of this PEM file revoke (one CRL from each CA ' +
+      'of a chain); read again with the certificates'
+  },
+  {
+    name: 'allow-client-cert', arg: '<pattern>', group: 'tls', scope: 'route', default: 'any client', action: 'allowClientCert',
+    multiple: true,
+    help: 'only clients whose verified certificate has this subject (CN=ops,O=Example) or a SAN that matches ' +
+      '(spiffe://example.org/ns/prod/*, *.internal.example: * within one segment) are served; others get 403'
   },
   {
     name: 'acme', arg: '<email>', group: 'acme', scope: 'global', default: 'off',

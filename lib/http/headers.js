@@ -13,13 +13,16 @@ const HOP_BY_HOP = new Set([
 // The names forwardRequestHeaders acts on (hop-by-hop, Host, X-Forwarded-*,
 // Forwarded), by length: a header is matched against them without lowercasing it.
 const ACTED_ON_BY_LENGTH = [];
-for (const name of [...HOP_BY_HOP, 'host', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded']) {
+const FORWARDING = ['host', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded', 'x-forwarded-client-cert'];
+for (const name of [...HOP_BY_HOP, ...FORWARDING]) {
   (ACTED_ON_BY_LENGTH[name.length] ??= []).push(name);
 }
 // The last Forwarded element built, for the next request of the same client and host.
 let lastElement = { clientAddress: null, host: null, scheme: null, element: '' };
 // RFC 9110 §5.6.2 tchar: a Forwarded value made only of these needs no quotes.
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// What an X-Forwarded-Client-Cert value may hold unquoted, as Envoy writes its URI and DNS values.
+const XFCC_PLAIN = /^[^,;="\\]*$/;
 
 /**
  * Builds the header list for the upstream request from the client's raw
@@ -27,14 +30,18 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
  * dropped, `X-Forwarded-For` and RFC 7239 `Forwarded` are appended to,
  * `X-Forwarded-Proto` and `X-Forwarded-Host` are set. Host and every other
  * header keep their case and order. A chunked request body is sent on chunked, so that framing is
- * kept as the one `Transfer-Encoding` lila writes itself.
+ * kept as the one `Transfer-Encoding` lila writes itself. The client's own
+ * `X-Forwarded-Client-Cert` is always dropped (nobody forges one), and
+ * lila's set when the client has a verified certificate.
  *
  * @param {string[]} rawHeaders `[name, value, name, value, ...]` as received
  * @param {string | undefined} clientAddress the client's IP address
  * @param {'http' | 'https'} [scheme] what the client speaks to lila (default http)
+ * @param {string | null} [clientCert] the `X-Forwarded-Client-Cert` value of the client's
+ *   verified certificate (`forwardedClientCert`); null: none
  * @returns {string[]} a new raw header list
  */
-function forwardRequestHeaders(rawHeaders, clientAddress, scheme = 'http') {
+function forwardRequestHeaders(rawHeaders, clientAddress, scheme = 'http', clientCert = null) {
   const listed = connectionOptions(rawHeaders);
   const out = [];
   let forwardedFor = null;
@@ -61,7 +68,7 @@ function forwardRequestHeaders(rawHeaders, clientAddress, scheme = 'http') {
       forwarded = forwarded === null ? value : `${forwarded}, ${value}`;
       continue;
     }
-    if (lower === 'x-forwarded-proto' || lower === 'x-forwarded-host') continue;
+    if (lower === 'x-forwarded-proto' || lower === 'x-forwarded-host' || lower === 'x-forwarded-client-cert') continue;
     if (lower === 'host') host = value;
     out.push(name, value);
   }
@@ -74,7 +81,39 @@ function forwardRequestHeaders(rawHeaders, clientAddress, scheme = 'http') {
   if (host !== null) out.push('X-Forwarded-Host', host);
   const element = forwardedElement(clientAddress, host, scheme);
   out.push('Forwarded', forwarded === null ? element : `${forwarded}, ${element}`);
+  if (clientCert !== null) out.push('X-Forwarded-Client-Cert', clientCert);
   return out;
+}
+
+/**
+ * The `X-Forwarded-Client-Cert` value of a client's verified certificate, in
+ * Envoy's format (as its `forward_client_cert_details: SANITIZE_SET` with the
+ * subject, URI and DNS details): `Hash=<sha256 of the DER, hex>;Subject="<RFC
+ * 2253>"`, then `;URI=<uri>` for each URI SAN and `;DNS=<name>` for each DNS
+ * SAN, values holding `,;="\` quoted. Made once a connection: the
+ * certificate keeps it.
+ *
+ * @param {import('../net/client-certificate').ClientCertificate | null} certificate
+ * @returns {string | null} null without a certificate
+ */
+function forwardedClientCert(certificate) {
+  if (certificate === null) return null;
+  if (certificate.xfcc === null) certificate.xfcc = clientCertElement(certificate);
+  return certificate.xfcc;
+}
+
+/**
+ * One `X-Forwarded-Client-Cert` element (see `forwardedClientCert`).
+ *
+ * @param {{hash: string, subject: string, uris: string[], dns: string[]}} certificate the subject escaped as RFC
+ *   2253 writes it (`"` as `\"`), so that it stands between quotes as it is
+ * @returns {string} e.g. `Hash=9f86...;Subject="CN=api,O=Example";URI=spiffe://example.org/ns/prod/sa/api;DNS=api.internal`
+ */
+function clientCertElement(certificate) {
+  let element = `Hash=${certificate.hash};Subject="${certificate.subject}"`;
+  for (const uri of certificate.uris) element += `;URI=${xfccValue(uri)}`;
+  for (const name of certificate.dns) element += `;DNS=${xfccValue(name)}`;
+  return element;
 }
 
 /**
@@ -194,6 +233,8 @@ module.exports = {
   forwardResponseHeaders,
   withoutField,
   forwardedElement,
+  forwardedClientCert,
+  clientCertElement,
   withHost,
   rewriteLocation
 };
@@ -212,6 +253,18 @@ function connectionOptions(rawHeaders) {
     }
   }
   return listed;
+}
+
+// A SAN value as a header carries it: bytes past printable ASCII percent-encoded, quoted when it holds a separator.
+function xfccValue(value) {
+  let text = value;
+  if (!/^[\x21-\x7e]*$/.test(text)) {
+    text = '';
+    for (const byte of Buffer.from(value)) {
+      text += byte > 0x20 && byte < 0x7f ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    }
+  }
+  return XFCC_PLAIN.test(text) ? text : `"${text.replace(/["\\]/g, '\\$&')}"`;
 }
 
 function forwardedValue(value) {

@@ -1,6 +1,6 @@
 'use strict';
 
-const { forwardRequestHeaders, forwardResponseHeaders, rewriteLocation } = require('./headers');
+const { forwardRequestHeaders, forwardResponseHeaders, forwardedClientCert, rewriteLocation } = require('./headers');
 const { readCookie, withoutCookie, withStickyCookie } = require('./sticky-cookie');
 const { refusalBeforeForwarding } = require('./limits');
 const { noRoute } = require('./route-request');
@@ -9,6 +9,7 @@ const { createUpstreamRequest } = require('./upstream-request');
 const { readyEvent } = require('../net/backend-connect');
 const { closedCleanly } = require('../net/closed-cleanly');
 const { peerAddressOf, schemeOf } = require('../net/address');
+const { clientCertificateOf } = require('../net/client-certificate');
 const { answerContent, rawAnswer } = require('./error-response');
 const { beforePool } = require('./before-pool');
 const RequestView = require('../actions/request-view');
@@ -56,7 +57,8 @@ class Tunnel {
     this.upstreamSocket = null;
     this.connected = false;
     this.scheme = schemeOf(client);
-    this.headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress, this.scheme);
+    this.clientCert = clientCertificateOf(client);
+    this.headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress, this.scheme, forwardedClientCert(this.clientCert));
     this.headers.push('Connection', 'Upgrade', 'Upgrade', request.headers.upgrade);
     // In the queue for a backend slot (balancer.wait).
     this.waiting = false;
@@ -103,7 +105,7 @@ class Tunnel {
   /** @returns {RequestView} the request as its route's actions read it */
   requestView() {
     this.view ??= new RequestView(this.request, this.request.headers.host, this.scheme, this.clientAddress,
-      this.ids === null ? null : this.ids.requestId);
+      this.ids === null ? null : this.ids.requestId, this.clientCert);
     return this.view;
   }
 

@@ -5,6 +5,7 @@ const ConnectionGate = require('../limits/connection-gate');
 const { validateCount } = require('../config/validate');
 const { acceptProxyProtocol } = require('../net/accept-proxy');
 const { divertAlpn } = require('../net/alpn-divert');
+const { readClientCertificate } = require('../net/client-certificate');
 const { describeError } = require('../errors');
 
 // The ALPN protocol of an ACME CA's TLS-ALPN-01 validation (RFC 8737 §6.2).
@@ -14,19 +15,22 @@ const ACME_TLS_PROTOCOL = 'acme-tls/1';
  * TLS ending on a listener: its certificates, chosen by SNI (those `--acme`
  * obtains for names no file covers), and the `tls.Server` options its
  * engine listens with (`settings.tls`), offering h2 then http/1.1 by ALPN
- * on the http layer.
+ * on the http layer, and asking clients for a certificate with `clientCa`.
  *
  * @param {{layer: string, settings: object, logger: object, acme: object | null}} listener before its engine is made
  * @param {{tls?: {certificates: {cert: string, key?: string}[], minVersion?: string, ciphers?: string, curves?: string,
- *   sessionTimeout?: number} | null}} options `sessionTimeout`: seconds a session may be resumed (300)
+ *   sessionTimeout?: number, clientCa?: string, clientVerify?: 'required' | 'optional', clientCrl?: string} | null}} options
+ *   `sessionTimeout`: seconds a session may be resumed (300); `clientCa`, `clientVerify`, `clientCrl`: client
+ *   certificates (`--tls-client-ca`, `--tls-client-verify`, `--tls-client-crl`)
  * @returns {CertificateStore | null} null: no TLS here
  * @throws {import('../errors').LilaError} for a certificate that does not read
  */
 function terminateTls(listener, options) {
   if (options.tls === undefined || options.tls === null) return null;
-  const { certificates, minVersion, ciphers, curves, sessionTimeout } = options.tls;
+  const { certificates, minVersion, ciphers, curves, sessionTimeout, clientCa, clientVerify, clientCrl } = options.tls;
   const store = new CertificateStore(certificates, {
-    minVersion, ciphers, curves, sessionTimeout, logger: listener.logger, managed: listener.acme === null ? null : listener.acme.certificates
+    minVersion, ciphers, curves, sessionTimeout, clientCa, clientVerify, clientCrl,
+    logger: listener.logger, managed: listener.acme === null ? null : listener.acme.certificates
   });
   const http = listener.layer === 'http';
   // The server's order decides: h2 first where it is served.
@@ -43,7 +47,9 @@ function terminateTls(listener, options) {
  * before them all): the PROXY protocol header
  * (`--accept-proxy`, before TLS; read while `listener.acceptProxy` is
  * true), an ACME CA's TLS-ALPN-01 validations taken aside; and, with TLS,
- * the handshakes counted and the default certificate following reloads.
+ * the handshakes counted, the default certificate following reloads, and
+ * each client's certificate read once its handshake is done, when clients
+ * are asked for one.
  *
  * @param {import('./listener')} listener with its engine's server and its `acceptProxy`
  */
@@ -100,8 +106,10 @@ function limitConnections(listener, maxConnections) {
 
 module.exports = { terminateTls, guardConnections, limitConnections };
 
-// Handshakes counted; the default certificate follows reloads.
+// Handshakes counted; the default certificate follows reloads; a client's certificate is read
+// once, before the engine serves the connection (it is the same for every request of it).
 function countHandshakes(server, certificates, traffic, logger) {
+  if (certificates.clientVerify !== null) server.prependListener('secureConnection', readClientCertificate);
   server.on('secureConnection', () => traffic.tlsHandshakes++);
   server.on('tlsClientError', (err, socket) => {
     traffic.tlsHandshakeFailures++;

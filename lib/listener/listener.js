@@ -11,7 +11,7 @@ const { listenerSettings, IN_PLACE } = require('./settings');
 const { terminateTls, guardConnections, limitConnections } = require('./client-side');
 const { listenError } = require('./listen-error');
 const { LocalProblems, probeDescriptors } = require('../net/local-errors');
-const { describeError } = require('../errors');
+const { LilaError, codes, describeError } = require('../errors');
 
 // While draining, how long an idle keep-alive connection is still read: a
 // request the client sent as the drain began is answered (with Connection:
@@ -81,6 +81,7 @@ class Listener {
    * @throws {import('../errors').LilaError} for a pool of another layer, or a bad route
    */
   setRoutes(routes) {
+    checkClientCertRoutes(this, routes);
     const used = new Map();
     const bindingOf = (pool) => {
       // A route without a pool (it answers every request itself).
@@ -106,10 +107,12 @@ class Listener {
   /**
    * Whether a running listener can take `after` in place of `before`: every
    * client-side setting can be changed on it (its timeouts, HTTP/2 settings,
-   * limits, PROXY protocol acceptance, certificate files and TLS profile),
-   * keeping its connections; not its layer, whether TLS ends here or h2 is
-   * offered, nor, on a TLS listener, the handshake's deadline (Node fixes it
-   * when the server is made): those make a new listener.
+   * limits, PROXY protocol acceptance, certificate files, TLS profile, and
+   * its clients' CA and CRL files), keeping its connections; not its layer,
+   * whether TLS ends here or h2 is offered, nor, on a TLS listener, the
+   * handshake's deadline or whether clients must, may or need not give a
+   * certificate (Node fixes those when the server is made, not through a
+   * context): those make a new listener.
    *
    * @param {object} before the options this listener was made with
    * @param {object} after
@@ -119,7 +122,8 @@ class Listener {
     const fixed = (options) => {
       const tls = options.tls !== undefined && options.tls !== null;
       const headerTimeout = tls && options.headerTimeout !== undefined ? options.headerTimeout : null;
-      return JSON.stringify([options.layer || LAYERS[0], tls, options.http2 !== false, headerTimeout]);
+      const clientVerify = tls ? clientVerifyOf(options.tls) : null;
+      return JSON.stringify([options.layer || LAYERS[0], tls, options.http2 !== false, headerTimeout, clientVerify]);
     };
     return fixed(before) === fixed(after);
   }
@@ -321,3 +325,21 @@ module.exports = Listener;
  * @throws {import('../errors').LilaError}
  */
 module.exports.checkRoutes = (routes, layer) => new ListenerRoutes(routes, () => null, layer);
+
+// --allow-client-cert on a listener that asks clients for no certificate would refuse every
+// request: a mistake, refused when the listener is made (a kept listener's reload: said).
+function checkClientCertRoutes(listener, routes) {
+  if (listener.certificates !== null && listener.certificates.clientVerify !== null) return;
+  const route = routes.find((item) => item.actions !== undefined && item.actions !== null && item.actions.allowClientCert !== undefined);
+  if (route === undefined) return;
+  const problem = `route "${route.text}": --allow-client-cert needs --tls-client-ca on its listener, ` +
+    'which asks clients for no certificate (every request would get 403)';
+  if (listener.routes === null) throw new LilaError(codes.INVALID_OPTION, problem);
+  listener.logger.warn(problem);
+}
+
+// Whether a TLS listener's clients must give a certificate, may, or are not asked (`none`).
+function clientVerifyOf(tls) {
+  if (tls.clientCa === undefined || tls.clientCa === null) return 'none';
+  return tls.clientVerify === undefined || tls.clientVerify === null ? 'required' : tls.clientVerify;
+}

@@ -1,6 +1,7 @@
 'use strict';
 
 const { TrafficStats } = require('../balancing/traffic-stats');
+const { clientCertificateOf } = require('../net/client-certificate');
 
 /**
  * Where requests and connections are counted when they end: in their
@@ -41,7 +42,7 @@ class Traffic {
    * @param {{method: string, url: string}} request
    * @param {string | undefined} client the client's address
    * @param {number} bytes response body bytes sent (counted with --access-log only)
-   * @param {import('node:net').Socket} socket the client's, for its TLS version and server name
+   * @param {import('node:net').Socket} socket the client's, for its TLS version, server name and client certificate
    * @param {{text: string} | null} [route] the route that chose its pool; null: none did
    * @param {{name: string} | null} [pool] that pool; null: none
    * @param {{requestId: string, traceId: string} | null} [ids] its ids, with --request-id
@@ -81,7 +82,7 @@ class Traffic {
    * @param {string | undefined} client
    * @param {number} fromClient bytes
    * @param {number} toClient bytes
-   * @param {import('node:net').Socket} socket the client's, for its TLS version and server name
+   * @param {import('node:net').Socket} socket the client's, for its TLS version, server name and client certificate
    * @param {{text: string} | null} [route] the route that chose its pool; null: none did
    * @param {{name: string} | null} [pool] that pool; null: none
    */
@@ -125,10 +126,12 @@ function fieldOf(request, name) {
   return undefined;
 }
 
-// The TLS version and server name of a client on a TLS listener.
+// The TLS version and server name of a client on a TLS listener, and the subject of its verified certificate.
 function withTls(fields, socket) {
   if (socket === undefined || socket.encrypted !== true) return fields;
   fields.tls = socket.getProtocol();
   fields.sni = socket.servername || null;
+  const certificate = clientCertificateOf(socket);
+  if (certificate !== null) fields.client_cert_subject = certificate.subject;
   return fields;
 }

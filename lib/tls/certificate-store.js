@@ -3,6 +3,7 @@
 const tls = require('node:tls');
 const { readCertificates, nameMatches } = require('./certificates');
 const { contextSettings } = require('./profile');
+const { readClientVerification } = require('./client-verification');
 const { SESSION_LIFETIME_S } = require('./ticket-keys');
 
 const MIN_VERSIONS = { '1.2': 'TLSv1.2', '1.3': 'TLSv1.3' };
@@ -23,26 +24,37 @@ const MAX_UNSERVED = 1000;
  * context an SNI callback switches to (nodejs/node#54235), so an RSA and
  * ECDSA pair is served in full for the first names, and elsewhere only
  * where OpenSSL keeps it.
+ *
+ * With `clientCa`, every context asks clients for a certificate of those CAs
+ * (mutual TLS), checked against the CRLs of `clientCrl`: both files are read
+ * again with the certificates, and kept as they run when one does not read.
  */
 class CertificateStore {
   /**
    * @param {{cert: string, key?: string}[]} sources `--tls-cert` files or directories, with their `--tls-key`
    * @param {{minVersion?: '1.2' | '1.3', ciphers?: string, curves?: string, sessionTimeout?: number, logger: import('../ops/logger'),
-   *   managed?: import('../acme/managed-certificates') | null}} options
+   *   managed?: import('../acme/managed-certificates') | null, clientCa?: string, clientVerify?: 'required' | 'optional',
+   *   clientCrl?: string}} options
    *   ciphers, curves: as OpenSSL lists them (see ./profile.js for the defaults); sessionTimeout: seconds a
    *   session may be resumed (and the ticket lifetime hint clients get), 300 by default; managed: the
    *   certificates ACME obtains, served for names no file covers exactly (none: `sources` may be
-   *   empty, and a client asking for a name without its certificate yet fails its handshake)
+   *   empty, and a client asking for a name without its certificate yet fails its handshake);
+   *   clientCa, clientVerify, clientCrl: client certificates (`--tls-client-ca`, see ./client-verification.js)
    * @throws {import('../errors').LilaError} `LILA_ERR_TLS_CERTIFICATE` naming a file that does not read
    */
   constructor(sources, options) {
     this.sources = sources;
     // Every context of the listener: versions, suites, groups, no renegotiation.
-    this.settings = contextSettings({
+    this.profile = contextSettings({
       minVersion: MIN_VERSIONS[options.minVersion === undefined ? '1.2' : options.minVersion],
       ciphers: options.ciphers,
       curves: options.curves
     });
+    this.clientOptions = { clientCa: options.clientCa, clientVerify: options.clientVerify, clientCrl: options.clientCrl };
+    /** @type {import('./client-verification').ClientVerification | null} what clients are asked for; null: nothing */
+    this.verification = readClientVerification(this.clientOptions);
+    // The profile, with the clients' CAs and CRLs when they are asked for a certificate.
+    this.settings = settingsOf(this.profile, this.verification);
     // OpenSSL takes a new session's lifetime from the listener's own context (the one an SNI
     // callback switches from), whose default is 7200 s unless given: given on every context alike.
     this.sessionTimeout = options.sessionTimeout === undefined ? SESSION_LIFETIME_S : options.sessionTimeout;
@@ -62,6 +74,11 @@ class CertificateStore {
   /** @returns {import('./certificates').Certificate[]} the certificates in use, in the order given */
   get certificates() {
     return this.current;
+  }
+
+  /** @returns {'required' | 'optional' | null} what clients are asked for: a certificate they must or may give; null: none */
+  get clientVerify() {
+    return this.verification === null ? null : this.verification.mode;
   }
 
   /**
@@ -88,7 +105,10 @@ class CertificateStore {
   /**
    * The options of a `tls.Server` (or `https.Server`) serving these
    * certificates: SNI, the lowest version, suites and groups, no
-   * renegotiation, the handshake deadline, ALPN.
+   * renegotiation, the handshake deadline, ALPN, and whether clients are
+   * asked for a certificate, and refused without a valid one. Node reads those
+   * two when it makes the server, not from a context: changing them takes a
+   * new server.
    *
    * @param {{handshakeTimeout: number, ALPNProtocols?: string[]}} listener
    * @returns {tls.TlsOptions}
@@ -99,7 +119,9 @@ class CertificateStore {
       // No context: the handshake stays on the listener's own.
       SNICallback: (servername, callback) => callback(null, this.contextFor(servername) || undefined),
       handshakeTimeout: listener.handshakeTimeout,
-      ALPNProtocols: listener.ALPNProtocols
+      ALPNProtocols: listener.ALPNProtocols,
+      requestCert: this.verification !== null,
+      rejectUnauthorized: this.verification === null || this.verification.mode === 'required'
     };
   }
 
@@ -137,22 +159,29 @@ class CertificateStore {
   }
 
   /**
-   * Re-reads every certificate and key. When one does not read, nothing
-   * changes and the reason is logged, naming the file.
+   * Re-reads every certificate and key, and the clients' CA and CRL files.
+   * When one does not read, nothing changes and the reason is logged,
+   * naming the file.
    *
    * @param {string} why what asked for it, for the log
    * @returns {boolean} whether the new certificates are in use
    */
   reload(why) {
     let certificates;
+    let verification;
     try {
       certificates = readCertificates(this.sources);
+      verification = readClientVerification(this.clientOptions);
     } catch (err) {
       this.logger.error(`${why}: ${err.message}; keeping the running certificates`);
       return false;
     }
+    // Managed contexts were made with the clients' CAs and CRLs before: made again at their next handshake.
+    if (this.verification !== null || verification !== null) this.managedContexts.clear();
+    this.verification = verification;
+    this.settings = settingsOf(this.profile, verification);
     this.install(certificates);
-    this.logger.info(`${why}: reloaded ${certificates.length} certificate${certificates.length === 1 ? '' : 's'}`, {
+    this.logger.info(`${why}: reloaded ${plural(certificates.length, 'certificate')}${clientFiles(verification)}`, {
       serials: certificates.map((certificate) => certificate.serialNumber).join(' ')
     });
     if (this.onChange !== null) this.onChange();
@@ -169,6 +198,9 @@ class CertificateStore {
   adopt(other) {
     this.sources = other.sources;
     this.managed = other.managed;
+    this.profile = other.profile;
+    this.clientOptions = other.clientOptions;
+    this.verification = other.verification;
     this.settings = other.settings;
     this.sessionTimeout = other.sessionTimeout;
     // Made with the settings before: made again at their next handshake.
@@ -199,13 +231,15 @@ class CertificateStore {
     return this.exact.has(name) || this.wildcards.some(([pattern]) => nameMatches(pattern, name));
   }
 
-  /** @returns {string[]} every file a reload reads: certificates, keys, directories */
+  /** @returns {string[]} every file a reload reads: certificates, keys, directories, the clients' CAs and CRLs */
   files() {
     const files = new Set();
     for (const source of this.sources) {
       files.add(source.cert);
       if (source.key !== undefined) files.add(source.key);
     }
+    const { clientCa, clientCrl } = this.clientOptions;
+    for (const file of [clientCa, clientCrl]) if (file !== undefined && file !== null) files.add(file);
     return [...files];
   }
 
@@ -250,3 +284,19 @@ class CertificateStore {
 
 module.exports = CertificateStore;
 module.exports.MIN_VERSIONS = Object.keys(MIN_VERSIONS);
+
+// What every context of a listener takes: its TLS profile, and its clients' CAs and CRLs.
+function settingsOf(profile, verification) {
+  return verification === null ? profile : { ...profile, ...verification.contextOptions };
+}
+
+// What a reload read of the clients' CAs and CRLs, for its log line.
+function clientFiles(verification) {
+  if (verification === null) return '';
+  const crls = verification.crlFile === undefined ? '' : ` and ${plural(verification.crls, 'CRL')}`;
+  return `, ${plural(verification.cas, 'client CA')}${crls}`;
+}
+
+function plural(count, noun) {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}

@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "d72c65c35f02276b74a2acba28e91ae8bd5467baa97073ed0eab5c7273dbbb4e"
+  sha256 "7d134eb224979991b5ea42fb1166eb7e2f071cbf81c864fabda7ec0872df007c"
   license "MIT"
 
   depends_on "node"

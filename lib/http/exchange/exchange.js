@@ -4,7 +4,7 @@ const { readCookie } = require('../sticky-cookie');
 const { refusalBeforeForwarding, bodyTooLarge } = require('../limits');
 const { takeBackend, slotFound, slotTimedOut, leaveQueue } = require('../backend-slot');
 const { ResponseRelay, HOLD_LIMIT } = require('./response-relay');
-const { requestHead, streamHeaders, writeBody, endBody } = require('./outgoing');
+const { requestHead, streamHeaders, writeBody, endBody, clientCertOf } = require('./outgoing');
 const { upstreamTimedOut, upstreamFailed } = require('./upstream-failure');
 const { answerContent, rawAnswer } = require('../error-response');
 const RequestView = require('../../actions/request-view');
@@ -94,7 +94,7 @@ class Exchange extends ResponseRelay {
   /** @returns {RequestView} the request as its route's actions read it */
   requestView() {
     this.view ??= new RequestView(this.request, this.request.host, this.connection.scheme, this.clientAddress,
-      this.ids === null ? null : this.ids.requestId);
+      this.ids === null ? null : this.ids.requestId, clientCertOf(this));
     return this.view;
   }
 

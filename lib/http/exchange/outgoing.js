@@ -1,9 +1,10 @@
 'use strict';
 
-const { forwardRequestHeaders, withHost } = require('../headers');
+const { forwardRequestHeaders, forwardedClientCert, withHost } = require('../headers');
 const { withoutCookie } = require('../sticky-cookie');
 const { withRequestIds } = require('../../actions/request-id');
 const { backendAuthority } = require('../../net/address');
+const { clientCertificateOf } = require('../../net/client-certificate');
 const { upstreamStreamHeaders } = require('../wire/translate');
 
 const TE_TRAILERS = /(^|,)\s*trailers\s*(;|,|$)/i;
@@ -14,15 +15,18 @@ const TE_TRAILERS = /(^|,)\s*trailers\s*(;|,|$)/i;
 
 /**
  * The request's header list as its backend gets it: hop-by-hop fields out,
- * X-Forwarded-* and Forwarded in, the Host its pool sends, lila's sticky
- * cookie out, the request ids, and its route's header edits.
+ * X-Forwarded-* and Forwarded in (X-Forwarded-Client-Cert: the
+ * connection's verified client certificate, made once a connection), the
+ * Host its pool sends, lila's sticky cookie out, the request ids, and its
+ * route's header edits.
  *
  * @param {import('./exchange').Exchange} exchange with its backend picked
  * @returns {string[]} `[name, value, ...]`
  */
 function forwardedHeaders(exchange) {
   const request = exchange.request;
-  let headers = forwardRequestHeaders(request.rawHeaders, exchange.clientAddress, exchange.connection.scheme);
+  const clientCert = forwardedClientCert(clientCertOf(exchange));
+  let headers = forwardRequestHeaders(request.rawHeaders, exchange.clientAddress, exchange.connection.scheme, clientCert);
   const settings = exchange.binding.settings;
   // HTTP/1.1 needs a Host; an HTTP/1.0 client may have sent none.
   if (settings.hostHeader === 'backend' || request.host === undefined) {
@@ -33,6 +37,17 @@ function forwardedHeaders(exchange) {
   if (exchange.ids !== null) headers = withRequestIds(headers, exchange.ids);
   const actions = exchange.actions;
   return actions === null ? headers : actions.requestHeaders(headers, exchange.requestView());
+}
+
+/**
+ * The verified client certificate of an exchange's connection (read once, at
+ * its handshake), for X-Forwarded-Client-Cert and its route's actions.
+ *
+ * @param {import('./exchange').Exchange} exchange an HTTP/1.1 request's or an h2 stream's
+ * @returns {import('../../net/client-certificate').ClientCertificate | null} null without one
+ */
+function clientCertOf(exchange) {
+  return clientCertificateOf(exchange.connection.socket);
 }
 
 /**
@@ -91,4 +106,4 @@ function endBody(exchange, upstream) {
   else if (exchange.request.h2 === true && exchange.request.chunked) upstream.write('0\r\n\r\n', 'latin1');
 }
 
-module.exports = { forwardedHeaders, requestHead, streamHeaders, writeBody, endBody };
+module.exports = { forwardedHeaders, clientCertOf, requestHead, streamHeaders, writeBody, endBody };

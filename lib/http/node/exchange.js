@@ -1,12 +1,13 @@
 'use strict';
 
-const { forwardRequestHeaders } = require('../headers');
+const { forwardRequestHeaders, forwardedClientCert } = require('../headers');
 const { readCookie, withoutCookie } = require('../sticky-cookie');
 const { refusalBeforeForwarding, bodyTooLarge } = require('../limits');
 const { noRoute } = require('../route-request');
 const { beforePool } = require('../before-pool');
 const { takeBackend, slotFound, slotTimedOut, leaveQueue } = require('../backend-slot');
 const { peerAddressOf, schemeOf } = require('../../net/address');
+const { clientCertificateOf } = require('../../net/client-certificate');
 const { answerContent } = require('../error-response');
 const RequestView = require('../../actions/request-view');
 const { RequestIds, withRequestIds } = require('../../actions/request-id');
@@ -63,7 +64,9 @@ class Exchange {
     this.hasBody = request.headers['transfer-encoding'] !== undefined ||
       (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0');
     this.scheme = schemeOf(request.socket);
-    this.headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress, this.scheme);
+    // The connection's verified client certificate (read once, at its handshake), or null.
+    this.clientCert = clientCertificateOf(request.socket);
+    this.headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress, this.scheme, forwardedClientCert(this.clientCert));
     // In the queue for a backend slot (balancer.wait).
     this.waiting = false;
     // Chunk data bytes of a body without Content-Length, against --max-body-size.
@@ -113,7 +116,7 @@ class Exchange {
   /** @returns {RequestView} the request as its route's actions read it */
   requestView() {
     this.view ??= new RequestView(this.request, this.request.headers.host, this.scheme, this.clientAddress,
-      this.ids === null ? null : this.ids.requestId);
+      this.ids === null ? null : this.ids.requestId, this.clientCert);
     return this.view;
   }
 
