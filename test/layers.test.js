@@ -23,12 +23,14 @@ const MAY_IMPORT = {
   'http/wire': ['http', 'errors'],
   // Connections to backends (HTTP/1.1 sockets, h2 sessions), shared by the fast engine and its h2 side.
   'http/upstream': ['http/wire', 'http', 'net', 'errors'],
+  // --mirror, written once for every engine: which requests a route copies, and the copies sent.
+  'http/mirror': ['http/wire', 'http', 'balancing/strategies', 'net', 'errors'],
   // One request on its way to a backend of its pool, for HTTP/1.1 and h2 clients alike.
-  'http/exchange': ['http/upstream', 'http/wire', 'http', 'actions', 'net', 'errors'],
+  'http/exchange': ['http/mirror', 'http/upstream', 'http/wire', 'http', 'actions', 'net', 'errors'],
   // The engines' own folders never import each other: what two share lies below both.
   'http/fast': ['http/exchange', 'http/wire', 'http', 'net', 'errors'],
   'http/h2': ['http/exchange', 'http/wire', 'http', 'actions', 'net', 'errors'],
-  'http/node': ['http', 'actions', 'net', 'errors'],
+  'http/node': ['http/mirror', 'http', 'actions', 'net', 'errors'],
   tcp: ['net', 'errors'],
   // Each engine's face towards a listener, and the binding of a pool.
   engines: ['http/fast', 'http/h2', 'http/node', 'http/upstream', 'http', 'tcp', 'config', 'net', 'errors'],
@@ -38,8 +40,8 @@ const MAY_IMPORT = {
   tls: ['errors'],
   acme: ['tls', 'errors'],
   limits: ['errors'],
-  // Routes choose a pool; they know pools only as the objects they are handed.
-  routing: ['balancing', 'balancing/strategies', 'actions', 'errors'],
+  // Routes choose a pool (and --mirror's pools); they know pools only as the objects they are handed.
+  routing: ['http/mirror', 'balancing', 'balancing/strategies', 'actions', 'errors'],
   pool: ['balancing', 'balancing/strategies', 'config', 'discovery', 'health', 'tls', 'ops', 'errors'],
   // A listener knows pools only as what its routes name and its engine binds.
   listener: ['engines', 'routing', 'tls', 'limits', 'config', 'ops', 'net', 'errors'],

@@ -4,6 +4,7 @@ const { parseMatch } = require('../routing/route-match');
 const { strategies, isModulePath } = require('../balancing/strategies');
 const { validatePort } = require('./validate');
 const { didYouMean } = require('./suggest');
+const { mirrorsOf } = require('./mirror-values');
 const { LilaError, codes } = require('../errors');
 
 const POOL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
@@ -175,7 +176,8 @@ function check(model, file) {
       const key = JSON.stringify([route.host, route.pathKind || 'prefix', route.path, matchMethod, matchHeader, matchQuery, matchCookie]);
       if (routes.has(key)) throw at(file, route.line)((routes.get(key) === undefined ? `route "${route.text}" is given twice` : `route "${route.text}" is already on line ${routes.get(key)}`));
       routes.set(key, route.line);
-      for (const target of route.targets) {
+      // A mirror pool (--mirror) is named as a target is: defined, of the listener's layer.
+      for (const target of [...route.targets, ...mirrorPools(route, listener, file)]) {
         const pool = pools.get(target.pool);
         if (pool === undefined) {
           // A near miss is named alone; else every pool, to choose from.
@@ -193,6 +195,20 @@ function check(model, file) {
   for (const pool of model.pools) {
     if (!used.has(pool.name)) model.warnings.push(at(file, pool.line)(`pool "${pool.name}" is not used by any route`).message);
   }
+}
+
+// A route's --mirror pools, read; a tcp listener's routes only choose a pool.
+function mirrorPools(route, listener, file) {
+  let mirrors;
+  try {
+    mirrors = mirrorsOf(route.actions, `route "${route.text}"`);
+  } catch (err) {
+    throw at(file, route.line)(err.message);
+  }
+  if (mirrors.length > 0 && listener.layer !== 'http') {
+    throw at(file, route.line)(`route "${route.text}": --mirror copies http requests; a tcp listener's routes only choose a pool`);
+  }
+  return mirrors;
 }
 
 // Two listeners on one port clash unless both name different addresses.

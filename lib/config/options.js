@@ -7,6 +7,7 @@ const { CLIENT_VERIFY_MODES } = require('../tls/client-verification');
 const { validateCiphers, validateCurves } = require('../tls/profile');
 const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers } = require('./validate');
 const { parseRateLimit, validateSize, parseSticky } = require('./traffic-values');
+const { parseMirror } = require('./mirror-values');
 const { DEFAULTS, DEFAULT_DRAIN_MS, LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS } = require('./defaults');
 const { closest, didYouMean } = require('./suggest');
 const { LilaError, codes } = require('../errors');
@@ -497,6 +498,17 @@ const OPTIONS = [
     words: { min: 0, max: 1, more: /^\d+$/ }, read: (words) => (words.length === 0 ? true : words[0]),
     help: 'compress responses of text types (HTML, CSS, JS, JSON, XML, SVG, WASM) of 1 KB or more with br, zstd or gzip, ' +
       "as the client's Accept-Encoding prefers; level is gzip's, 1 to 9 (5); br is at 4, zstd at 3"
+  },
+  {
+    name: 'mirror', arg: '<pool[=percent]>', group: 'route', scope: 'route', default: 'off', action: 'mirror', multiple: true,
+    help: 'send a copy of every request (or of this percent of them, by the route\'s --hash-key when it has one) to this ' +
+      'pool, Host with -shadow added; its answer is thrown away, and the client never waits for it',
+    read: (values, flag) => values.map((value) => parseMirror(value, flag) && value)
+  },
+  {
+    name: 'mirror-body-limit', arg: '<bytes>', group: 'route', scope: 'route', default: '1m', action: 'mirrorBodyLimit',
+    help: 'the largest request body --mirror copies, in bytes or with k or m; a request with a larger one is not mirrored',
+    read: validateSize
   },
   {
     name: 'endpoint', short: 'e', arg: '<host:port>', group: 'equilibrio', scope: 'command', default: '', multiple: true,

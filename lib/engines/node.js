@@ -1,7 +1,7 @@
 'use strict';
 
 const { createNodeServer, isIdle } = require('../http/node/server');
-const UpstreamAgents = require('../http/node/upstream-agents');
+const UpstreamAgents = require('../http/upstream-agents');
 const { BodyWatch } = require('../http/body-watch');
 const PoolBinding = require('./pool-binding');
 

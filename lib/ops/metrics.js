@@ -43,6 +43,7 @@ function renderMetrics(view, stats) {
   let text = '';
   for (const family of families) text += family(scope);
   if (!view.single) text += routeFamilies(view, view.traffic);
+  if (view.traffic.mirrors.size > 0) text += mirrorFamily(view.traffic);
   if (listener.certificates !== null) text += tlsFamilies(scope);
   if (listener.acceptProxy === true) text += proxyHeaderFamily(scope);
   const discovery = pool === null ? null : pool.discovery;
@@ -78,6 +79,16 @@ function routeFamilies(view, traffic) {
     sample('lila_route_requests_total', { listener: listener.address, route: route.text }, route.requests)));
   return family('lila_route_requests_total', 'counter', 'HTTP requests (tcp: connections) each route sent to its pools.', lines) +
     single('lila_no_route_total', 'counter', 'HTTP requests answered 404 and tcp connections closed because no route matched.', traffic.noRoute);
+}
+
+// --mirror: the copies of requests meant for each mirror pool, by what became of them.
+function mirrorFamily(traffic) {
+  const lines = [];
+  for (const [pool, counts] of traffic.mirrors) {
+    for (const [outcome, count] of Object.entries(counts)) lines.push(sample('lila_mirror_requests_total', { pool, outcome }, count));
+  }
+  return family('lila_mirror_requests_total', 'counter',
+    'Copies of requests --mirror meant for a mirror pool, by outcome: answered, failed, timeout, too_large, dropped.', lines);
 }
 
 // The backends of every pool: a command line's one pool, or a config's pools, each with its name.

@@ -3,6 +3,11 @@
 const { TrafficStats } = require('../balancing/traffic-stats');
 const { clientCertificateOf } = require('../net/client-certificate');
 
+// What becomes of a --mirror copy: an answer (any status) read and thrown away; no answer
+// (refused, reset) or none in time; a body past --mirror-body-limit; not sent (the mirror
+// pool's copies all taken, no backend free, or the client's body did not arrive whole).
+const MIRROR_OUTCOMES = ['answered', 'failed', 'timeout', 'too_large', 'dropped'];
+
 /**
  * Where requests and connections are counted when they end: in their
  * backend's stats (or, for lila's own answers, in `unrouted`), and with
@@ -31,6 +36,23 @@ class Traffic {
     this.noRoute = 0;
     /** --accept-proxy: connections closed for a missing or malformed PROXY protocol header. */
     this.proxyHeaderFailures = 0;
+    /** --mirror: copies of requests by mirror pool, each with its count by outcome (`MIRROR_OUTCOMES`). */
+    this.mirrors = new Map();
+  }
+
+  /**
+   * A copy of a request for a mirror pool (--mirror) whose outcome is known.
+   *
+   * @param {string} pool the mirror pool's name
+   * @param {'answered' | 'failed' | 'timeout' | 'too_large' | 'dropped'} outcome
+   */
+  mirrored(pool, outcome) {
+    let counts = this.mirrors.get(pool);
+    if (counts === undefined) {
+      counts = Object.fromEntries(MIRROR_OUTCOMES.map((name) => [name, 0]));
+      this.mirrors.set(pool, counts);
+    }
+    counts[outcome]++;
   }
 
   /**

@@ -4,6 +4,7 @@ const { RouteTable } = require('./route-table');
 const { WeightedSplit } = require('./weighted-split');
 const { parseHashKey, parseHashKeyOn, keyReader } = require('../balancing/strategies/hash-key');
 const RouteActions = require('../actions/route-actions');
+const MirrorPolicy = require('../http/mirror/policy');
 const RouteConditions = require('./route-conditions');
 const ChallengeActions = require('../actions/acme-challenge');
 const { LilaError, codes } = require('../errors');
@@ -20,7 +21,8 @@ class Route {
    * @param {'http' | 'tcp'} layer
    */
   constructor(spec, bindingOf, layer) {
-    const { matchMethod, matchHeader, matchQuery, matchCookie, ...actions } = spec.actions || {};
+    // --mirror comes as `spec.mirror`, its pools found (service/configuration.js).
+    const { matchMethod, matchHeader, matchQuery, matchCookie, mirror: _mirror, mirrorBodyLimit: _limit, ...actions } = spec.actions || {};
     /** What it asks of a request besides its host and path (--match-*); null: nothing. */
     this.conditions = RouteConditions.from({ matchMethod, matchHeader, matchQuery, matchCookie }, `route "${spec.text}"`);
     /** Its match and conditions as the config file writes them: its name in /status, /metrics and access lines. */
@@ -59,6 +61,9 @@ class Route {
     this.key = key === null ? null : keyReader(key);
     /** The `--hash-key` a split reads (as given), or null. */
     this.hashKey = key === null ? null : spec.hashKey;
+    /** `--mirror`: the pools a copy of its requests goes to, and which requests; null: none. */
+    this.mirror = spec.mirror === undefined || spec.mirror === null ? null
+      : new MirrorPolicy(spec.mirror, bindingOf, this.key, `route "${spec.text}"`);
   }
 
   /**

@@ -7,6 +7,7 @@ const { openListeners } = require('./open-listeners');
 const CertificateStore = require('../tls/certificate-store');
 const { formatHostPort } = require('../net/address');
 const { identityKey } = require('../config/identity-key');
+const { mirrorSpec } = require('../config/mirror-values');
 const { LilaError, codes } = require('../errors');
 
 // How often a pool taken out of service is looked at until nothing is in flight on it.
@@ -87,7 +88,8 @@ class Configuration {
       pathKind: route.pathKind,
       hashKey: route.hashKey,
       actions: route.actions,
-      targets: route.targets.map((target) => ({ pool: plan.pools.get(target.pool).pool, weight: target.weight }))
+      targets: route.targets.map((target) => ({ pool: plan.pools.get(target.pool).pool, weight: target.weight })),
+      mirror: mirrorSpec(route.actions, `route "${route.text}"`, (name) => plan.pools.get(name)?.pool)
     }));
     // Each route checked alone, so that a mistake names its line.
     for (const [index, route] of routes.entries()) built(model, spec.routes[index].line, () => Listener.checkRoutes([route], spec.layer));

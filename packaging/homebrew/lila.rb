@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "7d134eb224979991b5ea42fb1166eb7e2f071cbf81c864fabda7ec0872df007c"
+  sha256 "bb6f68d177b88426c7704c440ada3c6cd0d1df673fbb7771bd59ceaa13598790"
   license "MIT"
 
   depends_on "node"

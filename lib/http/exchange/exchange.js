@@ -14,6 +14,7 @@ const { proxyHeaderFor } = require('../../net/backend-connect');
 const { bodyTimeoutError } = require('../body-watch');
 const { noRoute } = require('../route-request');
 const { beforePool } = require('../before-pool');
+const { mirrorOf } = require('./mirror');
 const UpstreamStream = require('../upstream/stream');
 
 /**
@@ -61,6 +62,7 @@ class Exchange extends ResponseRelay {
     this.timedOut = false;
     this.finalStatus = 0;
     this.done = false;
+    this.mirror = null;
     // In the queue for a backend slot (balancer.wait).
     this.waiting = false;
     // What the client's sticky cookie says (--sticky), for the balancer's pick.
@@ -88,6 +90,7 @@ class Exchange extends ResponseRelay {
 
   /** Sends the request to the next backend the strategy picks, or waits for a slot on one. */
   forward() {
+    if (this.route.mirror !== null) this.mirror = mirrorOf(this);
     takeBackend(this);
   }
 
@@ -240,6 +243,7 @@ class Exchange extends ResponseRelay {
 
   /** A piece of the client's body (framing included when chunked, from an HTTP/1.1 client). */
   requestBody(chunk) {
+    if (this.mirror !== null) this.mirror.body(chunk);
     // A response already over (an early answer): the rest of the body is dropped.
     if (this.done || this.responseDone) return;
     const upstream = this.upstream;
@@ -374,6 +378,7 @@ class Exchange extends ResponseRelay {
     this.done = true;
     leaveQueue(this);
     this.release();
+    if (this.mirror !== null) this.mirror.abandon();
     if (this.encoder !== null) {
       this.encoder.destroy();
       this.encoder = null;

@@ -20,7 +20,7 @@ const TE_TRAILERS = /(^|,)\s*trailers\s*(;|,|$)/i;
  * Host its pool sends, lila's sticky cookie out, the request ids, and its
  * route's header edits.
  *
- * @param {import('./exchange').Exchange} exchange with its backend picked
+ * @param {import('./exchange').Exchange} exchange with its backend picked (none: the client's Host is kept)
  * @returns {string[]} `[name, value, ...]`
  */
 function forwardedHeaders(exchange) {
@@ -28,8 +28,9 @@ function forwardedHeaders(exchange) {
   const clientCert = forwardedClientCert(clientCertOf(exchange));
   let headers = forwardRequestHeaders(request.rawHeaders, exchange.clientAddress, exchange.connection.scheme, clientCert);
   const settings = exchange.binding.settings;
-  // HTTP/1.1 needs a Host; an HTTP/1.0 client may have sent none.
-  if (settings.hostHeader === 'backend' || request.host === undefined) {
+  // HTTP/1.1 needs a Host; an HTTP/1.0 client may have sent none. (A mirror's copy, made before
+  // any backend is picked, keeps the client's: its own pool decides, mirror/send.js.)
+  if (exchange.backend !== null && (settings.hostHeader === 'backend' || request.host === undefined)) {
     headers = withHost(headers, backendAuthority(exchange.backend));
   }
   // lila's own sticky cookie stays with lila.

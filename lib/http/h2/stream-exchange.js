@@ -63,6 +63,12 @@ class StreamExchange extends Exchange {
     this.requestBody(chunk);
   }
 
+  /** END_STREAM: the body is whole; a --mirror copy of a body of no announced length is too. */
+  requestEnded() {
+    if (this.mirror !== null) this.mirror.end();
+    super.requestEnded();
+  }
+
   writeHead(head, headers) {
     const stream = this.stream;
     if (gone(stream)) return;

@@ -16,6 +16,7 @@ const { LilaError, codes } = require('../../errors');
 const { bodyTimeoutError } = require('../body-watch');
 const { attachClient, detachClient, abandonRequests, isIdle } = require('./client-side');
 const { send, abandon } = require('./upstream-attempt');
+const { startMirror } = require('../mirror/copy');
 
 /**
  * One client request of the node engine and its way to a backend of its
@@ -83,6 +84,8 @@ class Exchange {
     // What the route's actions read of the request, made for routes that have actions.
     this.view = null;
     if (this.actions !== null) this.headers = this.actions.requestHeaders(this.headers, this.requestView());
+    // --mirror: the copy of this request its route sends, or null (upstream-attempt.js hands it the body).
+    this.mirror = null;
 
     attachClient(this);
     if (engine.settings.keepAliveTimeout === 0 || engine.settings.draining) response.shouldKeepAlive = false;
@@ -110,6 +113,7 @@ class Exchange {
 
   /** Sends the request to the next backend the strategy picks, or waits for a slot on one. */
   forward() {
+    if (this.route.mirror !== null) this.mirror = startMirror(this.route.mirror, this, mirrorHead);
     takeBackend(this);
   }
 
@@ -251,6 +255,7 @@ class Exchange {
     leaveQueue(this);
     this.engine.bodyWatch.end(this);
     this.release();
+    if (this.mirror !== null) this.mirror.abandon();
     if (this.encoder !== null) {
       this.encoder.destroy();
       this.encoder = null;
@@ -274,3 +279,19 @@ class Exchange {
 
 // The server takes the client side's helpers with the Exchange.
 module.exports = { Exchange, abandonRequests, isIdle };
+
+// The request as its copies go (../mirror/copy.js): the head its backend gets, with the client's Host.
+function mirrorHead(exchange) {
+  const { request, actions } = exchange;
+  const { headers } = request;
+  return {
+    method: request.method,
+    target: actions === null ? request.url : actions.target(request.url),
+    headers: exchange.headers,
+    host: headers.host,
+    // Core http hands the body without its chunked framing.
+    length: headers['transfer-encoding'] !== undefined ? -1 : Number(headers['content-length'] || 0),
+    framed: false,
+    client: request.socket
+  };
+}

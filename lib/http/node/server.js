@@ -25,7 +25,7 @@ const kRejected = Symbol('kRejected');
 /**
  * The node engine's server: a core `http` server (`https` with TLS) that
  * forwards every request of its route's pool through one keep-alive agent
- * per backend (upstream-agents.js); upgrade requests become tunnels.
+ * per backend (../upstream-agents.js); upgrade requests become tunnels.
  *
  * @param {import('../../engines/node')} engine its listener's: settings, logger, traffic, routes
  * @returns {http.Server | https.Server}

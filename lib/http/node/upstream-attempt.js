@@ -91,6 +91,7 @@ function upstreamConnected(exchange, upstream) {
     // Ended by hand, so that trailers can follow the body.
     request.pipe(upstream, { end: false });
     request.on('end', requestOnEnd);
+    if (exchange.mirror !== null) request.on('data', requestOnMirrorData);
     if (!request.complete) {
       request.on('data', requestOnBodyData);
       exchange.engine.bodyWatch.start(exchange);
@@ -161,6 +162,11 @@ function requestOnData(chunk) {
   if (exchange.bodyBytes > exchange.engine.settings.maxBodySize) exchange.bodyOverLimit();
 }
 
+// A piece of the body for the --mirror copy too: it keeps it, never holding the pipe back.
+function requestOnMirrorData(chunk) {
+  this[kExchange].mirror.body(chunk);
+}
+
 function requestOnBodyData() {
   this[kExchange].bodyReadAt = Date.now();
 }
@@ -168,6 +174,7 @@ function requestOnBodyData() {
 function requestOnEnd() {
   const exchange = this[kExchange];
   exchange.engine.bodyWatch.end(exchange);
+  if (exchange.mirror !== null) exchange.mirror.end();
   const upstream = exchange.upstream;
   if (exchange.done || upstream === null || upstream.destroyed) return;
   if (this.rawTrailers.length > 0) upstream.addTrailers(trailerPairs(this.rawTrailers));

@@ -9,23 +9,24 @@ const https = require('node:https');
 const AGENT_OPTIONS = { keepAlive: true, scheduling: 'lifo', timeout: 4000 };
 
 /**
- * One keep-alive `http.Agent` per backend of a pool, for the node engine. A
- * removed backend's agent is destroyed once nothing is active on it.
+ * One keep-alive `http.Agent` per backend of a pool, for the node engine and
+ * for the copies `--mirror` sends. A removed backend's agent is destroyed
+ * once nothing is active on it.
  */
 class UpstreamAgents {
   /**
-   * @param {import('../../balancing/balancer')} balancer
+   * @param {import('../balancing/balancer')} balancer
    */
   constructor(balancer) {
     this.balancer = balancer;
-    /** @type {Map<import('../../balancing/backend'), http.Agent>} */
+    /** @type {Map<import('../balancing/backend'), http.Agent>} */
     this.agents = new Map();
     this.onDrained = (backend) => this.drop(backend);
     balancer.on('drained', this.onDrained);
   }
 
   /**
-   * @param {import('../../balancing/backend')} backend
+   * @param {import('../balancing/backend')} backend
    * @returns {http.Agent} the backend's agent, created on first use (https for a `tls` backend)
    */
   get(backend) {
@@ -40,7 +41,7 @@ class UpstreamAgents {
   /**
    * Closes a backend's pooled sockets.
    *
-   * @param {import('../../balancing/backend')} backend
+   * @param {import('../balancing/backend')} backend
    */
   drop(backend) {
     const agent = this.agents.get(backend);
