@@ -108,11 +108,7 @@ async function startProxy(options) {
  * @returns {Promise<number>}
  */
 async function refusingPort() {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address();
-  await new Promise((resolve) => server.close(resolve));
+  const [port] = await freePorts(1);
   return port;
 }
 
@@ -456,19 +452,42 @@ function prng(seed) {
   };
 }
 
+// Ports handed out are taken below the kernel's ephemeral range: a port found free there is
+// free until it is used, whereas one the kernel picked for a listen(0) may be taken meanwhile by
+// any outgoing connection (lila's own to a CA, Pebble's, a backend's), as CI saw once.
+const EPHEMERAL_FIRST = ephemeralFirst();
+const handedOut = new Set();
+
+function ephemeralFirst() {
+  try {
+    return Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32768;
+  } catch {
+    return 32768;
+  }
+}
+
 /**
- * Ports on 127.0.0.1 where nothing listens, each another: held at once while they are found.
+ * Ports on 127.0.0.1 where nothing listens, each another: held at once while they are found,
+ * and never handed out twice by one test process.
  *
  * @param {number} count
  * @returns {Promise<number[]>}
  */
 async function freePorts(count) {
   const servers = [];
-  for (let i = 0; i < count; i++) {
+  const low = Math.max(1024, Math.min(10000, EPHEMERAL_FIRST - 4000));
+  const span = EPHEMERAL_FIRST - low;
+  while (servers.length < count) {
+    // Where the ephemeral range leaves no room below it, the kernel picks.
+    const port = span >= 1000 ? low + Math.floor(Math.random() * span) : 0;
+    if (handedOut.has(port)) continue;
+    if (port) handedOut.add(port);
     const server = net.createServer();
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    servers.push(server);
+    const listening = await new Promise((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => resolve(true));
+    });
+    if (listening) servers.push(server);
   }
   const ports = servers.map((server) => server.address().port);
   await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
