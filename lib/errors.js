@@ -38,7 +38,9 @@ const codes = {
   POOL_EXISTS: 'LILA_ERR_POOL_EXISTS',
   UNKNOWN_POOL: 'LILA_ERR_UNKNOWN_POOL',
   MEMBER_START: 'LILA_ERR_MEMBER_START',
-  MEMBER_STOP: 'LILA_ERR_MEMBER_STOP'
+  MEMBER_STOP: 'LILA_ERR_MEMBER_STOP',
+  // A call to the configuration store (etcd) failed: refused, or no endpoint answered (`err.unavailable`).
+  STORE: 'LILA_ERR_STORE'
 };
 
 const USAGE_CODES = new Set([

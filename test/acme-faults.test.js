@@ -16,7 +16,7 @@ const { createService, Logger } = require('../lib');
 const ManagedCertificates = require('../lib/acme/managed-certificates');
 const Challenges = require('../lib/acme/challenges');
 const { alpnCertificate } = require('../lib/acme/alpn-certificate');
-const { cleanup, deferred, freePorts, onCleanup, request, spawnLila, startHttpBackend, startProxy, untilWritten } = require('./helpers');
+const { cleanup, deferred, freePorts, onCleanup, request, spawnLila, startHttpBackend, startProxy, tcpFront, untilWritten } = require('./helpers');
 const { needPebble, startPebble } = require('./pebble');
 const { Pki } = require('./pki');
 
@@ -382,31 +382,8 @@ function obtainedLine(name) {
 }
 
 // A tcp listener in front of `to`: `decide(firstChunk, socket)` says whether to pass the connection on.
-async function gate(port, to, decide) {
-  const sockets = new Set();
-  const server = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => {});
-    socket.once('data', async (first) => {
-      socket.pause();
-      if (!(await decide(first.toString('latin1'), socket))) return;
-      const upstream = net.connect(to, '127.0.0.1');
-      sockets.add(upstream);
-      upstream.on('close', () => sockets.delete(upstream));
-      upstream.on('error', () => socket.destroy());
-      socket.on('close', () => upstream.destroy());
-      upstream.write(first);
-      socket.pipe(upstream).pipe(socket);
-      socket.resume();
-    });
-  });
-  server.listen(port, '127.0.0.1');
-  await once(server, 'listening');
-  onCleanup(() => {
-    for (const socket of sockets) socket.destroy();
-    return new Promise((resolve) => server.close(resolve));
-  });
+function gate(port, to, decide) {
+  return tcpFront(port, async (first, socket) => ((await decide(first, socket)) ? to : null));
 }
 
 // A Logger keeping every line, and `waitFor(pattern)`: the match of the first line matching it, now or later.

@@ -494,8 +494,47 @@ async function freePorts(count) {
   return ports;
 }
 
+/**
+ * A tcp listener on 127.0.0.1:`port` in front of others: each connection's first bytes are
+ * read, and `route(firstText, socket)` says where it goes — a port on 127.0.0.1, its bytes
+ * relayed both ways — or null, when the route has dealt with the socket itself. Closed, with
+ * every connection, at cleanup.
+ *
+ * @param {number} port
+ * @param {(first: string, socket: net.Socket) => Promise<number | null>} route
+ * @returns {Promise<void>}
+ */
+async function tcpFront(port, route) {
+  const sockets = new Set();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+    socket.once('data', async (first) => {
+      socket.pause();
+      const to = await route(first.toString('latin1'), socket);
+      if (to === null) return;
+      const upstream = net.connect(to, '127.0.0.1');
+      sockets.add(upstream);
+      upstream.on('close', () => sockets.delete(upstream));
+      upstream.on('error', () => socket.destroy());
+      socket.on('close', () => upstream.destroy());
+      upstream.write(first);
+      socket.pipe(upstream).pipe(socket);
+      socket.resume();
+    });
+  });
+  server.listen(port, '127.0.0.1');
+  await once(server, 'listening');
+  onCleanup(() => {
+    for (const socket of sockets) socket.destroy();
+    return new Promise((resolve) => server.close(resolve));
+  });
+}
+
 module.exports = {
   freePorts,
+  tcpFront,
   prng,
   onCleanup,
   responseReader,

@@ -13,7 +13,7 @@ const MAY_IMPORT = {
   'balancing/strategies': ['errors'],
   balancing: ['balancing/strategies', 'errors'],
   // The config model, its readers and the one option table: data, and what checks it.
-  config: ['balancing', 'balancing/strategies', 'routing', 'tls', 'ops', 'errors'],
+  config: ['balancing', 'balancing/strategies', 'routing', 'tls', 'store', 'ops', 'errors'],
   discovery: ['balancing', 'errors'],
   health: ['net', 'errors'],
   // What a route does to a request: written once, for every engine to call.
@@ -32,6 +32,8 @@ const MAY_IMPORT = {
   'http/h2': ['http/exchange', 'http/wire', 'http', 'actions', 'net', 'errors'],
   'http/node': ['http/mirror', 'http', 'actions', 'net', 'errors'],
   tcp: ['net', 'errors'],
+  // lila's etcd client: beside the request path, below whatever reads a stored configuration.
+  store: ['net', 'errors'],
   // Each engine's face towards a listener, and the binding of a pool.
   engines: ['http/fast', 'http/h2', 'http/node', 'http/upstream', 'http', 'tcp', 'config', 'net', 'errors'],
   ops: ['balancing', 'balancing/strategies', 'ops/dashboard', 'net', 'errors'],
@@ -45,8 +47,10 @@ const MAY_IMPORT = {
   pool: ['balancing', 'balancing/strategies', 'config', 'discovery', 'health', 'tls', 'ops', 'errors'],
   // A listener knows pools only as what its routes name and its engine binds.
   listener: ['engines', 'routing', 'tls', 'limits', 'config', 'ops', 'net', 'errors'],
+  // A fleet's member: the stored configuration run by a service it is handed, the backend changes shared.
+  fleet: ['store', 'acme', 'balancing', 'ops', 'net', 'errors'],
   service: ['listener', 'pool', 'cluster', 'config', 'tls', 'acme', 'ops', 'net', 'errors'],
-  cli: ['service', 'config', 'routing', 'actions', 'acme', 'balancing', 'balancing/strategies', 'tls', 'ops', 'errors'],
+  cli: ['service', 'fleet', 'store', 'config', 'routing', 'actions', 'acme', 'balancing', 'balancing/strategies', 'tls', 'ops', 'errors'],
   index: ['service', 'config', 'balancing', 'balancing/strategies', 'ops', 'errors']
 };
 // The engines' folders: none of them imports another.

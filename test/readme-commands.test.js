@@ -32,6 +32,7 @@ const { createService } = require('../lib/service');
 const Logger = require('../lib/ops/logger');
 const { Pki } = require('./pki');
 const { runLila, onCleanup, cleanup } = require('./helpers');
+const { codeBlocks, commandsOf, otherCommands, command: commandOf } = require('./doc-blocks');
 
 const README_FILE = path.join(__dirname, '..', 'README.md');
 const FILE_OPTIONS = new Set(['--tls-cert', '--tls-key', '--hosts', '--config', '-c', '--backend-ca', '--tls-client-ca', '--tls-client-crl']);
@@ -53,7 +54,7 @@ const NOT_LILA = {
 
 const README = fs.readFileSync(README_FILE, 'utf8');
 const BLOCKS = codeBlocks(README);
-const COMMANDS = commandsOf(BLOCKS);
+const COMMANDS = commandsOf(BLOCKS, SHELL_VARIABLES);
 
 describe('README commands', () => {
   let pki;
@@ -91,10 +92,10 @@ describe('README commands', () => {
   });
 
   it('refuses what lila refuses: a mode it does not know, a certificate that is not there', async () => {
-    await assert.rejects(check(command('lila least-conn 10.0.0.1:8080 10.0.0.2:8080 -p 443')), {
+    await assert.rejects(check(commandOf('lila least-conn 10.0.0.1:8080 10.0.0.2:8080 -p 443', SHELL_VARIABLES)), {
       code: 'LILA_ERR_UNKNOWN_MODE', message: /unknown mode "least-conn"/
     });
-    await assert.rejects(check({ ...command('lila round-robin 10.0.0.1:8080 --tls-cert site.pem'), files: false }), /site\.pem/);
+    await assert.rejects(check({ ...commandOf('lila round-robin 10.0.0.1:8080 --tls-cert site.pem', SHELL_VARIABLES), files: false }), /site\.pem/);
   });
 
   it('names who runs each command that is not lila\'s, or why none can', () => {
@@ -166,118 +167,6 @@ describe('README commands', () => {
     }
   }
 });
-
-/**
- * README's fenced code blocks.
- *
- * @param {string} text
- * @returns {{lang: string, line: number, lines: {line: number, text: string}[]}[]} line: of the opening fence
- */
-function codeBlocks(text) {
-  const blocks = [];
-  let block = null;
-  text.split('\n').forEach((content, index) => {
-    const fence = /^```(\S*)\s*$/.exec(content);
-    if (fence !== null) {
-      if (block === null) block = { lang: fence[1], line: index + 1, lines: [] };
-      else {
-        blocks.push(block);
-        block = null;
-      }
-      return;
-    }
-    if (block !== null) block.lines.push({ line: index + 1, text: content });
-  });
-  return blocks;
-}
-
-// The `lila` command lines of the ```sh blocks.
-function commandsOf(blocks) {
-  const commands = [];
-  for (const block of blocks.filter((b) => ['sh', 'bash', 'shell'].includes(b.lang))) {
-    for (let i = 0; i < block.lines.length; i++) {
-      const first = block.lines[i];
-      let text = first.text.replace(/^\$ /, '');
-      if (!/^lila(\s|$)/.test(text)) continue;
-      while (/\\$/.test(text) && i + 1 < block.lines.length) text = `${text.slice(0, -1).trimEnd()} ${block.lines[++i].text.trim()}`;
-      commands.push({ line: first.line, ...command(text) });
-    }
-  }
-  return commands;
-}
-
-// The commands of the ```sh blocks that are not lila's: each `&&`-separated part of a line, by
-// its program (the word after `sudo`'s is still `sudo`'s: root's).
-function otherCommands(blocks) {
-  const others = [];
-  for (const block of blocks.filter((b) => ['sh', 'bash', 'shell'].includes(b.lang))) {
-    for (let i = 0; i < block.lines.length; i++) {
-      const first = block.lines[i];
-      let text = first.text.replace(/^\$ /, '');
-      while (/\\$/.test(text) && i + 1 < block.lines.length) text = `${text.slice(0, -1).trimEnd()} ${block.lines[++i].text.trim()}`;
-      for (const part of text.replace(/(^|\s)#.*$/, '').split('&&')) {
-        const [program] = part.trim().split(/\s+/);
-        if (program !== '' && program !== 'lila') others.push({ line: first.line, program, text: part.trim() });
-      }
-    }
-  }
-  return others;
-}
-
-// A command line's text (its comment and a trailing `&` taken off) and its arguments after `lila`.
-function command(line) {
-  const words = shellWords(line);
-  if (words[words.length - 1] === '&') words.pop();
-  const [program, ...args] = words;
-  assert.equal(program, 'lila');
-  const text = line.replace(/\s+#.*$/, '').replace(/\s*&$/, '').trim();
-  return { text, args };
-}
-
-/**
- * Splits a command line into words as a shell would: quotes, backslashes, `$NAME` (SHELL_VARIABLES),
- * and a `#` comment. Anything else a shell would do (pipes, redirections, `$(...)`, `;`) is
- * not a plain lila command, and is refused.
- *
- * @param {string} line
- * @returns {string[]}
- */
-function shellWords(line) {
-  const words = [];
-  let word = null;
-  let quote = null;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i];
-    if (quote === "'") {
-      if (c === "'") quote = null;
-      else word += c;
-    } else if (c === '\\' && i + 1 < line.length) {
-      word = (word || '') + line[++i];
-    } else if (c === '$' && /[A-Za-z_]/.test(line[i + 1] || '')) {
-      const name = /^[A-Za-z_]\w*/.exec(line.slice(i + 1))[0];
-      assert.ok(Object.hasOwn(SHELL_VARIABLES, name), `README names $${name}, which this test does not set`);
-      word = (word || '') + SHELL_VARIABLES[name];
-      i += name.length;
-    } else if (quote === '"') {
-      if (c === '"') quote = null;
-      else word += c;
-    } else if (c === "'" || c === '"') {
-      quote = c;
-      word = word || '';
-    } else if (/\s/.test(c)) {
-      if (word !== null) words.push(word);
-      word = null;
-    } else if (c === '#' && word === null) {
-      break;
-    } else {
-      assert.ok(!/[|;<>`(){}]/.test(c) && !(c === '&' && line.slice(i + 1).trim() !== ''), `not a plain lila command: ${line}`);
-      word = (word || '') + c;
-    }
-  }
-  assert.equal(quote, null, `unclosed quote: ${line}`);
-  if (word !== null) words.push(word);
-  return words;
-}
 
 // The content of README's file `name`: the block starting `# <name>` nearest above `line`, else
 // the first one; by base name when no block has the whole path.

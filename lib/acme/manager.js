@@ -1,12 +1,10 @@
 'use strict';
 
 const crypto = require('node:crypto');
-const { AcmeClient, AcmeError } = require('./client');
+const { openAccount } = require('./account');
 const { StateStore } = require('./state-store');
-const { createCsr } = require('./csr');
-const { alpnCertificate } = require('./alpn-certificate');
+const { orderCertificate } = require('./order');
 const { certificateId } = require('./certificate-id');
-const { checkChain } = require('./chain-check');
 
 // Caddy's ratio: renew when a third of the lifetime is left.
 const RENEW_REMAINING = 1 / 3;
@@ -15,8 +13,9 @@ const RETRY_BASE_MS = 60 * 1000;
 const RETRY_MAX_MS = 24 * 3600 * 1000;
 // setTimeout's longest delay; a renewal further away is looked at again then.
 const MAX_TIMER_MS = 2 ** 31 - 1;
-// How long one order may take, validations and issuance included.
-const ORDER_TIMEOUT_MS = 120 * 1000;
+// A shared store that does not answer: its names wait for it, asking again after 500 ms, then 1 s ... up to 10 s.
+const STORE_RETRY_MS = 500;
+const STORE_RETRY_MAX_MS = 10 * 1000;
 const CHALLENGE_TYPES = ['http-01', 'tls-alpn-01'];
 
 /**
@@ -33,6 +32,10 @@ const CHALLENGE_TYPES = ['http-01', 'tls-alpn-01'];
  * lifetime is left, or in the window the CA suggests (ARI); failures tried
  * again with exponential backoff up to once a day, the old certificate served
  * meanwhile. At most `maxConcurrency` orders at once.
+ *
+ * With a shared `store` (a fleet's) in place of the state directory, an error of
+ * the store's (`storeDown: true`) pauses the name's work: no order starts before
+ * its lock is held, and the name is tried again soon, not counted as a failure.
  */
 class AcmeManager {
   /**
@@ -43,7 +46,11 @@ class AcmeManager {
    * @param {{kid: string, hmacKey: string} | null} [options.eab] external account binding
    * @param {string[]} [options.challenges] the types allowed, by preference
    * @param {() => boolean} [options.httpReady] whether HTTP-01 can be answered (a plain listener or lila's port 80)
-   * @param {string} options.stateDir
+   * @param {string} [options.stateDir] where the state is kept, unless `store` is given
+   * @param {object} [options.store] the state kept elsewhere (a fleet's store), with StateStore's methods
+   *   `readCertificate`, `writeCertificate`, `waitForLock`, `readAccount`, `writeAccount`, `writeToken`,
+   *   `removeToken`, and `writeAlpn`, `removeAlpn` to share TLS-ALPN-01 answers; it rejects with
+   *   `storeDown: true` when it does not answer
    * @param {number} [options.maxConcurrency] orders at once (default 2)
    * @param {import('./managed-certificates')} options.certificates where obtained certificates go
    * @param {import('./challenges')} options.responder where challenge answers go
@@ -59,7 +66,7 @@ class AcmeManager {
     this.eab = options.eab || null;
     this.types = (options.challenges || CHALLENGE_TYPES).slice();
     this.httpReady = options.httpReady || (() => true);
-    this.store = new StateStore(options.stateDir, { logger: options.logger });
+    this.store = options.store || new StateStore(options.stateDir, { logger: options.logger });
     this.maxConcurrency = options.maxConcurrency === undefined ? 2 : options.maxConcurrency;
     this.certificates = options.certificates;
     this.responder = options.responder;
@@ -103,7 +110,7 @@ class AcmeManager {
       if (this.names.has(name)) continue;
       const entry = {
         name, state: 'pending', notAfter: null, renewAt: null, challenge: null, lastError: null,
-        failures: 0, timer: null, removed: false, queued: false, serial: null
+        failures: 0, timer: null, removed: false, queued: false, serial: null, storeWaits: 0
       };
       this.names.set(name, entry);
       added.push(entry);
@@ -178,6 +185,7 @@ class AcmeManager {
       const result = await this.obtain(entry);
       if (entry.removed) return;
       entry.failures = 0;
+      entry.storeWaits = 0;
       entry.lastError = null;
       entry.state = 'valid';
       if (result.ordered) {
@@ -188,6 +196,10 @@ class AcmeManager {
       this.schedule(entry, await this.renewalTime(entry, result.cert));
     } catch (err) {
       if (this.stopped || entry.removed) return;
+      if (err.storeDown === true) {
+        this.waitForStore(entry, err);
+        return;
+      }
       // The CA forgot the account (a CA reset, Pebble restarted): the stored key registers anew.
       if (err.type === 'accountDoesNotExist') {
         this.accountReady = null;
@@ -203,6 +215,43 @@ class AcmeManager {
         `trying again in ${describeDelay(wait)}${entry.notAfter !== null ? ', serving the old one meanwhile' : ''}`);
       this.schedule(entry, Date.now() + wait);
     }
+  }
+
+  // Nothing was ordered: the store did not answer (before the lock was held, or while the order
+  // was stored). The name's certificate, if any, is served meanwhile.
+  waitForStore(entry, err) {
+    entry.storeWaits++;
+    entry.lastError = err.message;
+    const wait = Math.min(STORE_RETRY_MAX_MS, STORE_RETRY_MS * 2 ** (entry.storeWaits - 1));
+    const log = entry.storeWaits === 1 ? 'warn' : 'debug';
+    this.logger[log](`acme: the certificate of ${entry.name} waits for the store: ${err.message}; trying again in ${describeDelay(wait)}`);
+    this.schedule(entry, Date.now() + wait);
+  }
+
+  /**
+   * The store says a name's certificate changed (another lila instance obtained or renewed
+   * it): served at once, its renewal set by its own dates.
+   *
+   * @param {string} name
+   * @returns {Promise<void>}
+   */
+  async storedChanged(name) {
+    const entry = this.names.get(name);
+    if (entry === undefined || this.stopped) return;
+    let stored;
+    try {
+      stored = await this.store.readCertificate(this.directoryUrl, name);
+    } catch (err) {
+      this.logger.debug(`acme: cannot read the stored certificate of ${name}: ${err.message}`);
+      return;
+    }
+    if (stored === null || entry.removed || new crypto.X509Certificate(stored.cert).serialNumber === entry.serial) return;
+    if (!this.install(entry, stored)) return;
+    entry.state = 'valid';
+    entry.failures = 0;
+    entry.lastError = null;
+    // A turn under way (waiting for the lock, say) sets its next turn itself.
+    if (!entry.queued) this.schedule(entry, await this.renewalTime(entry, stored.cert));
   }
 
   schedule(entry, at) {
@@ -235,7 +284,10 @@ class AcmeManager {
       let failure = null;
       for (const type of types) {
         try {
-          const pair = await this.order(client, name, type, stored);
+          this.counters.orders++;
+          const pair = await orderCertificate(client, name, type, stored, {
+            responder: this.responder, store: this.store, directoryUrl: this.directoryUrl, published: this.published
+          });
           await this.store.writeCertificate(this.directoryUrl, name, {
             cert: pair.cert, key: pair.key, meta: { challenge: type, obtained: new Date().toISOString(), directory: this.directoryUrl }
           });
@@ -262,55 +314,6 @@ class AcmeManager {
     return usable;
   }
 
-  // One order for one name, validated by one challenge type: the chain and its key.
-  async order(client, name, type, stored) {
-    this.counters.orders++;
-    const replaces = stored === null ? undefined : certificateId(stored.cert) || undefined;
-    const order = await client.newOrder([name], { replaces });
-    for (const url of order.authorizations) {
-      const authorization = await client.get(url);
-      // Pebble (and Let's Encrypt) reuse an authorization still valid for the account.
-      if (authorization.status === 'valid') continue;
-      const challenge = (authorization.challenges || []).find((item) => item.type === type);
-      if (challenge === undefined) throw Object.assign(new Error(`the CA offers no ${type} challenge for ${name}`), { validation: true });
-      const keyAuthorization = client.keyAuthorization(challenge.token);
-      if (type === 'http-01') {
-        this.responder.addToken(challenge.token, keyAuthorization);
-        // Another lila on this state directory may be the one the CA reaches.
-        await this.store.writeToken(this.directoryUrl, challenge.token, keyAuthorization);
-      } else {
-        this.responder.addAlpn(name, alpnCertificate(name, keyAuthorization));
-      }
-      try {
-        // Every process that serves has the answer before the CA asks for it.
-        await this.published();
-        await client.acceptChallenge(challenge.url);
-        try {
-          await client.waitFor(url, { ready: ['valid'], timeout: ORDER_TIMEOUT_MS });
-        } catch (err) {
-          // The CA's verdict on the challenge (the authorization became invalid): the other type may do.
-          if (err instanceof AcmeError) err.validation = true;
-          throw err;
-        }
-      } finally {
-        if (type === 'http-01') {
-          this.responder.removeToken(challenge.token);
-          await this.store.removeToken(this.directoryUrl, challenge.token);
-        } else {
-          this.responder.removeAlpn(name);
-        }
-      }
-    }
-    await client.waitFor(order.url, { ready: ['ready', 'valid'], timeout: ORDER_TIMEOUT_MS });
-    const { privateKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    const finalized = await client.finalize(order, createCsr([name], privateKey));
-    const done = finalized.status === 'valid' ? finalized : await client.waitFor(order.url, { ready: ['valid'], timeout: ORDER_TIMEOUT_MS });
-    const cert = await client.certificate(done.certificate);
-    const key = privateKey.export({ type: 'pkcs8', format: 'pem' });
-    checkChain(cert, key, name);
-    return { cert, key };
-  }
-
   // The account, created (or found) once; its key kept in the state directory.
   account() {
     if (this.accountReady === null) {
@@ -323,17 +326,11 @@ class AcmeManager {
   }
 
   async makeAccount() {
-    const stored = await this.store.readAccount(this.directoryUrl);
-    const key = stored !== null ? stored.key : crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
-    const client = new AcmeClient({
-      directoryUrl: this.directoryUrl, ca: this.ca, accountKey: key, accountUrl: stored === null ? null : stored.url, logger: this.logger
+    const client = await openAccount(this.store, {
+      directoryUrl: this.directoryUrl, ca: this.ca, email: this.email, eab: this.eab, register: this.register,
+      signal: this.abort.signal, logger: this.logger
     });
-    if (stored === null || stored.url === null || stored.email !== this.email || this.register) {
-      this.register = false;
-      const url = await client.account({ email: this.email, eab: this.eab });
-      await this.store.writeAccount(this.directoryUrl, { url, email: this.email, key });
-      this.logger.info(`acme: account ${url} at ${this.directoryUrl}`);
-    }
+    this.register = false;
     this.client = client;
     return client;
   }

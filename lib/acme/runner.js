@@ -5,6 +5,7 @@ const AcmeManager = require('./manager');
 const ManagedCertificates = require('./managed-certificates');
 const Challenges = require('./challenges');
 const { namesToManage } = require('./names');
+const { alpnCertificate } = require('./alpn-certificate');
 const { defaultStateDir, StateStore } = require('./state-store');
 const { createRedirectServer } = require('../tls/redirect-server');
 const { readError } = require('../tls/certificates');
@@ -32,6 +33,11 @@ class AcmeRunner {
    * @param {number} [settings.maxConcurrency]
    * @param {string} [settings.stateDir]
    * @param {number} [settings.retryBaseMs] the first retry's delay (a program's; 60 s)
+   * @param {object} [settings.store] where the state is kept instead of `stateDir`, shared by a fleet
+   *   (`fleet/acme-store.js`'s AcmeStore): StateStore's methods (see AcmeManager), plus `start()` (the
+   *   runner calls it; whoever made the store closes it) and `subscribe(directoryUrl, {certificate(name),
+   *   alpn(name, keyAuthorization | null), token(token, keyAuthorization | null)})`, which tells of what
+   *   other members stored: their certificates are served at once, their challenges answered here too
    * @param {{logger: import('../ops/logger')}} options
    * @throws {LilaError} `LILA_ERR_INVALID_OPTION` for a CA file that does not read
    */
@@ -45,9 +51,13 @@ class AcmeRunner {
     this.ca = undefined;
     this.directoryUrl = settings.directoryUrl || DEFAULT_DIRECTORY;
     this.stateDir = settings.stateDir || defaultStateDir();
-    // A token another lila on the state directory is being validated for: answered from there.
-    const store = new StateStore(this.stateDir, { logger });
+    // A token another lila on the state directory (or the store) is being validated for: answered from there.
+    const store = settings.store || new StateStore(this.stateDir, { logger });
+    this.store = store;
     this.shared.challenges.shared = (token) => store.readToken(this.directoryUrl, token);
+    this.unsubscribe = null;
+    /** @type {Map<string, string>} name -> the key authorization of the store's TLS-ALPN-01 answer served */
+    this.alpnAnswers = new Map();
     this.httpFailed = false;
     if (settings.caFile !== undefined) {
       try {
@@ -85,6 +95,7 @@ class AcmeRunner {
       // A port taken (by another lila on this state directory, say) may still answer; one lila may not bind, not.
       httpReady: () => !this.httpFailed,
       stateDir: this.stateDir,
+      store: this.settings.store,
       maxConcurrency: settings.maxConcurrency,
       certificates: this.shared.certificates,
       responder: this.shared.challenges,
@@ -92,7 +103,37 @@ class AcmeRunner {
       retryBaseMs: settings.retryBaseMs,
       published: publish
     });
+    if (typeof this.store.subscribe === 'function') {
+      this.unsubscribe = this.store.subscribe(this.directoryUrl, {
+        certificate: (name) => this.manager.storedChanged(name),
+        alpn: (name, keyAuthorization) => this.storedAlpn(name, keyAuthorization),
+        token: (token, keyAuthorization) => this.storedToken(token, keyAuthorization)
+      });
+      await this.store.start();
+    }
     await this.setNames(listeners);
+  }
+
+  // A TLS-ALPN-01 answer another member (or this one) stored: every member's listeners give it,
+  // as the CA may reach any. The CA checks the acmeIdentifier, not who made the certificate.
+  storedAlpn(name, keyAuthorization) {
+    if (keyAuthorization === null) {
+      if (this.alpnAnswers.delete(name)) this.shared.challenges.removeAlpn(name);
+      return;
+    }
+    if (this.alpnAnswers.get(name) === keyAuthorization) return;
+    try {
+      this.shared.challenges.addAlpn(name, alpnCertificate(name, keyAuthorization));
+      this.alpnAnswers.set(name, keyAuthorization);
+    } catch (err) {
+      this.logger.warn(`acme: cannot answer the stored tls-alpn-01 challenge of ${name}: ${err.message}`);
+    }
+  }
+
+  // An HTTP-01 answer stored: kept with this process's own, so that its workers are handed it too.
+  storedToken(token, keyAuthorization) {
+    if (keyAuthorization === null) this.shared.challenges.removeToken(token);
+    else if (this.shared.challenges.tokens.get(token) !== keyAuthorization) this.shared.challenges.addToken(token, keyAuthorization);
   }
 
   /**
@@ -171,6 +212,10 @@ class AcmeRunner {
   }
 
   stop() {
+    if (this.unsubscribe !== null) {
+      this.unsubscribe();
+      this.unsubscribe = null;
+    }
     if (this.manager !== null) this.manager.stop();
     if (this.httpServer !== null) {
       this.httpServer.close();

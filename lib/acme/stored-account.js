@@ -76,9 +76,14 @@ async function writeAccountFile(file, text) {
   await removeLeftovers(path.dirname(file), path.basename(file));
 }
 
-module.exports = { readAccountFile, accountText, writeAccountFile };
-
-// The account, or what is wrong with it.
+/**
+ * Checks what was read of a stored account (accountText()'s JSON): a URL, an optional
+ * email, a private key that parses.
+ *
+ * @param {string} text
+ * @returns {{url: string, email: string | null, key: import('node:crypto').KeyObject} | string}
+ *   the account, or what is wrong with it
+ */
 function parseAccount(text) {
   let data;
   try {
@@ -96,3 +101,5 @@ function parseAccount(text) {
     return `its key does not parse: ${err.message}`;
   }
 }
+
+module.exports = { readAccountFile, accountText, writeAccountFile, parseAccount };

@@ -67,11 +67,7 @@ async function readCertificateFolder(folder, name, logger) {
  * @throws {TypeError} when the chain, key or meta would not read back
  */
 async function writeCertificateFolder(folder, name, { cert, key, meta = {} }) {
-  if (meta === null || typeof meta !== 'object') throw new TypeError(`acme: the meta of ${name} must be an object`);
-  if (typeof cert !== 'string') throw new TypeError(`acme: the certificate of ${name} must be a PEM string`);
-  const files = { cert, key: keyPem(key), meta: `${JSON.stringify(meta, null, 2)}\n` };
-  const problem = checkCertificate(files, name);
-  if (typeof problem === 'string') throw new TypeError(`acme: the certificate for ${name} cannot be stored: ${problem}`);
+  const files = certificateFiles(name, { cert, key, meta });
   const parent = path.dirname(folder);
   await makeDirectory(parent);
   const fresh = `${folder}.new-${tag()}`;
@@ -89,9 +85,33 @@ async function writeCertificateFolder(folder, name, { cert, key, meta = {} }) {
   await removeLeftovers(parent, path.basename(folder));
 }
 
-module.exports = { readCertificateFolder, writeCertificateFolder };
+/**
+ * What a certificate is stored as (the folder's three files, a store's one value), once
+ * checked that it would read back.
+ *
+ * @param {string} name a lower-case DNS name the certificate covers
+ * @param {{cert: string, key: string | import('node:crypto').KeyObject, meta?: object}} certificate
+ * @returns {{cert: string, key: string, meta: string}} the PEM chain, the PEM key and the meta's JSON text
+ * @throws {TypeError} when the chain, key or meta would not read back
+ */
+function certificateFiles(name, { cert, key, meta = {} }) {
+  if (meta === null || typeof meta !== 'object') throw new TypeError(`acme: the meta of ${name} must be an object`);
+  if (typeof cert !== 'string') throw new TypeError(`acme: the certificate of ${name} must be a PEM string`);
+  const files = { cert, key: keyPem(key), meta: `${JSON.stringify(meta, null, 2)}\n` };
+  const problem = checkCertificate(files, name);
+  if (typeof problem === 'string') throw new TypeError(`acme: the certificate for ${name} cannot be stored: ${problem}`);
+  return files;
+}
 
-// `{cert, key, meta}` with meta parsed, or what is wrong with them.
+/**
+ * Checks what was read of a stored certificate: the chain parses, the key matches its
+ * leaf, the leaf covers the name, the meta is a JSON object.
+ *
+ * @param {{cert: string | null, key: string | null, meta: string | null}} files what was read (null: missing),
+ *   the meta as JSON text
+ * @param {string} name the lower-case DNS name it is for
+ * @returns {{cert: string, key: string, meta: object} | string} the certificate, its meta parsed; or what is wrong
+ */
 function checkCertificate({ cert, key, meta }, name) {
   if (cert === null) return `${CERTIFICATE_FILE} is missing`;
   const blocks = cert.match(CERTIFICATE) || [];
@@ -124,6 +144,8 @@ function checkCertificate({ cert, key, meta }, name) {
   if (parsed === null || typeof parsed !== 'object') return `${META_FILE} is not a JSON object`;
   return { cert, key, meta: parsed };
 }
+
+module.exports = { readCertificateFolder, writeCertificateFolder, certificateFiles, checkCertificate };
 
 // The folder's three files (null for one missing) and its stat; null when there is no folder;
 // CHANGED when it was replaced while read.

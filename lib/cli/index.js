@@ -13,6 +13,10 @@ const { helpText, configHelpText, usageText, HELP_TOPICS } = require('./help');
 const { readToolCommandLine } = require('./tool-command-lines');
 const { tlsOf } = require('../config/tls-options');
 const { runHashPassword } = require('./hash-password');
+const { runPush } = require('./push');
+const { storeOf } = require('./store-command-line');
+const { readText } = require('../config/read-text');
+const Fleet = require('../fleet/fleet');
 const { readConfigFile, parseConfig, summary } = require('../config/config-file');
 const Configuration = require('../service/configuration');
 const AcmeRunner = require('../acme/runner');
@@ -41,6 +45,11 @@ async function run(args, io = {}) {
   let service;
   // A subcommand: a hash for a --basic-auth file.
   if (args[0] === 'hash-password') return runHashPassword(args.slice(1), { stdin: io.stdin || process.stdin, stdout, stderr });
+  // A subcommand: a config file written to a fleet's store.
+  if (args[0] === 'push') {
+    const check = (model) => checkConfig(model, new Logger({ stream: stderr }), acmeOf(model.global));
+    return runPush(args.slice(1), { stdout, stderr, env, check });
+  }
   if (args.length === 0 && !fs.existsSync(DEFAULT_HOSTS_FILE) && !fs.existsSync(DEFAULT_CONFIG_FILE)) {
     // A newcomer's first try: how to start, not the whole help.
     stderr.write(usageText());
@@ -61,9 +70,16 @@ async function run(args, io = {}) {
       stdout.write(summary(parsed.service.config).map((line) => `${line}\n`).join('') + `lila: ${parsed.service.configFile}: good\n`);
       return 0;
     }
-    // Another tool's command line says so in the startup line.
-    const label = parsed.tool === undefined ? undefined : `${parsed.tool} command line`;
-    service = createService({ ...parsed.service, label, logger: new Logger({ ...parsed.logger, stream: stderr }) });
+    const logger = new Logger({ ...parsed.logger, stream: stderr });
+    if (parsed.fleet !== undefined) {
+      const started = await startFleet(parsed, logger, stderr);
+      if (typeof started === 'number') return started;
+      service = started;
+    } else {
+      // Another tool's command line says so in the startup line.
+      const label = parsed.tool === undefined ? undefined : `${parsed.tool} command line`;
+      service = createService({ ...parsed.service, label, logger });
+    }
   } catch (err) {
     if (!err.isUsageError) throw err;
     // A config file's mistake names its line: the help has nothing to add.
@@ -78,6 +94,26 @@ async function run(args, io = {}) {
   });
   // The service may end before it listens: a signal, or workers dying.
   return Promise.race([started, service.exited]);
+}
+
+// --store: the configuration to run is the store's (or the last one applied here), read before
+// the service is made of it; nothing to run is exit 1, with one line.
+async function startFleet(parsed, logger, stderr) {
+  const fleet = new Fleet({ ...parsed.fleet, logger });
+  let text;
+  try {
+    ({ text } = await fleet.bootstrap(parsed.seed));
+    const options = parsed.serviceOf(text);
+    // --acme's account, certificates, locks and challenges are the fleet's, in the store.
+    if (options.acme !== undefined) options.acme = { ...options.acme, store: fleet.acmeStore() };
+    return createService({ ...options, fleet, logger });
+  } catch (err) {
+    await fleet.close();
+    if (!(err instanceof LilaError) || err.isUsageError && text === undefined) throw err;
+    // The store's configuration is not the command line's: its mistakes are a runtime failure.
+    stderr.write(`lila: ${err.message}\n`);
+    return 1;
+  }
 }
 
 /**
@@ -110,9 +146,14 @@ function parseCommandLine(args, env = process.env) {
   Object.assign(values, taken.values);
   if (values.help) return helpOf(positionals, false);
   if (values.version) return { version: true };
+  if (values['if-revision'] !== undefined) throw new LilaError(codes.INVALID_OPTION, '"--if-revision" goes with lila push FILE --store URL');
   // Another balancer's command line, in its own terms (equilibrio's -e, a port alone).
   const tool = readToolCommandLine(values, positionals);
   const [mode, ...servers] = tool === null ? positionals : [tool.mode, ...tool.servers];
+  if (values.store !== undefined && tool === null && values.check !== true) {
+    if (positionals.length > 0) throw new LilaError(codes.INVALID_OPTION, 'give a mode and servers or "--store", not both: the pools are in the store\'s configuration');
+    return parseConfigured(values.config, values, env);
+  }
   const configFile = tool === null ? configFileOf(values, positionals) : undefined;
   if (configFile !== undefined) return parseConfigured(configFile, values, env);
   if (values.check) throw new LilaError(codes.INVALID_OPTION, '"--check" checks a config file; give it with --config');
@@ -131,6 +172,8 @@ function parseCommandLine(args, env = process.env) {
     throw new LilaError(codes.INVALID_OPTION, `"--${routeLineOnly.name}" chooses between routes: give it on a route line of a config file (lila help config)`);
   }
   const options = readOptions(values);
+  // A command line's one pool is no fleet's: --store's options without it are a mistake.
+  storeOf(options, env);
   const hostsFile = tool === null ? hostsFileOf(options.hosts, servers) : tool.hostsFile;
   // The one route of a command line matches every host: ACME has no name to order.
   if (options.acme !== undefined || options.tls === true) {
@@ -200,6 +243,7 @@ function configFileOf(values, positionals) {
 }
 
 // lila --config FILE: the file says what to serve; the command line may add global options only.
+// With --store, the store's configuration does (the file, if given, seeds an empty store).
 function parseConfigured(file, values, env) {
   for (const option of OPTIONS) {
     if (values[option.name] === undefined || option.scope === 'global' || ['config', 'check'].includes(option.name)) continue;
@@ -208,31 +252,62 @@ function parseConfigured(file, values, env) {
   }
   // The command line's global options win over the file's, at start and at every reload.
   const given = readOptions(values);
-  const withGiven = (model) => {
-    model.global = { ...model.global, ...given, proxy: { ...model.global.proxy, ...given.proxy } };
-    return model;
+  const fleet = values.check === true ? null : storeOf(given, env);
+  if (fleet !== null) return parseStored(file, given, fleet, env);
+  const model = configuredModel(readConfigFile(file), given);
+  return {
+    check: values.check === true,
+    logger: loggerOptions(model.global),
+    service: configuredService(model, file, given, env)
   };
-  const model = withGiven(readConfigFile(file));
+}
+
+// The command line's global options over a config's, at start and at every reload.
+function configuredModel(model, given) {
+  model.global = { ...model.global, ...given, proxy: { ...model.global.proxy, ...given.proxy } };
+  return model;
+}
+
+// What a Service runs of a config model: `file` is read again on SIGHUP (none for a stored one).
+function configuredService(model, file, given, env, label = file) {
   const options = model.global;
   const reread = (next) => {
-    withGiven(next);
+    configuredModel(next, given);
     next.warnings.push(...readAtStartChanged(options, next));
     return next;
   };
   return {
-    check: values.check === true,
-    logger: loggerOptions(options),
-    service: {
-      config: model,
-      configFile: file,
-      loadConfig: () => reread(readConfigFile(file)),
-      // PUT /config: a text run as the file is (its mistakes named by line).
-      parseConfig: (text) => reread(parseConfig(text, file)),
-      watch: options.watch === true,
-      drainTimeout: options['drain-timeout'],
-      admin: adminOf(options, env),
-      workers: options.workers,
-      acme: acmeOf(options)
+    config: model,
+    configFile: file,
+    loadConfig: file === undefined ? undefined : () => reread(readConfigFile(file)),
+    // PUT /config: a text run as the file is (its mistakes named by line).
+    parseConfig: (text) => reread(parseConfig(text, label)),
+    watch: options.watch === true,
+    drainTimeout: options['drain-timeout'],
+    admin: adminOf(options, env),
+    workers: options.workers,
+    acme: acmeOf(options)
+  };
+}
+
+// lila --store URL [--config FILE]: the store's configuration is read (or seeded) once lila
+// runs, so the service is made of its text then (`serviceOf`).
+function parseStored(file, given, fleet, env) {
+  const seed = file === undefined ? null : { text: readText(file, 'config file', codes.CONFIG), file };
+  // A seed is checked as the file it is, before anything connects.
+  if (seed !== null) configuredModel(parseConfig(seed.text, file), given);
+  const label = `${fleet.store.prefix}/config`;
+  return {
+    logger: loggerOptions(given),
+    fleet,
+    seed,
+    serviceOf: (text) => {
+      const model = configuredModel(parseConfig(text, label), given);
+      const service = configuredService(model, undefined, given, env, label);
+      if (service.workers !== undefined && service.workers > 0) {
+        throw new LilaError(codes.INVALID_OPTION, '"--workers" does not go with --store yet: run one lila per machine, each a member of the fleet');
+      }
+      return service;
     }
   };
 }
@@ -255,9 +330,9 @@ function readAtStartChanged(running, next) {
 
 // --acme and the options that go with it, as `createService({acme})` takes them; undefined without it.
 function acmeOf(options) {
-  const given = Object.keys(options).filter((name) => name.startsWith('acme-') || name === 'state-dir');
+  const given = Object.keys(options).filter((name) => name.startsWith('acme-') || (name === 'state-dir' && options.store === undefined));
   if (options.acme === undefined) {
-    if (given.length > 0) throw new LilaError(codes.INVALID_OPTION, `"--${given[0]}" goes with --acme EMAIL`);
+    if (given.length > 0) throw new LilaError(codes.INVALID_OPTION, `"--${given[0]}" goes with --acme EMAIL${given[0] === 'state-dir' ? ' or --store URL' : ''}`);
     return undefined;
   }
   return {

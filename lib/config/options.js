@@ -10,6 +10,7 @@ const { parseRateLimit, validateSize, parseSticky } = require('./traffic-values'
 const { parseMirror } = require('./mirror-values');
 const { DEFAULTS, DEFAULT_DRAIN_MS, LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS } = require('./defaults');
 const { closest, didYouMean } = require('./suggest');
+const { parseStoreUrl } = require('../store/store-url');
 const { LilaError, codes } = require('../errors');
 
 const MAX_WORKERS = 256;
@@ -349,12 +350,41 @@ const OPTIONS = [
   },
   {
     name: 'state-dir', arg: '<dir>', group: 'acme', scope: 'global', default: '$XDG_DATA_HOME/lila or ~/.local/share/lila',
-    help: 'where the ACME account, keys (mode 0600) and certificates are kept; lila instances may share it (one orders a name, the others read it)'
+    help: 'where the ACME account, keys (mode 0600) and certificates are kept; lila instances may share it (one orders a name, the others read it); ' +
+      'with --store, where the last configuration applied is kept'
+  },
+  {
+    name: 'store', arg: '<url>', group: 'store', scope: 'global', default: 'off',
+    help: 'share the configuration and the admin API\'s backend changes with every lila naming the same store: ' +
+      'etcd://[user[:pass]@]host:port[,host:port]/prefix (prefix /lila; etcds:// for TLS; the password also from LILA_STORE_PASSWORD)',
+    read: (text, flag) => parseStoreUrl(text, flag)
+  },
+  {
+    name: 'store-ca', arg: '<file>', group: 'store', scope: 'global', default: 'system CAs',
+    help: 'PEM CA certificates that the store\'s TLS certificate is verified against (implies TLS)'
+  },
+  {
+    name: 'store-cert', arg: '<file>', group: 'store', scope: 'global', default: 'none',
+    help: 'PEM client certificate lila presents to the store (implies TLS; with --store-key)'
+  },
+  {
+    name: 'store-key', arg: '<file>', group: 'store', scope: 'global', default: 'none',
+    help: 'PEM private key of --store-cert'
+  },
+  {
+    name: 'store-insecure', group: 'store', scope: 'global', default: 'off',
+    help: 'allow a plain etcd:// store on another machine: the configuration and its secrets cross the network unencrypted'
+  },
+  {
+    name: 'if-revision', arg: '<n>', group: 'store', scope: 'command', default: 'the revision read',
+    help: 'with lila push: write only if the stored configuration is still at revision n (as GET /config\'s ETag said)',
+    read: (text, flag) => validateCount(text, flag, 0)
   },
   {
     name: 'admin', arg: '<[host:]port>', group: 'admin', scope: 'global', default: 'off',
     help: 'serve the admin API on this port: GET / (the live dashboard), GET /events, GET /status, GET /metrics (Prometheus), ' +
-      'GET /route?key= (or ?id=), GET and PUT /config (with a config file), POST /pools/<pool>/backends, DELETE and PATCH ' +
+      'GET /route?key= (or ?id=), GET and PUT /config (with a config file or --store), GET /cluster (with --store), ' +
+      'POST /pools/<pool>/backends, DELETE and PATCH ' +
       '/pools/<pool>/backends/<name>, POST .../drain and .../enable (/backends/... while one pool runs); ' +
       'host 127.0.0.1 unless given',
     read: hostAndPort
@@ -558,6 +588,7 @@ const GROUPS = {
   limits: 'Protecting backends (limits and queue, stickiness, rate and size limits)',
   tls: 'TLS (HTTPS in the http layer; termination in the tcp layer)',
   acme: 'Certificates from an ACME CA (Let\'s Encrypt), obtained and renewed by lila',
+  store: 'A fleet: lila sharing one configuration through etcd',
   admin: 'Admin API',
   logging: 'Logging (to stderr only)',
   workers: 'Workers',

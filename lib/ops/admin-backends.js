@@ -75,44 +75,46 @@ async function addBackend(admin, params) {
     throw err;
   }
   admin.logger.info(`backend ${backend.name}${target.where} added through the admin API`);
-  return ok(201, describeBackend(backend, target.pool.health));
+  return shared(admin, target, { op: 'add', backend }, 201);
 }
 
-function removeBackend(admin, params) {
+async function removeBackend(admin, params) {
   const target = poolFor(admin, params);
   if (target.reply !== undefined) return target.reply;
   const backend = target.pool.balancer.remove(params.name);
   if (backend === null) return unknown(params.name, target);
   admin.logger.info(`backend ${backend.name}${target.where} removed through the admin API`);
-  return ok(200, describeBackend(backend, target.pool.health));
+  return shared(admin, target, { op: 'remove', backend });
 }
 
-function drainBackend(admin, params) {
+async function drainBackend(admin, params) {
   const target = poolFor(admin, params);
   if (target.reply !== undefined) return target.reply;
   const { balancer } = target.pool;
   const member = balancer.backends.find((backend) => backend.name === params.name);
   if (member === undefined) return unknown(params.name, target);
   if (member.weight > 0) admin.drainedWeights.set(member, member.weight);
+  const drainedWeight = admin.drainedWeights.get(member);
   const backend = balancer.setWeight(params.name, 0);
   admin.logger.info(`backend ${backend.name}${target.where} drained through the admin API`);
-  return ok(200, describeBackend(backend, target.pool.health));
+  return shared(admin, target, { op: 'drain', backend, drainedWeight });
 }
 
 // HAProxy's "enable server": a drained backend gets back the weight it had
 // before its drain (1 when it was drained otherwise: weight=0 in the hosts file).
-function enableBackend(admin, params) {
+async function enableBackend(admin, params) {
   const target = poolFor(admin, params);
   if (target.reply !== undefined) return target.reply;
   const { balancer } = target.pool;
   const member = balancer.backends.find((backend) => backend.name === params.name);
   if (member === undefined) return unknown(params.name, target);
   if (member.weight > 0) return ok(200, describeBackend(member, target.pool.health));
-  const weight = admin.drainedWeights.get(member) || 1;
+  // A drain made through another member of a fleet left its weight in the store.
+  const weight = admin.drainedWeights.get(member) || (admin.fleet === null ? undefined : admin.fleet.drainedWeight(target.pool.name, member.name)) || 1;
   admin.drainedWeights.delete(member);
   const backend = balancer.setWeight(params.name, weight);
   admin.logger.info(`backend ${backend.name}${target.where} enabled through the admin API, weight ${weight}`);
-  return ok(200, describeBackend(backend, target.pool.health));
+  return shared(admin, target, { op: 'enable', backend });
 }
 
 async function changeBackend(admin, params) {
@@ -136,9 +138,19 @@ async function changeBackend(admin, params) {
   const member = balancer.backends.find((backend) => backend.name === params.name);
   if (member === undefined) return unknown(params.name, target);
   if (weight === 0 && member.weight > 0) admin.drainedWeights.set(member, member.weight);
+  const drainedWeight = weight === 0 ? admin.drainedWeights.get(member) : undefined;
   const backend = balancer.setWeight(params.name, weight);
   admin.logger.info(`backend ${backend.name}${target.where} weight set to ${weight} through the admin API`);
-  return ok(200, describeBackend(backend, target.pool.health));
+  return shared(admin, target, { op: 'weight', backend, drainedWeight });
+}
+
+// A change made here, as the reply says it; with --store, shared with every member first (its
+// record written to the store, within the store's deadline), and the reply says whether it was.
+async function shared(admin, target, change, status = 200) {
+  const body = describeBackend(change.backend, target.pool.health);
+  if (admin.fleet === null) return ok(status, body);
+  const result = await admin.fleet.shareBackend(target.pool.name, change);
+  return ok(status, { ...body, fleet: result.shared ? 'shared' : `this member only: ${result.why}` });
 }
 
 // The pool a change is for, and how messages name it (` in pool "api"` with a config file), or

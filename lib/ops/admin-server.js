@@ -1,13 +1,14 @@
 'use strict';
 
-const crypto = require('node:crypto');
 const http = require('node:http');
 const net = require('node:net');
 const { renderMetrics, queueInUse, CONTENT_TYPE } = require('./metrics');
 const { readProcessStats } = require('./process-stats');
 const { backendChanges, describeBackend } = require('./admin-backends');
 const { getRoute } = require('./admin-route');
-const { ok, fail, readText, JSON_TYPE } = require('./admin-replies');
+const { ok, fail, JSON_TYPE } = require('./admin-replies');
+const { refuseWithoutToken, sha256 } = require('./admin-token');
+const { withoutConfig, withoutFleet, getCluster, getConfig, putConfig } = require('./admin-config');
 const DashboardFeed = require('./dashboard/feed');
 const { Sampler } = require('./dashboard/sampler');
 const { dashboardPage } = require('./dashboard/page');
@@ -37,10 +38,10 @@ const ROUTES = [
   { path: ['metrics'], methods: { GET: getMetrics } },
   { path: ['route'], methods: { GET: getRoute } },
   { path: ['config'], methods: { GET: getConfig, PUT: putConfig }, absent: withoutConfig },
+  { path: ['cluster'], methods: { GET: getCluster }, absent: withoutFleet },
   ...BACKEND_ROUTES,
   ...BACKEND_ROUTES.map(({ path, methods }) => ({ path: ['pools', POOL_SEGMENT, ...path], methods }))
 ];
-const TEXT_TYPE = 'text/plain; charset=utf-8';
 const CLIENT_ERRORS = {
   HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'the request head is too large'],
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'the request did not arrive in time']
@@ -69,6 +70,10 @@ const CLIENT_ERRORS = {
  * @param {{text: () => string, reload: (text: string) => Promise<{ok: true, line: string} |
  *   {ok: false, message: string}>}} [options.config] with a config file: its text as it runs,
  *   and a reload with another text, all checked before any of it runs
+ * @param {{cluster: () => object, status: () => object, metrics: () => string,
+ *   shareBackend: (pool: string, change: object) => Promise<{shared: boolean, why?: string}>,
+ *   drainedWeight: (pool: string, name: string) => number | undefined}} [options.fleet] with --store:
+ *   `GET /cluster`, `/status`'s `store`, the `lila_store_*` families, and the backend changes shared
  * @param {{status: () => object[], metrics: () => string}} [options.acme] with --acme: each managed name
  *   (`/status`'s `acme`) and the `lila_acme_*` families
  * @returns {http.Server & {dashboard: DashboardFeed}} `dashboard` is the feed of `/events`
@@ -90,6 +95,7 @@ function createAdminServer(runtime, options = {}) {
     view: () => runtime.view(),
     config,
     acme: options.acme === undefined ? null : options.acme,
+    fleet: options.fleet === undefined ? null : options.fleet,
     logger: options.logger || new Logger(),
     tokenDigest: token === undefined ? null : sha256(token),
     // The weight a backend had before POST .../drain, for .../enable.
@@ -179,47 +185,6 @@ function refuseChange(admin, request) {
   return refuseWithoutToken(admin, request, 'this change needs');
 }
 
-// The token's check, when there is a token: 401 without it or with another.
-function refuseWithoutToken(admin, request, needs) {
-  if (admin.tokenDigest === null) return null;
-  const header = request.headers.authorization;
-  const match = typeof header === 'string' ? /^Bearer +(\S+) *$/i.exec(header) : null;
-  if (match === null) {
-    return fail(401, `${needs} the admin token: send "Authorization: Bearer <token>"`,
-      { 'WWW-Authenticate': 'Bearer realm="lila"' });
-  }
-  // Digests have equal lengths: the comparison tells nothing about the token's.
-  if (!crypto.timingSafeEqual(sha256(match[1]), admin.tokenDigest)) {
-    return fail(401, 'the admin token is wrong', { 'WWW-Authenticate': 'Bearer realm="lila", error="invalid_token"' });
-  }
-  return null;
-}
-
-// /config without a config file: nothing to read or replace.
-function withoutConfig(admin) {
-  if (admin.config !== null) return null;
-  return fail(404, 'lila runs without a config file (its servers come from the command line or a hosts file), so there is no config to read or replace');
-}
-
-// The text may hold --admin-token itself: with a token, reading it needs the token too.
-function getConfig(admin, { request }) {
-  const refusal = refuseWithoutToken(admin, request, 'reading the config needs');
-  if (refusal !== null) return refusal;
-  return { status: 200, type: TEXT_TYPE, text: admin.config.text() };
-}
-
-// A whole config text, checked whole and swapped in as SIGHUP does; a mistake changes nothing.
-async function putConfig(admin, { request }) {
-  if (admin.tokenDigest === null) {
-    return fail(403, 'replacing the config through the admin API needs --admin-token (or LILA_ADMIN_TOKEN), even on loopback');
-  }
-  const body = await readText(request, 'a whole config file');
-  if (body.reply !== undefined) return body.reply;
-  const result = await admin.config.reload(body.value);
-  if (!result.ok) return fail(400, result.message);
-  return ok(200, { reloaded: result.line });
-}
-
 function getDashboard(admin) {
   const page = dashboardPage(admin.feed.current());
   return { status: 200, type: 'text/html; charset=utf-8', text: page.body, headers: page.headers };
@@ -242,7 +207,8 @@ function getStatus(admin) {
     ...discoveryStatus(pool),
     ...limitStatus(listener, pool),
     ...(view.single ? {} : configuredStatus(view)),
-    ...(admin.acme === null ? {} : { acme: admin.acme.status() })
+    ...(admin.acme === null ? {} : { acme: admin.acme.status() }),
+    ...(admin.fleet === null ? {} : { store: admin.fleet.status() })
   });
 }
 
@@ -325,7 +291,8 @@ function tlsStatus(listener, traffic) {
 async function getMetrics(admin) {
   const stats = await readProcessStats();
   const text = renderMetrics(admin.view(), stats);
-  return { status: 200, type: CONTENT_TYPE, text: admin.acme === null ? text : text + admin.acme.metrics() };
+  const families = (admin.acme === null ? '' : admin.acme.metrics()) + (admin.fleet === null ? '' : admin.fleet.metrics());
+  return { status: 200, type: CONTENT_TYPE, text: text + families };
 }
 
 function send(admin, request, response, reply) {
@@ -372,8 +339,4 @@ function decodeSegment(segment) {
   } catch {
     return undefined;
   }
-}
-
-function sha256(text) {
-  return crypto.createHash('sha256').update(text).digest();
 }

@@ -71,7 +71,22 @@ function acmeFamilies(acme) {
         .map((entry) => sample('lila_acme_certificate_expiry_timestamp_seconds', { name: entry.name }, Date.parse(entry.notAfter) / 1000)));
 }
 
-module.exports = { renderMetrics, acmeFamilies, queueInUse, CONTENT_TYPE };
+/**
+ * `--store`'s families: whether the store answers, the stored configuration's revision, the one this
+ * member runs, and the one each registered member runs.
+ *
+ * @param {{up: boolean, storeRevision: number, applied: number, members: {id: string, config_revision: number}[]}} store
+ * @returns {string}
+ */
+function storeFamilies(store) {
+  return single('lila_store_up', 'gauge', 'Whether the store (etcd) answers this member: 1 or 0.', store.up ? 1 : 0) +
+    single('lila_store_config_revision', 'gauge', 'The revision of the configuration in the store, as this member last saw it.', store.storeRevision) +
+    single('lila_store_applied_revision', 'gauge', 'The revision of the stored configuration this member runs.', store.applied) +
+    family('lila_store_member_config_revision', 'gauge', 'The revision each registered member of the fleet runs, as its record says.',
+      store.members.map((member) => sample('lila_store_member_config_revision', { member: member.id }, Number(member.config_revision) || 0)));
+}
+
+module.exports = { renderMetrics, acmeFamilies, storeFamilies, queueInUse, CONTENT_TYPE };
 
 // Requests (connections) each route chose a pool for, and those no route matched.
 function routeFamilies(view, traffic) {

@@ -20,11 +20,50 @@ function adminServerOf(service) {
     logger: service.logger,
     acme: service.acme === null || service.inWorker ? undefined : acmeView(service.acme),
     // GET /config: the text that runs (a program's object has none); PUT /config: a reload with another.
-    config: service.single || service.source.parseConfig === null ? undefined : {
-      text: () => service.configuration.model.text || '',
-      reload: (text) => service.reloadText(text, 'PUT /config')
-    }
+    config: service.single || service.source.parseConfig === null ? undefined : configOf(service),
+    fleet: service.fleet === null || service.inWorker ? undefined : fleetView(service)
   });
+}
+
+// GET and PUT /config: the text that runs; a reload with another, or with --store, a write to the
+// store (checked whole first, and only over the revision the editor read) that every member applies.
+function configOf(service) {
+  const { fleet } = service;
+  if (fleet === null) {
+    return { text: () => service.configuration.model.text || '', reload: (text) => service.reloadText(text, 'PUT /config') };
+  }
+  return {
+    text: () => service.configuration.model.text || '',
+    revision: () => fleet.applied.revision,
+    reload: (text, { ifRevision } = {}) => {
+      try {
+        const plan = service.configuration.prepare(service.source.parseConfig(text));
+        for (const pool of plan.made) pool.close();
+      } catch (err) {
+        if (!(err instanceof LilaError)) throw err;
+        return Promise.resolve({ ok: false, message: err.message });
+      }
+      return fleet.push(text, { ifRevision });
+    }
+  };
+}
+
+/**
+ * What the admin API shows and does of a fleet: `/cluster`, `/status`'s `store`, `/metrics`'s
+ * `lila_store_*`, and the backend changes it shares.
+ *
+ * @param {import('./service')} service
+ * @returns {object}
+ */
+function fleetView(service) {
+  const { fleet } = service;
+  return {
+    cluster: () => fleet.cluster(),
+    status: () => fleet.storeStatus(),
+    metrics: () => fleet.metrics(),
+    shareBackend: (pool, change) => fleet.backends.share(pool, change),
+    drainedWeight: (pool, name) => fleet.backends.drainedWeight(pool, name)
+  };
 }
 
 /**

@@ -64,6 +64,8 @@ class Service {
    * @param {{host?: string, port: number, token?: string} | null} [options.admin] serve the
    *   admin API there (host 127.0.0.1 by default); bind it to loopback, or give a token
    * @param {number} [options.workers] worker processes; 0 (default): this process serves
+   * @param {import('../fleet/fleet')} [options.fleet] `--store`: a fleet's member, bootstrapped; the service
+   *   runs what it gave, and it applies each new revision of the stored configuration as a reload
    * @param {string} [options.label] says what the startup line's command line is (another tool's)
    * @param {Logger} [options.logger] defaults to info lines on stderr
    * @throws {LilaError} for invalid options, servers, hosts file or config
@@ -91,6 +93,7 @@ class Service {
       };
     });
     this.source = sourceOf(options);
+    this.fleet = options.fleet === undefined ? null : options.fleet;
     // --acme: the process that orders is this one alone, or the primary; workers serve what it hands them.
     this.acme = options.acme === undefined || options.acme === null ? null : new AcmeRunner(options.acme, { logger: this.logger });
     this.configuration = new Configuration({
@@ -154,6 +157,7 @@ class Service {
       throw err;
     }
     if (this.watch) this.watchFiles();
+    if (this.fleet !== null && this.role !== WORKER) this.fleet.attach(this);
     const listening = this.configuration.listeners;
     const { address, port } = listening[0].address;
     if (this.single && listening[0].redirect !== null && this.role !== WORKER) this.logRedirect(listening[0].redirect);
@@ -205,6 +209,7 @@ class Service {
     if (this.ticketKeys !== null) this.ticketKeys.stop();
     if (this.fileWatch !== null) this.fileWatch.close();
     if (this.acme !== null) this.acme.stop();
+    if (this.fleet !== null) this.fleet.close();
     if (this.adminServer !== null) {
       this.adminServer.close();
       this.adminServer.closeAllConnections();

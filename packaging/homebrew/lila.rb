@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "bb6f68d177b88426c7704c440ada3c6cd0d1df673fbb7771bd59ceaa13598790"
+  sha256 "f08455342475e44a26832e296b63f4bfaf7a2706f4a12be36fe3b8aff8031247"
   license "MIT"
 
   depends_on "node"

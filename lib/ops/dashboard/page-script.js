@@ -21,6 +21,7 @@ function dashboardScript() {
     ['errors', 'errors'], ['latency', 'p50 / p99'], ['chart', 'last 5 min'], ['lastError', 'last error'],
     ['check', 'health check'], ['actions', 'actions']
   ];
+  const MEMBER_COLUMNS = [['member', 'member'], ['listeners', 'listeners'], ['revision', 'revision'], ['applied', 'applied'], ['lastError', 'last error']];
   const $ = (id) => document.getElementById(id);
 
   const view = {
@@ -35,6 +36,8 @@ function dashboardScript() {
     rows: new Map(),
     groups: new Map(),
     pools: new Map(),
+    // With --store: the fleet's members' rows, by member id.
+    members: new Map(),
     // The listeners as last drawn (without their counts), and what each frame updates in them.
     listenersKey: null,
     routes: []
@@ -167,6 +170,7 @@ function dashboardScript() {
     renderListeners(frame, pools);
     renderAdmin(frame);
     renderRows(frame, range);
+    renderFleet(frame);
     renderCertificates(frame);
   }
 
@@ -330,6 +334,97 @@ function dashboardScript() {
     if (total <= 0) return '0%';
     const value = (weight / total) * 100;
     return `${Number.isInteger(value) ? value : value < 10 ? value.toFixed(1) : Math.round(value)}%`;
+  }
+
+  // --store: whether the store answers, the revision this member runs beside the store's, and
+  // every member as the store lists them (/status's `store`).
+  function renderFleet(frame) {
+    const store = frame.store !== null && typeof frame.store === 'object' ? frame.store : null;
+    $('fleet').hidden = store === null;
+    if (store === null) return;
+    const up = store.up === true;
+    const live = $('store-live');
+    live.dataset.live = up ? 'live' : 'lost';
+    setText(live, up ? 'store up' : 'store lost: retrying');
+    setWrapped($('store-url'), String(store.url));
+    const [text, behind] = revisionText(store, up);
+    setText($('store-revision'), text);
+    $('store-revision').classList.toggle('behind', behind);
+    const members = Array.isArray(store.members) ? store.members : [];
+    const ids = new Set();
+    const wanted = members.map((member) => {
+      const id = String(member.id);
+      ids.add(id);
+      let row = view.members.get(id);
+      if (row === undefined) {
+        row = createMemberRow();
+        view.members.set(id, row);
+      }
+      updateMemberRow(row, member, store);
+      return row.tr;
+    });
+    for (const id of view.members.keys()) if (!ids.has(id)) view.members.delete(id);
+    const body = $('members').tBodies[0];
+    const current = body.children;
+    if (current.length !== wanted.length || !wanted.every((tr, i) => current[i] === tr)) body.replaceChildren(...wanted);
+  }
+
+  // This member's revision against the store's (as last seen while the store is lost), and
+  // whether it is behind.
+  function revisionText(store, up) {
+    const runs = `this member runs revision ${store.applied_revision}`;
+    if (typeof store.config_revision !== 'number' || store.config_revision <= 0) return [`${runs}; the store's is not known yet`, false];
+    const seen = up ? '' : ' when last seen';
+    if (store.applied_revision < store.config_revision) return [`${runs}, behind the store's ${store.config_revision}${seen}`, true];
+    return [`${runs}, the store's latest${seen}`, false];
+  }
+
+  function createMemberRow() {
+    const tr = document.createElement('tr');
+    const cells = {};
+    for (const [key, label] of MEMBER_COLUMNS) {
+      const td = document.createElement('td');
+      td.dataset.label = label;
+      td.className = `col-${key}`;
+      cells[key] = div('cell');
+      td.append(cells[key]);
+      tr.append(td);
+    }
+    const row = {
+      tr,
+      host: span('name', ''),
+      self: span('badge', 'this one'),
+      id: div('small'),
+      registered: div('small'),
+      listeners: div(''),
+      revision: div(''),
+      appliedAt: div(''),
+      appliedAgo: div('small'),
+      lastError: span('error-text', '')
+    };
+    cells.member.append(row.host, row.self, row.id, row.registered);
+    cells.listeners.append(row.listeners);
+    cells.revision.append(row.revision);
+    cells.applied.append(row.appliedAt, row.appliedAgo);
+    cells.lastError.append(row.lastError);
+    return row;
+  }
+
+  function updateMemberRow(row, member, store) {
+    setWrapped(row.host, String(member.host));
+    row.self.hidden = member.id !== store.self;
+    setWrapped(row.id, typeof member.version === 'string' ? `${member.id} · ${member.version}` : String(member.id));
+    setText(row.registered, member.registered === false ? 'not registered while the store is lost' : '');
+    const listeners = Array.isArray(member.listeners) ? member.listeners : [];
+    setWrapped(row.listeners, listeners.length === 0 ? '–' : listeners.join(', '));
+    const behind = typeof member.config_revision === 'number' && typeof store.config_revision === 'number' && member.config_revision < store.config_revision;
+    const runs = typeof member.config_revision === 'number' ? String(member.config_revision) : '–';
+    setText(row.revision, behind ? `${runs}, behind ${store.config_revision}` : runs);
+    row.revision.classList.toggle('behind', behind);
+    const at = typeof member.applied_at === 'string' ? Date.parse(member.applied_at) : NaN;
+    setText(row.appliedAt, Number.isNaN(at) ? '–' : clock(at));
+    setText(row.appliedAgo, Number.isNaN(at) ? '' : `${ago(at)} ago`);
+    setWrapped(row.lastError, member.last_error === null || member.last_error === undefined ? '–' : String(member.last_error));
   }
 
   // --acme: each name lila obtains a certificate for, its state and dates (/status's `acme`).

@@ -77,6 +77,11 @@ tr.pool th { font-size: 14px; padding-top: 12px; }
 .routes .target { white-space: nowrap; }
 .routes .pool-name { font-weight: 600; }
 .routes .count { margin-left: auto; white-space: nowrap; }
+.fleet-line { margin: 0 0 8px; }
+.store-url { font-weight: 600; }
+.behind { color: var(--draining); font-weight: 600; }
+.col-member > .cell { min-width: 10em; }
+.col-member .badge { margin-left: 6px; }
 .col-state > .cell { min-width: 11em; }
 .col-latency, .col-rate, .col-errors, .col-weight, .col-active { white-space: nowrap; }
 .col-lastError > .cell { min-width: 6em; }

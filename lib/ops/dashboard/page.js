@@ -118,6 +118,18 @@ function html(style, script) {
     <div class="bar"><h2 id="listeners-title">Listeners and routes</h2></div>
     <div id="listeners" class="listeners"></div>
   </section>
+  <section id="fleet" aria-labelledby="fleet-title" hidden>
+    <div class="bar">
+      <div class="title"><h2 id="fleet-title">Fleet</h2><p id="store-live" class="live" role="status" data-live="connecting">–</p></div>
+    </div>
+    <p class="fleet-line"><span id="store-url" class="store-url"></span> <span class="muted">·</span> <span id="store-revision"></span></p>
+    <div class="scroll">
+      <table id="members">
+        <thead><tr><th>member</th><th>listeners</th><th>revision</th><th>applied</th><th>last error</th></tr></thead>
+        <tbody></tbody>
+      </table>
+    </div>
+  </section>
   <section aria-labelledby="backends-title">
     <div class="bar">
       <h2 id="backends-title">Backends</h2>
