@@ -39,7 +39,7 @@ const codes = {
   UNKNOWN_POOL: 'LILA_ERR_UNKNOWN_POOL',
   MEMBER_START: 'LILA_ERR_MEMBER_START',
   MEMBER_STOP: 'LILA_ERR_MEMBER_STOP',
-  // A call to the configuration store (etcd) failed: refused, or no endpoint answered (`err.unavailable`).
+  // A call to a store (etcd: --store; Redis: --rate-limit-store) failed: refused, or no answer (`err.unavailable`).
   STORE: 'LILA_ERR_STORE'
 };
 

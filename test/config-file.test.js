@@ -203,9 +203,9 @@ describe('the config file', function () {
       },
       {
         name: 'a listener option on a pool line',
-        lines: () => ['pool a round-robin 127.0.0.1:9001 --rate-limit 10/s', 'listen 127.0.0.1:9100', '  route * a'],
+        lines: () => ['pool a round-robin 127.0.0.1:9001 --max-body-size 10m', 'listen 127.0.0.1:9100', '  route * a'],
         line: 1,
-        message: '"--rate-limit" belongs on a listen line, not on a pool'
+        message: '"--max-body-size" belongs on a listen line, not on a pool'
       },
       {
         name: 'a listener option on a pool\'s indented line',

@@ -152,7 +152,10 @@ describe('options', () => {
     });
 
     it('tags every option with where it goes in a config file, and a command line option with nothing', () => {
-      const tags = { global: '[global]', pool: '[pool]', listener: '[listen]', layer: '[pool, listen]', route: '[route]', match: '[route line]', command: '' };
+      const tags = {
+        global: '[global]', pool: '[pool]', listener: '[listen]', layer: '[pool, listen]', route: '[route]', 'listener-route': '[listen or route]',
+        match: '[route line]', command: ''
+      };
       for (const option of OPTIONS) {
         // A route line takes --hash-key too: the key of its split.
         const tag = option.name === 'hash-key' ? '[pool, route]' : tags[option.scope];
@@ -169,7 +172,8 @@ describe('options', () => {
   describe('lila help config', () => {
     it('lists every option of the table under the lines that take it, in its order', () => {
       const titles = {
-        global: '[global]', pool: '[pool]', listener: '[listen]', layer: '[pool, listen]', route: '[route]', match: '[route line]', command: 'The command line only'
+        global: '[global]', pool: '[pool]', listener: '[listen]', layer: '[pool, listen]', route: '[route]', 'listener-route': '[listen or route]',
+        match: '[route line]', command: 'The command line only'
       };
       const expected = {};
       for (const option of OPTIONS) (expected[titles[option.scope]] ??= []).push(`--${option.name}`);

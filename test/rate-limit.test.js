@@ -116,7 +116,7 @@ describe('rate limits', () => {
     assert.equal(accepted, 2);
     assert.match(metrics, /^lila_rate_limited_total 1$/m);
     assert.match(metrics, /^lila_rate_limit_clients 1$/m);
-    assert.deepEqual(status.rate_limit, { rate: 2, per_ms: 60000, burst: 2, clients: 1, limited: 1 });
+    assert.deepEqual(status.rate_limit, { rate: 2, per_ms: 60000, burst: 2, key: 'ip', clients: 1, limited: 1 });
   });
 
   describe('RateLimiter', () => {
@@ -167,6 +167,27 @@ describe('rate limits', () => {
       assert.ok(crowded > RateLimiter.MAX_CLIENTS - 2000);
       // Every bucket, the last client's too, would be full again by now.
       assert.equal(limiter.size, 0);
+    });
+
+    it('counts by --rate-limit-key, apart from addresses, and by the address without a key or with one too long', () => {
+      let now = 0;
+      const limiter = new RateLimiter({ rate: 1, per: 60000, burst: 1 }, { now: () => now, key: 'header:X-Api-Key' });
+      onCleanup(() => limiter.stop());
+      const keyed = (key) => ({ url: '/', headers: { 'x-api-key': key } });
+
+      const answers = [
+        limiter.takeRequest(keyed('10.0.0.1'), '10.0.0.1'),
+        limiter.takeRequest(keyed('10.0.0.1'), '10.0.0.2'),
+        limiter.takeRequest({ url: '/', headers: {} }, '10.0.0.1'),
+        limiter.takeRequest(keyed('x'.repeat(RateLimiter.MAX_KEY_LENGTH + 1)), '10.0.0.1')
+      ];
+
+      assert.deepEqual(answers, [0, 60, 0, 60]);
+      assert.equal(limiter.key, 'header:X-Api-Key');
+      assert.throws(() => new RateLimiter({ rate: 1, per: 1000, burst: 1 }, { key: 'path' }), {
+        code: 'LILA_ERR_INVALID_OPTION',
+        message: '"--rate-limit-key" must be ip, header:<name>, query:<name> or cookie:<name>, received "path"'
+      });
     });
 
     it('drops a bucket once it would be full again, not before', () => {

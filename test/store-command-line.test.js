@@ -73,6 +73,31 @@ describe('--store on the command line', () => {
   });
 });
 
+describe('--rate-limit-store on the command line', () => {
+  afterEach(cleanup);
+
+  it('reads the store, its password from LILA_RATE_LIMIT_STORE_PASSWORD, its deadline and the sync interval', () => {
+    const parsed = parseCommandLine(['round-robin', '127.0.0.1:8001', '--rate-limit', '10/s', '--rate-limit-store', 'redis://lila@10.0.0.20:6380/2',
+      '--rate-limit-store-timeout', '20ms', '--rate-limit-sync', '100ms'], { LILA_RATE_LIMIT_STORE_PASSWORD: 'secret' });
+    const { redis, tls, timeout, syncMs } = parsed.service.rateLimitStore;
+    assert.deepEqual([redis.host, redis.port, redis.user, redis.password, redis.db], ['10.0.0.20', 6380, 'lila', 'secret', 2]);
+    assert.deepEqual([tls, timeout, syncMs], [null, 20, 100]);
+    assert.deepEqual(parseCommandLine(['round-robin', '127.0.0.1:8001', '--rate-limit-store', 'rediss://10.0.0.20']).service.rateLimitStore.tls, {});
+  });
+
+  for (const [args, message] of [
+    [['round-robin', '127.0.0.1:8001', '--rate-limit-sync', '100ms'], /^lila: "--rate-limit-sync" goes with --rate-limit-store URL\n/],
+    [['round-robin', '127.0.0.1:8001', '--rate-limit-store', 'http://10.0.0.20:6379'], /^lila: "--rate-limit-store"/],
+    [['round-robin', '127.0.0.1:8001', '--rate-limit-store', 'redis://10.0.0.20:6379', '--rate-limit-store-timeout', 'soon'], /^lila: "--rate-limit-store-timeout"/]
+  ]) {
+    it(`exits 2 with one line for lila ${args.join(' ')}`, async () => {
+      const result = await runLila(args);
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(result.stderr, message);
+    });
+  }
+});
+
 describe('lila push', () => {
   afterEach(cleanup);
 

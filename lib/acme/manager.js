@@ -250,8 +250,11 @@ class AcmeManager {
     entry.state = 'valid';
     entry.failures = 0;
     entry.lastError = null;
-    // A turn under way (waiting for the lock, say) sets its next turn itself.
-    if (!entry.queued) this.schedule(entry, await this.renewalTime(entry, stored.cert));
+    const at = await this.renewalTime(entry, stored.cert);
+    // A turn under way (queued, or waiting for the lock) sets its next turn itself; it must see the
+    // new certificate's renewal time, not the old one's, or it would renew the new one at once.
+    if (entry.queued) entry.renewAt = at;
+    else this.schedule(entry, at);
   }
 
   schedule(entry, at) {

@@ -1,5 +1,6 @@
 'use strict';
 
+const { escapedPastAscii } = require('../utf8-escape');
 const { LilaError, codes } = require('../errors');
 
 // A URI pattern starts with its scheme (spiffe://, https://, urn:).
@@ -93,18 +94,6 @@ function subjectAttributes(text) {
     attributes.push(`${type.toUpperCase()}=${escapedPastAscii(part.slice(equals + 1).trim())}`);
   }
   return attributes.sort();
-}
-
-// A value as a certificate's subject is read (net/client-certificate.js): each UTF-8 byte past
-// printable ASCII as `\XX`, so that `CN=Jürgen` is `CN=J\C3\BCrgen` on both sides.
-function escapedPastAscii(text) {
-  let out = '';
-  for (const char of text) {
-    const code = char.codePointAt(0);
-    if (code >= 0x20 && code <= 0x7e) out += char;
-    else for (const byte of Buffer.from(char)) out += `\\${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-  }
-  return out;
 }
 
 // A pattern whose `*` stands for one or more characters other than `separator` (`/` or `.`).

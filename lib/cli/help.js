@@ -9,7 +9,10 @@ const INDENT = 24;
 // What `lila help <topic>` and `lila --help <topic>` know.
 const HELP_TOPICS = ['config'];
 // Where an option goes in a config file, as `--help` tags it, by its scope (none: the command line only).
-const SCOPE_TAGS = { global: '[global]', pool: '[pool]', listener: '[listen]', layer: '[pool, listen]', route: '[route]', match: '[route line]' };
+const SCOPE_TAGS = {
+  global: '[global]', pool: '[pool]', listener: '[listen]', layer: '[pool, listen]', route: '[route]', 'listener-route': '[listen or route]',
+  match: '[route line]'
+};
 
 const HEAD = `Usage: lila <mode> <server> [server ...] [options]
        lila <mode> --hosts <file> [options]
@@ -211,6 +214,8 @@ function configHelpText() {
     '  [route] a route line, or a listen line for all of its routes (a route\'s\n' +
     '  own value wins, lists such as --request-header add up); a route line\n' +
     `  also takes --hash-key, the key of its split:\n${list('route')}` +
+    '  [listen or route] a listen line, for its listener\'s own limit, or a route\n' +
+    `  line, for that route's own, counted apart:\n${list('listener-route')}` +
     `  [route line] a route line only: conditions a request must meet, all of\n  them, to take the route:\n${list('match')}` +
     `  The command line only:\n${list('command')}` +
     CONFIG_TAIL;

@@ -14,7 +14,7 @@ const { readToolCommandLine } = require('./tool-command-lines');
 const { tlsOf } = require('../config/tls-options');
 const { runHashPassword } = require('./hash-password');
 const { runPush } = require('./push');
-const { storeOf } = require('./store-command-line');
+const { storeOf, rateLimitStoreOf } = require('./store-command-line');
 const { readText } = require('../config/read-text');
 const Fleet = require('../fleet/fleet');
 const { readConfigFile, parseConfig, summary } = require('../config/config-file');
@@ -204,7 +204,8 @@ function parseCommandLine(args, env = process.env) {
       host: options.address,
       drainTimeout: options['drain-timeout'],
       admin: adminOf(options, env),
-      workers: options.workers
+      workers: options.workers,
+      rateLimitStore: rateLimitStoreOf(options, env)
     }
   };
 }
@@ -247,7 +248,7 @@ function configFileOf(values, positionals) {
 function parseConfigured(file, values, env) {
   for (const option of OPTIONS) {
     if (values[option.name] === undefined || option.scope === 'global' || ['config', 'check'].includes(option.name)) continue;
-    const line = { layer: 'a pool or listen', pool: 'a pool', route: 'a route or listen', match: 'a route' }[option.scope] || 'a listen';
+    const line = { layer: 'a pool or listen', pool: 'a pool', route: 'a route or listen', 'listener-route': 'a listen or route', match: 'a route' }[option.scope] || 'a listen';
     throw new LilaError(codes.INVALID_OPTION, `"--${option.name}" goes in the config file, on ${option.scope === 'command' ? 'no line: it is for a command line without --config' : `${line} line`}`);
   }
   // The command line's global options win over the file's, at start and at every reload.
@@ -286,7 +287,8 @@ function configuredService(model, file, given, env, label = file) {
     drainTimeout: options['drain-timeout'],
     admin: adminOf(options, env),
     workers: options.workers,
-    acme: acmeOf(options)
+    acme: acmeOf(options),
+    rateLimitStore: rateLimitStoreOf(options, env)
   };
 }
 

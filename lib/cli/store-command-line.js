@@ -41,6 +41,39 @@ function storeOf(options, env) {
   return { store, tls, stateDir: options['state-dir'] || defaultStateDir(), version };
 }
 
+/**
+ * `--rate-limit-store` on the command line (or a config file's global lines): what the service's
+ * `RateLimitStore` is made with, checked before anything connects.
+ *
+ * @param {object} options read by the option table
+ * @param {NodeJS.ProcessEnv} env for LILA_RATE_LIMIT_STORE_PASSWORD
+ * @returns {{redis: object, tls: {ca?: Buffer} | null, timeout: number, syncMs: number | null} | undefined}
+ * @throws {LilaError} a usage error
+ */
+function rateLimitStoreOf(options, env) {
+  const redis = options['rate-limit-store'];
+  if (redis === undefined) {
+    const stray = ['rate-limit-store-ca', 'rate-limit-store-timeout', 'rate-limit-sync'].find((name) => options[name] !== undefined);
+    if (stray !== undefined) throw new LilaError(codes.INVALID_OPTION, `"--${stray}" goes with --rate-limit-store URL`);
+    return undefined;
+  }
+  const password = redis.password === null && typeof env.LILA_RATE_LIMIT_STORE_PASSWORD === 'string' && env.LILA_RATE_LIMIT_STORE_PASSWORD !== ''
+    ? env.LILA_RATE_LIMIT_STORE_PASSWORD
+    : redis.password;
+  if (redis.user !== null && password === null) {
+    throw new LilaError(codes.INVALID_OPTION, `"--rate-limit-store ${redis.text}" names user ${redis.user} without a password: ` +
+      'give it in the URL (redis://USER:PASSWORD@HOST) or in LILA_RATE_LIMIT_STORE_PASSWORD');
+  }
+  const ca = options['rate-limit-store-ca'];
+  const secure = redis.scheme === 'rediss' || ca !== undefined;
+  return {
+    redis: { ...redis, password },
+    tls: secure ? (ca === undefined ? {} : { ca: readPem(ca, '--rate-limit-store-ca') }) : null,
+    timeout: options['rate-limit-store-timeout'] === undefined ? 50 : options['rate-limit-store-timeout'],
+    syncMs: options['rate-limit-sync'] === undefined ? null : options['rate-limit-sync']
+  };
+}
+
 function readPem(file, flag) {
   try {
     return fs.readFileSync(file);
@@ -49,4 +82,4 @@ function readPem(file, flag) {
   }
 }
 
-module.exports = { storeOf };
+module.exports = { storeOf, rateLimitStoreOf };

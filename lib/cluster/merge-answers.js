@@ -120,13 +120,17 @@ function mergeListeners(statuses) {
   if (first.listeners === undefined) return undefined;
   return first.listeners.map((listener) => ({
     ...listener,
-    routes: listener.routes.map((route) => ({
-      ...route,
-      requests: statuses.reduce((sum, status) => {
-        const same = (status.listeners || []).find((other) => other.address === listener.address);
-        return sum + (same?.routes.find((other) => other.match === route.match)?.requests || 0);
-      }, 0)
-    }))
+    routes: listener.routes.map((route) => {
+      const sames = statuses.map((status) => (status.listeners || []).find((other) => other.address === listener.address)
+        ?.routes.find((other) => other.match === route.match));
+      const merged = { ...route, requests: sames.reduce((sum, same) => sum + (same?.requests || 0), 0) };
+      // A route's own --rate-limit: each worker's buckets, added up as the listener's are.
+      if (route.rate_limit !== undefined) {
+        merged.rate_limit = { ...route.rate_limit };
+        for (const field of LIMIT_SUMS.rate_limit) merged.rate_limit[field] = sames.reduce((sum, same) => sum + (same?.rate_limit?.[field] || 0), 0);
+      }
+      return merged;
+    })
   }));
 }
 

@@ -18,12 +18,13 @@ const PLACES = {
   global: { scopes: ['global'], what: 'a line of its own' },
   pool: { scopes: ['pool', 'layer'], what: 'a pool' },
   // A listen line's route options are those of each of its routes.
-  listener: { scopes: ['listener', 'layer', 'route'], what: 'a listen line' },
-  route: { scopes: ['route', 'match'], names: ['hash-key'], what: 'a route' }
+  listener: { scopes: ['listener', 'layer', 'route', 'listener-route'], what: 'a listen line' },
+  // A route line's --rate-limit is the route's own; a listen line's, the listener's.
+  route: { scopes: ['route', 'match', 'listener-route'], names: ['hash-key'], what: 'a route' }
 };
 const SCOPE_PLACES = {
   global: 'a line of its own', pool: 'a pool', listener: 'a listen line', layer: 'a pool or a listen line', route: 'a route or a listen line',
-  match: 'a route line', command: 'the command line'
+  'listener-route': 'a listen or a route line', match: 'a route line', command: 'the command line'
 };
 // Options naming a file a listener reads: an error reading one names the line that named it.
 const FILE_OPTIONS = new Set(['tls-cert', 'tls-key', 'tls-client-ca', 'tls-client-crl']);
@@ -261,7 +262,9 @@ function readRoute(child, fail) {
     if (targets.length > 1 && pair === null) throw fail(`route "${match}": a split gives every pool a weight (api=90 canary=10), received "${target}"`);
     return pair === null ? { pool: target, weight: 1 } : { pool: pair[1], weight: Number(pair[2]) };
   });
-  const { actions } = readAt(values, fail);
+  const { actions, proxy } = readAt(values, fail);
+  // --rate-limit and --rate-limit-key: the route's own limit, beside its route options.
+  for (const key of ['rateLimit', 'rateLimitKey']) if (proxy[key] !== undefined) actions[key] = proxy[key];
   return { line: child.line, text: match, host: where.host, path: where.path, pathKind: where.pathKind, targets: weighted, hashKey: values['hash-key'], actions };
 }
 

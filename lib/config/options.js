@@ -11,6 +11,8 @@ const { parseMirror } = require('./mirror-values');
 const { DEFAULTS, DEFAULT_DRAIN_MS, LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS } = require('./defaults');
 const { closest, didYouMean } = require('./suggest');
 const { parseStoreUrl } = require('../store/store-url');
+const { parseRedisUrl } = require('../store/redis-url');
+const { parseHashKey } = require('../balancing/strategies/hash-key');
 const { LilaError, codes } = require('../errors');
 
 const MAX_WORKERS = 256;
@@ -34,7 +36,8 @@ const MAX_WORKERS = 256;
  *   only when `more` matches it (`--respond 200 ok`); its value is then the list of words
  * - `scope`: where the config file takes it: `global` (a line of its own), `pool` (a pool's
  *   lines), `listener` (a listen line's), `layer` (both), `route` (a route line's, a listen line's for its
- *   routes, and the command line's for its one route), `command` (the command line only)
+ *   routes, and the command line's for its one route), `listener-route` (a listen line's, for the listener's own, or a
+ *   route line's, for that route's own; the command line's is its listener's), `command` (the command line only)
  * - `reloads`: a global option a reload of the config file applies; the others are read at start
  *
  * @type {{name: string, short?: string, arg?: string, group: string, scope: string, help: string, default: string,
@@ -222,13 +225,44 @@ const OPTIONS = [
     }
   },
   {
-    name: 'rate-limit', arg: '<n>/<s|m>[,burst=<b>]', group: 'limits', scope: 'listener', default: 'off', key: 'rateLimit',
-    help: 'requests (http) or new connections (tcp) per second or minute for each client address, ' +
-      'burst b at once (default n); more get 429 with Retry-After (http) or are closed (tcp)',
+    name: 'rate-limit', arg: '<n>/<s|m>[,burst=<b>]', group: 'limits', scope: 'listener-route', default: 'off', key: 'rateLimit',
+    help: 'requests (http) or new connections (tcp) per second or minute for each client address (or --rate-limit-key), ' +
+      'burst b at once (default n); more get 429 with Retry-After (http) or are closed (tcp); on a route line, ' +
+      "that route's requests, counted apart from its listener's",
     read: (text, flag) => {
       parseRateLimit(text, flag);
       return text;
     }
+  },
+  {
+    name: 'rate-limit-key', arg: '<key>', group: 'limits', scope: 'listener-route', default: 'ip', key: 'rateLimitKey',
+    help: 'what the --rate-limit of the same line counts by: ip, header:<name>, query:<name> or cookie:<name>, read as ' +
+      '--hash-key reads them; a request without it (or with one over 256 characters) by its client address (tcp: ip only)',
+    read: (text, flag) => {
+      parseHashKey(text, { flag, path: false });
+      return text;
+    }
+  },
+  {
+    name: 'rate-limit-store', arg: '<url>', group: 'limits', scope: 'global', default: 'off',
+    help: 'count every --rate-limit with every lila naming the same Redis or Valkey: redis://[user[:pass]@]host:port[/db] ' +
+      '(rediss:// for TLS; the password also from LILA_RATE_LIMIT_STORE_PASSWORD); when it is lost, each lila counts alone',
+    read: (text, flag) => parseRedisUrl(text, flag)
+  },
+  {
+    name: 'rate-limit-store-ca', arg: '<file>', group: 'limits', scope: 'global', default: 'system CAs',
+    help: "PEM CA certificates that a rediss:// store's certificate is verified against"
+  },
+  {
+    name: 'rate-limit-store-timeout', arg: '<t>', group: 'limits', scope: 'global', default: '50ms',
+    help: "the longest a request waits for the store's decision; past it, lila decides from its own count",
+    read: duration
+  },
+  {
+    name: 'rate-limit-sync', arg: '<t>', group: 'limits', scope: 'global', default: 'off',
+    help: 'decide each request from the last shared count and share this lila\'s counts every t (as Kong\'s sync_rate), ' +
+      'instead of asking the store for each one; the fleet may then admit a little more in one t',
+    read: duration
   },
   {
     name: 'max-body-size', arg: '<bytes>', group: 'limits', scope: 'listener', default: 'off', key: 'maxBodySize',
@@ -566,6 +600,7 @@ const SCOPE_TEXT = {
   listener: 'listen',
   layer: 'pool and listen',
   route: 'route and listen',
+  'listener-route': 'listen or route',
   match: 'route',
   command: 'command line only'
 };

@@ -9,10 +9,19 @@
  * answer or a refusal is sent instead.
  *
  * @param {{route: {actions: object | null} | null, requestView: () => object, proceed: (answer: object | null) => void,
- *   gone: () => boolean}} exchange a fast or node exchange, or a tunnel
- * @param {object | null} refusal what the limits or the route table answer already (429, 413, 404)
+ *   gone: () => boolean, unrouted: () => object}} exchange a fast or node exchange, or a tunnel
+ * @param {object | null | Promise<object | null>} refusal what the limits answer already (429, 413), or will;
+ *   then a request no route matched gets `exchange.unrouted()`, its 404
  */
 function beforePool(exchange, refusal) {
+  // A rate limit counted with a store decides once it answers (or by its deadline).
+  if (refusal !== null && typeof refusal.then === 'function') {
+    refusal.then((result) => {
+      if (!exchange.gone()) beforePool(exchange, result);
+    });
+    return;
+  }
+  if (refusal === null && exchange.route === null) refusal = exchange.unrouted();
   const actions = refusal === null && exchange.route !== null ? exchange.route.actions : null;
   if (actions === null) {
     exchange.proceed(refusal);

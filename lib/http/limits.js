@@ -4,20 +4,46 @@ const { LilaError, codes } = require('../errors');
 
 /**
  * What lila answers itself, before anything is forwarded, to a request the
- * limits keep out: a client over its rate (`--rate-limit`: 429) or a body
- * announced larger than `--max-body-size` (413). Both http engines and
- * upgrades ask this once per request.
+ * limits keep out: a client over its listener's rate (`--rate-limit`: 429),
+ * over its route's (a route line's `--rate-limit`, counted apart: 429), or
+ * a body announced larger than `--max-body-size` (413). Both http engines,
+ * h2 streams and upgrades ask this once per request.
  *
- * @param {{rateLimiter: {take: (client: string | undefined) => number} | null, maxBodySize: number}} settings
+ * @param {{rateLimiter: {takeRequest: (request: object, client: string | undefined) => number} | null,
+ *   maxBodySize: number}} settings the listener's
  * @param {string | undefined} clientAddress
  * @param {number} contentLength the request's Content-Length, -1 (or NaN) when it has none
- * @returns {LilaError | null} null when the request may go on
+ * @param {object} [request] what a `--rate-limit-key` reads (headers by lower-case name, url)
+ * @param {{rateLimiter: object | null, text: string} | null} [route] the request's route; null: none matched
+ * @returns {LilaError | null | Promise<LilaError | null>} null when the request may go on; a promise while a
+ *   store shared by a fleet (--rate-limit-store) decides, never longer than its deadline
  */
-function refusalBeforeForwarding(settings, clientAddress, contentLength) {
-  if (settings.rateLimiter !== null) {
-    const seconds = settings.rateLimiter.take(clientAddress);
-    if (seconds > 0) return rateLimited(seconds);
+function refusalBeforeForwarding(settings, clientAddress, contentLength, request, route = null) {
+  // The listener's limit first: a request its route refuses has spent a token there too.
+  const limiter = settings.rateLimiter;
+  if (limiter === null) return afterListenerLimit(settings, clientAddress, contentLength, request, route);
+  const seconds = limiter.takeRequest(request, clientAddress);
+  const message = limiter.key === 'ip' ? 'too many requests from this address' : 'too many requests from this client';
+  // Counted with a store (--rate-limit-store): decided when it answers, or by its deadline.
+  if (typeof seconds !== 'number') {
+    return seconds.then((wait) => (wait > 0 ? rateLimited(wait, message) : afterListenerLimit(settings, clientAddress, contentLength, request, route)));
   }
+  if (seconds > 0) return rateLimited(seconds, message);
+  return afterListenerLimit(settings, clientAddress, contentLength, request, route);
+}
+
+// The route's limit, then the body's announced size.
+function afterListenerLimit(settings, clientAddress, contentLength, request, route) {
+  const limiter = route === null ? null : route.rateLimiter;
+  if (limiter === null) return bodyRefusal(settings, contentLength);
+  const seconds = limiter.takeRequest(request, clientAddress);
+  const message = `too many requests on route "${route.text}"`;
+  if (typeof seconds !== 'number') return seconds.then((wait) => (wait > 0 ? rateLimited(wait, message) : bodyRefusal(settings, contentLength)));
+  if (seconds > 0) return rateLimited(seconds, message);
+  return bodyRefusal(settings, contentLength);
+}
+
+function bodyRefusal(settings, contentLength) {
   if (settings.maxBodySize > 0 && contentLength > settings.maxBodySize) return bodyTooLarge(settings.maxBodySize);
   return null;
 }
@@ -50,6 +76,6 @@ function queueRefusal(timedOut, timeout) {
 
 module.exports = { refusalBeforeForwarding, bodyTooLarge, queueRefusal };
 
-function rateLimited(seconds) {
-  return Object.assign(new LilaError(codes.RATE_LIMITED, 'too many requests from this address', 429), { retryAfter: seconds });
+function rateLimited(seconds, message) {
+  return Object.assign(new LilaError(codes.RATE_LIMITED, message, 429), { retryAfter: seconds });
 }

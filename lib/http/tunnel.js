@@ -86,9 +86,13 @@ class Tunnel {
 
   /** Sends the upgrade request to the backend the strategy picks, unless the rate limit keeps it out. */
   open() {
-    let refusal = refusalBeforeForwarding(this.engine.settings, this.clientAddress, -1);
-    if (refusal === null && this.route === null) refusal = noRoute(this.request.headers.host, this.request.url);
+    const refusal = refusalBeforeForwarding(this.engine.settings, this.clientAddress, -1, this.request, this.route);
     beforePool(this, refusal);
+  }
+
+  /** @returns {object} the 404 of a request no route matched (before-pool.js asks once the limits let it on) */
+  unrouted() {
+    return noRoute(this.request.headers.host, this.request.url);
   }
 
   /** Sends the upgrade to its pool, or answers it with `refusal` (see before-pool.js). */

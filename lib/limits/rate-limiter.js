@@ -1,24 +1,37 @@
 'use strict';
 
+const { parseHashKey, keyReader } = require('../balancing/strategies/hash-key');
+
 // Clients tracked at most; past it, the longest tracked are forgotten (their buckets start full again).
 const MAX_CLIENTS = 100000;
 // Forgotten at once when the table is full, so that a flood of new addresses costs little each.
 const EVICT_BATCH = 1000;
+// The longest --rate-limit-key value counted as a key: a client chooses it, and a table of
+// 100000 keys must stay small. A longer one is no real key: its request counts by its address.
+const MAX_KEY_LENGTH = 256;
 
 /**
- * Per-client rate limits (`--rate-limit`): a token bucket per client
- * address that holds `burst` tokens and gains `rate` every `per` ms. A
- * request (http) or connection (tcp) takes a token, or is refused when
- * there is none. A bucket that would be full again holds nothing worth
- * keeping: a sweep drops such idle buckets, and the table never holds more
- * than 100000 clients, so memory stays bounded however many addresses come.
+ * Per-client rate limits (`--rate-limit`, a listener's or a route's): a
+ * token bucket per client address (or per `--rate-limit-key` value) that
+ * holds `burst` tokens and gains `rate` every `per` ms. A request (http) or
+ * connection (tcp) takes a token, or is refused when there is none. A bucket
+ * that would be full again holds nothing worth keeping: a sweep drops such
+ * idle buckets, and the table never holds more than 100000 clients, keys of
+ * 256 characters at most, so memory stays bounded however many come.
  */
 class RateLimiter {
   /**
    * @param {{rate: number, per: number, burst: number}} limit as `parseRateLimit` reads it
-   * @param {{now?: () => number}} [options] now: a monotonic clock in ms, for tests
+   * @param {{now?: () => number, key?: string}} [options] now: a monotonic clock in ms, for tests;
+   *   key: `--rate-limit-key`, `ip` (the default), `header:<name>`, `query:<name>` or `cookie:<name>`
+   * @throws {LilaError} `LILA_ERR_INVALID_OPTION` for a key of another grammar
    */
   constructor(limit, options = {}) {
+    /** `--rate-limit-key` as given: what a request is counted by. */
+    this.key = options.key === undefined || options.key === null ? 'ip' : options.key;
+    const key = parseHashKey(this.key, { flag: '--rate-limit-key', path: false });
+    // --hash-key's own reader; null: by the client's address alone.
+    this.readKey = key.source === 'ip' ? null : keyReader(key);
     this.rate = limit.rate;
     this.per = limit.per;
     this.burst = limit.burst;
@@ -58,6 +71,21 @@ class RateLimiter {
     }
     this.limited++;
     return Math.max(1, Math.ceil((1 - bucket.tokens) / this.perMs / 1000));
+  }
+
+  /**
+   * Takes a token for one http request: counted by its `--rate-limit-key`, or
+   * by its client's address when it has none (or one longer than 256 characters).
+   *
+   * @param {object | undefined} request what the key is read from (headers by lower-case name, url)
+   * @param {string | undefined} clientAddress
+   * @returns {number} as `take()`
+   */
+  takeRequest(request, clientAddress) {
+    if (this.readKey === null) return this.take(clientAddress);
+    const key = this.readKey({ request, clientAddress });
+    // Keys apart from addresses (no address starts with "="): a key cannot spend a client's tokens.
+    return this.take(key === undefined || key.length > MAX_KEY_LENGTH ? clientAddress : `=${key}`);
   }
 
   /** @returns {number} the clients tracked now */
@@ -101,6 +129,7 @@ class RateLimiter {
 
 module.exports = RateLimiter;
 module.exports.MAX_CLIENTS = MAX_CLIENTS;
+module.exports.MAX_KEY_LENGTH = MAX_KEY_LENGTH;
 
 function sweepBuckets(limiter) {
   limiter.sweep();

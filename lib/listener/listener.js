@@ -4,10 +4,9 @@ const Logger = require('../ops/logger');
 const Traffic = require('../ops/traffic');
 const { createEngine, PoolBinding } = require('../engines');
 const { validateChoice, validateCount, validatePort } = require('../config/validate');
-const { parseRateLimit } = require('../config/traffic-values');
 const { LAYERS, HTTP_ENGINES, DEFAULT_PORT } = require('../config/defaults');
 const ListenerRoutes = require('../routing/listener-routes');
-const { listenerSettings, IN_PLACE } = require('./settings');
+const { listenerSettings, rateLimiterOf, rateLimitSpec, sharedOf, IN_PLACE } = require('./settings');
 const { terminateTls, guardConnections, limitConnections } = require('./client-side');
 const { listenError } = require('./listen-error');
 const { LocalProblems, probeDescriptors } = require('../net/local-errors');
@@ -28,7 +27,7 @@ class Listener {
   /**
    * @param {object} options the listener's options (createProxy's names: `layer`, `engine`, `tls`,
    *   `acceptProxy`, `keepAliveTimeout`, `headerTimeout`, `bodyTimeout`, `maxHeaderSize`, `http2`,
-   *   `maxConcurrentStreams`, `requestId`, `rateLimit`, `maxBodySize`, `maxConnections`), and:
+   *   `maxConcurrentStreams`, `requestId`, `rateLimit`, `rateLimitKey`, `maxBodySize`, `maxConnections`), and:
    * @param {ConstructorParameters<typeof ListenerRoutes>[0]} options.routes in the order given
    * @param {Logger} [options.logger] defaults to info lines on stderr
    * @param {Traffic} [options.traffic] where its requests are counted; its own by default
@@ -40,6 +39,8 @@ class Listener {
     this.layer = validateChoice(options.layer === undefined ? LAYERS[0] : options.layer, LAYERS, 'layer');
     this.engineName = options.engine === undefined ? HTTP_ENGINES[0] : options.engine;
     this.logger = options.logger || new Logger();
+    // --rate-limit-store: the store its limits (and its routes') are counted in, and their scope.
+    this.rateLimitShared = { rateLimitStore: options.rateLimitStore || null, rateLimitScope: options.rateLimitScope };
     this.settings = listenerSettings(options, this.layer);
     // h2 is served by the fast engine, beside HTTP/1.1.
     this.settings.http2 = this.settings.http2 && this.layer === 'http' && this.engineName === 'fast';
@@ -59,8 +60,8 @@ class Listener {
     // --max-connections: the gate new connections wait at, made with the first limit (it stays, open to all, after).
     this.connectionGate = null;
     this.connectionGate = limitConnections(this, options.maxConnections);
-    // The --rate-limit the rate limiter was made of: a reload that keeps it keeps its buckets.
-    this.rateLimit = options.rateLimit;
+    // The --rate-limit (and key) the rate limiter was made of: a reload that keeps them keeps its buckets.
+    this.rateLimit = rateLimitSpec(options);
     /** Client connections open now, for the drain's deadline. */
     this.connections = new Set();
     /** Its own failures: accepting connections (EMFILE and kin), counted and logged once a burst. */
@@ -93,11 +94,18 @@ class Listener {
     };
     // A plain listener answers ACME's HTTP-01 tokens before every route.
     const challenges = this.acme !== null && this.certificates === null ? this.acme.challenges : null;
-    const next = new ListenerRoutes(routes, bindingOf, this.layer, challenges);
-    // A route kept across a reload keeps its count, as a counter should.
+    const next = new ListenerRoutes(withRateLimiters(routes, this.rateLimitShared), bindingOf, this.layer, challenges);
+    // A route kept across a reload keeps its count, as a counter should, and its --rate-limit's
+    // buckets when that limit did not change.
     if (this.routes !== null) {
-      const before = new Map(this.routes.list.map((route) => [route.text, route.requests]));
-      for (const route of next.list) route.requests = before.get(route.text) || 0;
+      const before = new Map(this.routes.list.map((route) => [route.text, route]));
+      for (const route of next.list) {
+        const was = before.get(route.text);
+        route.requests = was === undefined ? 0 : was.requests;
+        if (was !== undefined && sameLimit(was.rateLimiter, route.rateLimiter)) route.rateLimiter = was.rateLimiter;
+      }
+      const kept = new Set(next.list.map((route) => route.rateLimiter));
+      for (const route of this.routes.list) if (route.rateLimiter !== null && !kept.has(route.rateLimiter)) route.rateLimiter.stop();
     }
     this.bindings = used;
     this.routes = next;
@@ -137,7 +145,7 @@ class Listener {
    */
   static checkOptions(options, layer) {
     listenerSettings(options, layer, { rateLimiter: false });
-    if (options.rateLimit !== undefined && options.rateLimit !== null) parseRateLimit(options.rateLimit, 'rateLimit');
+    rateLimiterOf(options);
     if (options.maxConnections !== undefined && options.maxConnections !== 0) validateCount(options.maxConnections, 'maxConnections', 0);
   }
 
@@ -151,13 +159,13 @@ class Listener {
    * @param {import('../tls/certificate-store') | null} certificates read already (a reload checks them first)
    */
   update(options, certificates) {
-    const next = listenerSettings(options, this.layer, { rateLimiter: JSON.stringify(options.rateLimit) === JSON.stringify(this.rateLimit) });
+    const next = listenerSettings({ ...options, ...this.rateLimitShared }, this.layer, { rateLimiter: rateLimitSpec(options) !== this.rateLimit });
     const settings = this.settings;
     for (const name of IN_PLACE) settings[name] = next[name];
     if (next.rateLimiter !== undefined) {
       if (settings.rateLimiter !== null) settings.rateLimiter.stop();
       settings.rateLimiter = next.rateLimiter;
-      this.rateLimit = options.rateLimit;
+      this.rateLimit = rateLimitSpec(options);
     }
     this.acceptProxy = options.acceptProxy === true;
     this.connectionGate = limitConnections(this, options.maxConnections);
@@ -306,12 +314,13 @@ class Listener {
     });
   }
 
-  // The descriptor probe, the connections held at the gate and the rate limiter stop with the listener.
+  // The descriptor probe, the connections held at the gate and the rate limiters stop with the listener.
   stopProbes() {
     clearInterval(this.descriptorProbe);
     // Connections held by --max-connections were never served: they go at once.
     if (this.connectionGate !== null) this.connectionGate.close();
     if (this.settings.rateLimiter !== null) this.settings.rateLimiter.stop();
+    for (const route of this.routes.list) if (route.rateLimiter !== null) route.rateLimiter.stop();
   }
 }
 
@@ -324,7 +333,21 @@ module.exports = Listener;
  * @param {'http' | 'tcp'} layer
  * @throws {import('../errors').LilaError}
  */
-module.exports.checkRoutes = (routes, layer) => new ListenerRoutes(routes, () => null, layer);
+module.exports.checkRoutes = (routes, layer) => new ListenerRoutes(withRateLimiters(routes), () => null, layer);
+
+// Each route's --rate-limit (a route line's, apart from the listener's): the listener makes its
+// limiter, as it makes its own, and hands it to the route.
+function withRateLimiters(routes, shared = {}) {
+  return routes.map((spec) => {
+    const limiter = rateLimiterOf(spec.actions || {}, { where: `route "${spec.text}": `, name: '--rate-limit' }, sharedOf(shared, `route ${spec.text}`));
+    return limiter === null ? spec : { ...spec, rateLimiter: limiter };
+  });
+}
+
+// Whether two route limiters count the same way: the running one then keeps its buckets.
+function sameLimit(a, b) {
+  return a !== null && b !== null && a.rate === b.rate && a.per === b.per && a.burst === b.burst && a.key === b.key;
+}
 
 // --allow-client-cert on a listener that asks clients for no certificate would refuse every
 // request: a mistake, refused when the listener is made (a kept listener's reload: said).

@@ -1,6 +1,7 @@
 'use strict';
 
 const { createHash } = require('node:crypto');
+const { escapedPastAscii } = require('../utf8-escape');
 
 // A TLS client connection's verified certificate, read once when its handshake is done.
 const kClientCertificate = Symbol('lila.clientCertificate');
@@ -24,10 +25,10 @@ class ClientCertificate {
     /** `[type, value]` pairs of the subject, types as OpenSSL's short names, values escaped as RFC 4514 writes them. */
     this.attributes = rdns.flat().map((attribute) => {
       const equals = attribute.indexOf('=');
-      return [attribute.slice(0, equals), ascii(attribute.slice(equals + 1))];
+      return [attribute.slice(0, equals), escapedPastAscii(attribute.slice(equals + 1))];
     });
     /** The subject in OpenSSL's one-line form (`openssl x509 -nameopt RFC2253`): `CN=ops,O=Example`. */
-    this.subject = rdns.map((rdn) => rdn.map(ascii).reverse().join('+')).reverse().join(',');
+    this.subject = rdns.map((rdn) => rdn.map(escapedPastAscii).reverse().join('+')).reverse().join(',');
     /** The subjectAltName URIs and DNS names, in the certificate's order. */
     this.uris = [];
     this.dns = [];
@@ -68,16 +69,3 @@ function clientCertificateOf(socket) {
 }
 
 module.exports = { ClientCertificate, readClientCertificate, clientCertificateOf };
-
-// Characters past printable ASCII as RFC 4514 writes them, each UTF-8 byte `\XX`: a header value
-// and a log line carry them unchanged.
-function ascii(text) {
-  if (/^[\x20-\x7e]*$/.test(text)) return text;
-  let out = '';
-  for (const char of text) {
-    const code = char.codePointAt(0);
-    if (code >= 0x20 && code <= 0x7e) out += char;
-    else for (const byte of Buffer.from(char)) out += `\\${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-  }
-  return out;
-}

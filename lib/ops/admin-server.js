@@ -206,6 +206,7 @@ function getStatus(admin) {
     ...tlsStatus(listener, view.traffic),
     ...discoveryStatus(pool),
     ...limitStatus(listener, pool),
+    ...(view.rateLimitStore === undefined || view.rateLimitStore === null ? {} : { rate_limit_store: rateLimitStoreStatus(view.rateLimitStore) }),
     ...(view.single ? {} : configuredStatus(view)),
     ...(admin.acme === null ? {} : { acme: admin.acme.status() }),
     ...(admin.fleet === null ? {} : { store: admin.fleet.status() })
@@ -225,7 +226,9 @@ function configuredStatus(view) {
       routes: listener.routes.map((route) => ({
         match: route.text,
         pools: route.targets.map(({ pool, weight }) => ({ pool: pool.name, weight })),
-        requests: route.requests
+        requests: route.requests,
+        // A route line's --rate-limit, counted apart from the listener's.
+        ...(route.rateLimiter ? { rate_limit: rateLimitStatus(route.rateLimiter) } : {})
       }))
     })),
     pools: pools.map((pool) => ({
@@ -257,12 +260,22 @@ function limitStatus(listener, pool) {
     };
   }
   const limiter = listener.settings.rateLimiter;
-  if (limiter !== null) status.rate_limit = { rate: limiter.rate, per_ms: limiter.per, burst: limiter.burst, clients: limiter.size, limited: limiter.limited };
+  if (limiter !== null) status.rate_limit = rateLimitStatus(limiter);
   if (listener.gate !== null) {
     const gate = listener.gate;
     status.client_connections = { max: gate.max, open: gate.open, waiting: gate.held.size, waited: gate.waited, dropped: gate.dropped };
   }
   return status;
+}
+
+// --rate-limit-store as /status shows it: where, whether it answers, how, and its decisions by source.
+function rateLimitStoreStatus(store) {
+  return { ...store.describe(), decisions: { ...store.counters } };
+}
+
+// A rate limit as /status shows it: its rate and key, the clients it keeps a bucket for, the refusals.
+function rateLimitStatus(limiter) {
+  return { rate: limiter.rate, per_ms: limiter.per, burst: limiter.burst, key: limiter.key, clients: limiter.size, limited: limiter.limited };
 }
 
 // The servers found through DNS: each one's last answer, lookups and failures.

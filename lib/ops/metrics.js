@@ -38,7 +38,9 @@ function renderMetrics(view, stats) {
     traffic: view.traffic,
     settings: listener.settings,
     gate: listener.gate,
-    configuredPools: view.single ? undefined : view.pools
+    configuredPools: view.single ? undefined : view.pools,
+    // A config's routes, for their own --rate-limit.
+    listeners: view.single ? [] : view.listeners
   };
   let text = '';
   for (const family of families) text += family(scope);
@@ -49,6 +51,7 @@ function renderMetrics(view, stats) {
   const discovery = pool === null ? null : pool.discovery;
   if (discovery !== null && discovery.names.length > 0) text += discoveryFamilies(discovery.describe());
   text += limitFamilies(scope);
+  if (view.rateLimitStore !== undefined && view.rateLimitStore !== null) text += rateLimitStoreFamilies(view.rateLimitStore);
   if (stats !== undefined) text += processFamilies(stats);
   return text;
 }
@@ -69,6 +72,13 @@ function acmeFamilies(acme) {
     family('lila_acme_certificate_expiry_timestamp_seconds', 'gauge', 'When each certificate lila obtained expires (Unix time).',
       status.filter((entry) => entry.notAfter !== null)
         .map((entry) => sample('lila_acme_certificate_expiry_timestamp_seconds', { name: entry.name }, Date.parse(entry.notAfter) / 1000)));
+}
+
+// --rate-limit-store: whether it answers, and the decisions it gave and lila's own count gave.
+function rateLimitStoreFamilies(store) {
+  return single('lila_rate_limit_store_up', 'gauge', 'Whether the rate limit store (Redis) answers: 1 or 0.', store.up ? 1 : 0) +
+    family('lila_rate_limit_decisions_total', 'counter', 'Rate limit decisions, by where they were made: the store, or lila\'s own count.',
+      ['store', 'local'].map((source) => sample('lila_rate_limit_decisions_total', { source }, store.counters[source])));
 }
 
 /**
@@ -192,7 +202,7 @@ function discoveryFamilies(names) {
 }
 
 // What protects the backends, when configured: their limits and queue, the
-// rate limit, the client connection limit.
+// rate limits (the first listener's, and every route's of its own), the client connection limit.
 function limitFamilies(scope) {
   let text = '';
   const queue = scope.balancer.queue;
@@ -207,11 +217,13 @@ function limitFamilies(scope) {
     text += single('lila_queue_full_total', 'counter',
       'Requests or connections turned away because the queue was full: http 503, tcp closed.', queue.refused);
   }
-  const limiter = scope.settings && scope.settings.rateLimiter;
-  if (limiter) {
-    text += single('lila_rate_limited_total', 'counter',
-      'Requests (http 429) and new connections (tcp, closed) over their client\'s rate limit.', limiter.limited);
-    text += single('lila_rate_limit_clients', 'gauge', 'Client addresses the rate limit keeps a bucket for.', limiter.size);
+  const limiters = rateLimiters(scope);
+  if (limiters.length > 0) {
+    text += family('lila_rate_limited_total', 'counter',
+      'Requests (http 429) and new connections (tcp, closed) over their client\'s rate limit; a route\'s own with its labels.',
+      limiters.map(([labels, limiter]) => sample('lila_rate_limited_total', labels, limiter.limited)));
+    text += family('lila_rate_limit_clients', 'gauge', 'Client addresses (or --rate-limit-key values) a rate limit keeps a bucket for.',
+      limiters.map(([labels, limiter]) => sample('lila_rate_limit_clients', labels, limiter.size)));
   }
   const gate = scope.gate;
   if (gate) {
@@ -222,6 +234,18 @@ function limitFamilies(scope) {
       'Client connections closed because too many already waited past --max-connections.', gate.dropped);
   }
   return text;
+}
+
+// The rate limiters to show: the first listener's, unlabelled, then each route's own, by listener and route.
+function rateLimiters(scope) {
+  const limiter = scope.settings && scope.settings.rateLimiter;
+  const limiters = limiter ? [[{}, limiter]] : [];
+  for (const listener of scope.listeners || []) {
+    for (const route of listener.routes) {
+      if (route.rateLimiter) limiters.push([{ listener: listener.address, route: route.text }, route.rateLimiter]);
+    }
+  }
+  return limiters;
 }
 
 /**

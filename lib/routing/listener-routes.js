@@ -16,13 +16,16 @@ const { LilaError, codes } = require('../errors');
 class Route {
   /**
    * @param {{text: string, host: string | null, path: string | null, pathKind?: 'prefix' | 'exact' | 'regex', hashKey?: string,
-   *   targets: {pool: {name: string}, weight: number}[], actions?: object}} spec `actions`: its route options, --match-* among them
+   *   targets: {pool: {name: string}, weight: number}[], actions?: object, rateLimiter?: object}} spec `actions`: its route
+   *   options, --match-* among them; `rateLimiter`: what its listener made of its --rate-limit
    * @param {(pool: object) => object} bindingOf
    * @param {'http' | 'tcp'} layer
    */
   constructor(spec, bindingOf, layer) {
     // --mirror comes as `spec.mirror`, its pools found (service/configuration.js).
-    const { matchMethod, matchHeader, matchQuery, matchCookie, mirror: _mirror, mirrorBodyLimit: _limit, ...actions } = spec.actions || {};
+    // --rate-limit comes as `spec.rateLimiter`, made by the listener (listener/listener.js).
+    const { matchMethod, matchHeader, matchQuery, matchCookie, mirror: _mirror, mirrorBodyLimit: _limit, rateLimit, rateLimitKey: _key,
+      ...actions } = spec.actions || {};
     /** What it asks of a request besides its host and path (--match-*); null: nothing. */
     this.conditions = RouteConditions.from({ matchMethod, matchHeader, matchQuery, matchCookie }, `route "${spec.text}"`);
     /** Its match and conditions as the config file writes them: its name in /status, /metrics and access lines. */
@@ -40,6 +43,11 @@ class Route {
     }
     this.actions = spec.routeActions !== undefined ? spec.routeActions
       : RouteActions.from(actions, this.pathKind === 'prefix' ? spec : { ...spec, path: null });
+    if (rateLimit !== undefined && layer === 'tcp') {
+      throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": --rate-limit on a route counts its http requests; a tcp listener's goes on its listen line`);
+    }
+    /** `--rate-limit` of the route line: a limiter of its own, apart from its listener's; null: none. */
+    this.rateLimiter = spec.rateLimiter === undefined ? null : spec.rateLimiter;
     if ((this.actions !== null || this.conditions !== null) && layer === 'tcp') {
       throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": route options such as --strip-prefix or --match-header act on http requests; a tcp listener's routes only choose a pool`);
     }

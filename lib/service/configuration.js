@@ -27,12 +27,14 @@ const RETIRE_POLL_MS = 250;
 class Configuration {
   /**
    * @param {{logger: import('../ops/logger'), drainTimeout: number, acme?: {certificates: object, challenges: object} | null,
-   *   traffic?: Traffic}} options `acme`: with --acme, what every listener serves of it (the certificates obtained, the
-   *   challenges waiting); `traffic`: where requests are counted (one for all listeners; a new one by default)
+   *   traffic?: Traffic, rateLimitStore?: object | null}} options `acme`: with --acme, what every listener serves of it
+   *   (the certificates obtained, the challenges waiting); `traffic`: where requests are counted (one for all listeners;
+   *   a new one by default); `rateLimitStore`: with --rate-limit-store, where every listener's and route's limits count
    */
   constructor(options) {
     this.logger = options.logger;
     this.acme = options.acme === undefined ? null : options.acme;
+    this.rateLimitStore = options.rateLimitStore || null;
     this.drainTimeout = options.drainTimeout;
     this.traffic = options.traffic || new Traffic(this.logger);
     /** @type {Map<string, {pool: Pool, key: string, servers: object[]}>} */
@@ -109,7 +111,8 @@ class Configuration {
       return { spec, key, running, routes, certificates };
     }
     const listener = built(model, (err) => lineOfFile(spec, err), () => new Listener({
-      ...spec.options, engine, requestId, logger: this.logger, traffic: this.traffic, routes, acme: this.acme
+      ...spec.options, engine, requestId, logger: this.logger, traffic: this.traffic, routes, acme: this.acme,
+      rateLimitStore: this.rateLimitStore, rateLimitScope: formatHostPort(spec.host ?? '*', spec.port)
     }));
     return { spec, key, running: null, listener, routes };
   }
@@ -295,7 +298,8 @@ class Configuration {
       listeners,
       pools,
       traffic: this.traffic,
-      openConnections: entries.reduce((sum, { listener }) => sum + listener.connections.size, 0)
+      openConnections: entries.reduce((sum, { listener }) => sum + listener.connections.size, 0),
+      rateLimitStore: this.rateLimitStore
     };
   }
 }

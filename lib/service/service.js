@@ -16,6 +16,7 @@ const { openFilesLimit } = require('../net/local-errors');
 const { formatHostPort } = require('../net/address');
 const { TicketKeyRotation } = require('../tls/ticket-keys');
 const AcmeRunner = require('../acme/runner');
+const { rateLimitStoreOf } = require('./rate-limit-store');
 const { DEFAULT_DRAIN_MS } = require('../config/defaults');
 const { LilaError } = require('../errors');
 
@@ -64,6 +65,7 @@ class Service {
    * @param {{host?: string, port: number, token?: string} | null} [options.admin] serve the
    *   admin API there (host 127.0.0.1 by default); bind it to loopback, or give a token
    * @param {number} [options.workers] worker processes; 0 (default): this process serves
+   * @param {Parameters<typeof rateLimitStoreOf>[0]} [options.rateLimitStore] `--rate-limit-store`: limits counted there
    * @param {import('../fleet/fleet')} [options.fleet] `--store`: a fleet's member, bootstrapped; the service
    *   runs what it gave, and it applies each new revision of the stored configuration as a reload
    * @param {string} [options.label] says what the startup line's command line is (another tool's)
@@ -96,8 +98,10 @@ class Service {
     this.fleet = options.fleet === undefined ? null : options.fleet;
     // --acme: the process that orders is this one alone, or the primary; workers serve what it hands them.
     this.acme = options.acme === undefined || options.acme === null ? null : new AcmeRunner(options.acme, { logger: this.logger });
+    // --rate-limit-store: where the processes that serve count their limits (not the primary of workers).
+    this.rateLimits = options.rateLimitStore && this.role !== PRIMARY ? rateLimitStoreOf(options.rateLimitStore, this.logger) : null;
     this.configuration = new Configuration({
-      logger: this.logger, drainTimeout: this.drainTimeout, acme: this.acme === null ? null : this.acme.shared
+      logger: this.logger, drainTimeout: this.drainTimeout, acme: this.acme === null ? null : this.acme.shared, rateLimitStore: this.rateLimits
     });
     /** What runs, seen as one pool behind one listener: the library's `Proxy`. */
     this.proxy = new Proxy(this.configuration);
@@ -210,6 +214,7 @@ class Service {
     if (this.fileWatch !== null) this.fileWatch.close();
     if (this.acme !== null) this.acme.stop();
     if (this.fleet !== null) this.fleet.close();
+    if (this.rateLimits !== null) this.rateLimits.close();
     if (this.adminServer !== null) {
       this.adminServer.close();
       this.adminServer.closeAllConnections();

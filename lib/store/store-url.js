@@ -1,6 +1,7 @@
 'use strict';
 
 const net = require('node:net');
+const { parseHostPort, decodePart } = require('./url-parts');
 const { LilaError, codes } = require('../errors');
 
 const SCHEMES = new Set(['etcd', 'etcds']);
@@ -8,7 +9,6 @@ const DEFAULT_PREFIX = '/lila';
 // etcd's client port, for a host given without one.
 const DEFAULT_PORT = 2379;
 const SHAPE = 'etcd://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...][/PREFIX] (etcds:// for TLS)';
-const HOST_NAME = /^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_.])?$/;
 // C0 controls and DEL: a prefix with them cannot be shown in a log line as it is.
 const CONTROL = /[\x00-\x1f\x7f]/;
 
@@ -93,7 +93,7 @@ function parseHosts(list, fail) {
   const seen = new Set();
   for (const item of list.split(',')) {
     if (item === '') throw fail('a HOST:PORT of the list is empty (a stray ",")');
-    const endpoint = parseHost(item, fail);
+    const endpoint = parseHostPort(item, fail, DEFAULT_PORT);
     const key = `${endpoint.host.toLowerCase()}:${endpoint.port}`;
     if (seen.has(key)) throw fail(`${item} is named twice`);
     seen.add(key);
@@ -102,45 +102,12 @@ function parseHosts(list, fail) {
   return endpoints;
 }
 
-function parseHost(item, fail) {
-  let host;
-  let port;
-  if (item.startsWith('[')) {
-    const close = item.indexOf(']');
-    host = close === -1 ? '' : item.slice(1, close);
-    if (!net.isIPv6(host)) throw fail(`"${item}" is not an IPv6 address in brackets, as in [::1]:2379`);
-    const after = item.slice(close + 1);
-    if (after !== '' && !after.startsWith(':')) throw fail(`"${item}" has text after "]" that is not ":PORT", as in [::1]:2379`);
-    port = after === '' ? null : after.slice(1);
-  } else {
-    const colon = item.indexOf(':');
-    if (colon !== item.lastIndexOf(':')) throw fail(`"${item}" has more than one ":" (an IPv6 address goes in brackets, as in [::1]:2379)`);
-    host = colon === -1 ? item : item.slice(0, colon);
-    port = colon === -1 ? null : item.slice(colon + 1);
-    if (host === '') throw fail(`"${item}" has no host before its port`);
-    if (!HOST_NAME.test(host)) throw fail(`"${host}" is not a host name or address`);
-  }
-  if (port === null) return { host, port: DEFAULT_PORT };
-  if (!/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) {
-    throw fail(`the port of "${item}" must be an integer between 1 and 65535, received "${port}"`);
-  }
-  return { host, port: Number(port) };
-}
-
 function parsePrefix(path, fail) {
   const prefix = decodePart(path, 'prefix', fail).replace(/\/+$/, '');
   if (prefix === '') return DEFAULT_PREFIX;
   if (!prefix.startsWith('/')) throw fail(`the prefix "${prefix}" must start with "/"`);
   if (CONTROL.test(prefix)) throw fail('the prefix has a control character');
   return prefix;
-}
-
-function decodePart(part, name, fail) {
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    throw fail(`the ${name} has a malformed percent-escape (%XX)`);
-  }
 }
 
 function invalid(text, why) {

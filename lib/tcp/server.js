@@ -26,26 +26,40 @@ const EARLY_LIMIT = 64 * 1024;
  * @returns {import('node:net').Server | import('node:tls').Server}
  */
 function createTcpServer(engine) {
-  const { settings, logger, traffic } = engine;
+  const { settings, traffic } = engine;
   // Half-open on both sides forwards a half-close; pausing keeps the client's
   // first bytes unread until an upstream connection accepts them.
   return createListener(settings.tls, { allowHalfOpen: true, pauseOnConnect: true }, (client) => {
     traffic.connections++;
     // --rate-limit: a new connection over the client's rate is closed at once (read here: a reload may change it).
     const rateLimiter = settings.rateLimiter;
-    if (rateLimiter !== null && rateLimiter.take(peerAddressOf(client)) > 0) {
-      logger.debug(`client ${peerAddressOf(client)}: over the rate limit, closed (${codes.RATE_LIMITED})`);
+    const wait = rateLimiter === null ? 0 : rateLimiter.take(peerAddressOf(client));
+    // Counted with a store (--rate-limit-store): the connection, paused, waits for its answer.
+    if (typeof wait !== 'number') {
       client.on('error', noop);
-      client.destroy();
+      wait.then((seconds) => admitted(engine, client, seconds));
       return;
     }
-    const routes = engine.routes;
-    if (!routes.named || client.encrypted === true) {
-      serve(engine, routes, client, client.encrypted === true ? client.servername || undefined : undefined);
-      return;
-    }
-    readServerName(client, settings.headerTimeout, (name) => serve(engine, routes, client, name));
+    admitted(engine, client, wait);
   });
+}
+
+// A new connection the rate limit has decided on: closed when over it, else served by its route.
+function admitted(engine, client, seconds) {
+  if (client.destroyed) return;
+  const { settings, logger } = engine;
+  if (seconds > 0) {
+    logger.debug(`client ${peerAddressOf(client)}: over the rate limit, closed (${codes.RATE_LIMITED})`);
+    client.on('error', noop);
+    client.destroy();
+    return;
+  }
+  const routes = engine.routes;
+  if (!routes.named || client.encrypted === true) {
+    serve(engine, routes, client, client.encrypted === true ? client.servername || undefined : undefined);
+    return;
+  }
+  readServerName(client, settings.headerTimeout, (name) => serve(engine, routes, client, name));
 }
 
 // A connection whose server name is known (or undefined): its route's pool serves it.

@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "f08455342475e44a26832e296b63f4bfaf7a2706f4a12be36fe3b8aff8031247"
+  sha256 "aa98be7f2db9cb047e9a82ea532cf11c25bd6a12a214957a5a488604fe3828fa"
   license "MIT"
 
   depends_on "node"

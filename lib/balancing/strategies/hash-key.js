@@ -7,24 +7,28 @@ const SOURCES = ['ip', 'header:<name>', 'query:<name>', 'cookie:<name>', 'path']
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /**
- * Reads `--hash-key`: where the key for the `hash` mode comes from.
+ * Reads `--hash-key`: where the key for the `hash` mode comes from. The same
+ * grammar says what `--rate-limit-key` counts by (without `path`).
  *
  * @param {string} spec `ip`, `header:<name>`, `query:<name>`, `cookie:<name>` or `path`
+ * @param {{flag?: string, path?: boolean}} [options] flag: the option named in the message;
+ *   path: false refuses `path`
  * @returns {{source: 'ip'|'header'|'query'|'cookie'|'path', name: string}} name is ''
  *   for ip and path, lower case for headers
  * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
  */
-function parseHashKey(spec) {
-  if (spec === 'ip' || spec === 'path') return { source: spec, name: '' };
+function parseHashKey(spec, { flag = '--hash-key', path = true } = {}) {
+  if (spec === 'ip' || (path && spec === 'path')) return { source: spec, name: '' };
   const colon = typeof spec === 'string' ? spec.indexOf(':') : -1;
   const source = colon === -1 ? '' : spec.slice(0, colon);
   const name = colon === -1 ? '' : spec.slice(colon + 1);
   const valid = (source === 'header' || source === 'cookie') ? TOKEN.test(name)
     : source === 'query' ? name !== '' : false;
   if (!valid) {
+    const sources = path ? SOURCES : SOURCES.slice(0, -1);
     throw new LilaError(
       codes.INVALID_OPTION,
-      `"--hash-key" must be ${SOURCES.slice(0, -1).join(', ')} or ${SOURCES.at(-1)}, received "${spec}"`
+      `"${flag}" must be ${sources.slice(0, -1).join(', ')} or ${sources.at(-1)}, received "${spec}"`
     );
   }
   return { source, name: source === 'header' ? name.toLowerCase() : name };

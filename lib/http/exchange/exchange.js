@@ -72,9 +72,13 @@ class Exchange extends ResponseRelay {
 
   /** Answers what the limits keep out (429, 413) and what no route matches (404), else sends the request on. */
   start() {
-    let refusal = refusalBeforeForwarding(this.engine.settings, this.clientAddress, this.request.contentLength);
-    if (refusal === null && this.route === null) refusal = noRoute(this.request.host, this.request.url);
+    const refusal = refusalBeforeForwarding(this.engine.settings, this.clientAddress, this.request.contentLength, this.request, this.route);
     beforePool(this, refusal);
+  }
+
+  /** @returns {object} the 404 of a request no route matched (before-pool.js asks once the limits let it on) */
+  unrouted() {
+    return noRoute(this.request.host, this.request.url);
   }
 
   /** Sends the request to its pool, or answers it with `refusal` (see ../before-pool.js). */

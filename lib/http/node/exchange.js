@@ -95,9 +95,13 @@ class Exchange {
   start() {
     const settings = this.engine.settings;
     const length = settings.maxBodySize > 0 ? this.request.headers['content-length'] : undefined;
-    let refusal = refusalBeforeForwarding(settings, this.clientAddress, length === undefined ? -1 : Number(length));
-    if (refusal === null && this.route === null) refusal = noRoute(this.request.headers.host, this.request.url);
+    const refusal = refusalBeforeForwarding(settings, this.clientAddress, length === undefined ? -1 : Number(length), this.request, this.route);
     beforePool(this, refusal);
+  }
+
+  /** @returns {object} the 404 of a request no route matched (before-pool.js asks once the limits let it on) */
+  unrouted() {
+    return noRoute(this.request.headers.host, this.request.url);
   }
 
   /** Sends the request to its pool, or answers it with `refusal` (see ../before-pool.js). */
