@@ -30,12 +30,13 @@ const { runTool } = require('./tools');
 
 const TRY_HELP = 'Try "lila --help" for more information.';
 const EMAIL = 'me@example.com';
-// How long a run may take to obtain its certificates from Pebble.
-const OBTAIN_WITHIN = 15000;
+// How long a run may take to obtain its certificates from Pebble: a deadline for a loaded machine
+// (the fourth leg of a CI run once took more than 15 s for one order).
+const OBTAIN_WITHIN = 25000;
 const ADMIN = /^lila: admin API listening on http:\/\/127\.0\.0\.1:(\d+)$/m;
 
 describe('--acme with Pebble', function () {
-  this.timeout(30000);
+  this.timeout(45000);
 
   before(function () {
     needPebble(this);
@@ -91,7 +92,7 @@ listen 127.0.0.1:${ports.tlsPort} --tls
   });
 
   it('renews a short-lived certificate in time: every handshake meanwhile verifies, new ones get the new certificate, an open connection keeps its own', async function () {
-    this.timeout(40000);
+    this.timeout(60000);
     // 30 s certificates, whichever profile Pebble picks. Its renewal window (ARI) for them is their whole
     // lifetime, and lila renews at a random time in it, at the latest when a third is left (after 20 s).
     const { site, httpPort, tlsPort } = await startSite((ports) => `
