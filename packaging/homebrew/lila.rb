@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "aa98be7f2db9cb047e9a82ea532cf11c25bd6a12a214957a5a488604fe3828fa"
+  sha256 "3e3dcd4671c31219eabfbddea05951e3a4e4e7612ec004da60d54c74e8e05023"
   license "MIT"
 
   depends_on "node"

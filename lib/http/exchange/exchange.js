@@ -30,8 +30,7 @@ class Exchange extends ResponseRelay {
   /**
    * @param {import('../fast/connection').ClientConnection | import('../h2/stream-exchange').StreamClient} connection
    * @param {import('../wire/head-parser').RequestHead} head
-   * @param {import('../../routing/listener-routes').Route | null} route what the listener's routes matched;
-   *   null: none (answered 404 by start())
+   * @param {import('../../routing/listener-routes').Route | null} route what the listener's routes matched (null: 404)
    * @param {import('../../engines/pool-binding')} binding the pool the route chose for it
    */
   constructor(connection, head, route, binding) {
@@ -72,11 +71,10 @@ class Exchange extends ResponseRelay {
 
   /** Answers what the limits keep out (429, 413) and what no route matches (404), else sends the request on. */
   start() {
-    const refusal = refusalBeforeForwarding(this.engine.settings, this.clientAddress, this.request.contentLength, this.request, this.route);
-    beforePool(this, refusal);
+    beforePool(this, refusalBeforeForwarding(this.engine.settings, this.clientAddress, this.request.contentLength, this.request, this.route));
   }
 
-  /** @returns {object} the 404 of a request no route matched (before-pool.js asks once the limits let it on) */
+  // The 404 of a request no route matched: before-pool.js asks once the limits let it on.
   unrouted() {
     return noRoute(this.request.host, this.request.url);
   }
@@ -198,8 +196,7 @@ class Exchange extends ResponseRelay {
   }
 
   /**
-   * Sends the request on a stream of an `h2` backend's session: its events
-   * come as an upstream socket's do, plus the response as h2 gives it.
+   * Sends the request on a stream of an `h2` backend's session: its events come as an upstream socket's do.
    *
    * @param {number} after on a session opened after the one of this serial; -1: any
    */
