@@ -52,8 +52,10 @@ const MAY_IMPORT = {
   listener: ['engines', 'routing', 'tls', 'limits', 'config', 'ops', 'net', 'errors'],
   // A fleet's member: the stored configuration run by a service it is handed, the backend changes shared.
   fleet: ['store', 'acme', 'balancing', 'ops', 'net', 'errors'],
+  // --kubernetes: a cluster's resources made into a config text, run by a service it is handed.
+  kubernetes: ['store', 'errors'],
   service: ['listener', 'pool', 'cluster', 'config', 'tls', 'acme', 'limits', 'store', 'ops', 'net', 'errors'],
-  cli: ['service', 'fleet', 'store', 'config', 'routing', 'actions', 'acme', 'balancing', 'balancing/strategies', 'tls', 'ops', 'errors'],
+  cli: ['service', 'fleet', 'kubernetes', 'store', 'config', 'routing', 'actions', 'acme', 'balancing', 'balancing/strategies', 'tls', 'ops', 'errors'],
   index: ['service', 'config', 'balancing', 'balancing/strategies', 'ops', 'errors']
 };
 // The engines' folders: none of them imports another.

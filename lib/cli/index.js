@@ -16,7 +16,8 @@ const { runHashPassword } = require('./hash-password');
 const { runPush } = require('./push');
 const { storeOf, rateLimitStoreOf } = require('./store-command-line');
 const { readText } = require('../config/read-text');
-const Fleet = require('../fleet/fleet');
+const { kubernetesOf } = require('./kubernetes-command-line');
+const { startFollowing } = require('./start-following');
 const { readConfigFile, parseConfig, summary } = require('../config/config-file');
 const Configuration = require('../service/configuration');
 const AcmeRunner = require('../acme/runner');
@@ -71,8 +72,8 @@ async function run(args, io = {}) {
       return 0;
     }
     const logger = new Logger({ ...parsed.logger, stream: stderr });
-    if (parsed.fleet !== undefined) {
-      const started = await startFleet(parsed, logger, stderr);
+    if (parsed.fleet !== undefined || parsed.kubernetes !== undefined) {
+      const started = await startFollowing(parsed, { logger, stderr });
       if (typeof started === 'number') return started;
       service = started;
     } else {
@@ -94,26 +95,6 @@ async function run(args, io = {}) {
   });
   // The service may end before it listens: a signal, or workers dying.
   return Promise.race([started, service.exited]);
-}
-
-// --store: the configuration to run is the store's (or the last one applied here), read before
-// the service is made of it; nothing to run is exit 1, with one line.
-async function startFleet(parsed, logger, stderr) {
-  const fleet = new Fleet({ ...parsed.fleet, logger });
-  let text;
-  try {
-    ({ text } = await fleet.bootstrap(parsed.seed));
-    const options = parsed.serviceOf(text);
-    // --acme's account, certificates, locks and challenges are the fleet's, in the store.
-    if (options.acme !== undefined) options.acme = { ...options.acme, store: fleet.acmeStore() };
-    return createService({ ...options, fleet, logger });
-  } catch (err) {
-    await fleet.close();
-    if (!(err instanceof LilaError) || err.isUsageError && text === undefined) throw err;
-    // The store's configuration is not the command line's: its mistakes are a runtime failure.
-    stderr.write(`lila: ${err.message}\n`);
-    return 1;
-  }
 }
 
 /**
@@ -150,6 +131,7 @@ function parseCommandLine(args, env = process.env) {
   // Another balancer's command line, in its own terms (equilibrio's -e, a port alone).
   const tool = readToolCommandLine(values, positionals);
   const [mode, ...servers] = tool === null ? positionals : [tool.mode, ...tool.servers];
+  if (values.kubernetes === true && tool === null) return parseKubernetes(values, positionals, env);
   if (values.store !== undefined && tool === null && values.check !== true) {
     if (positionals.length > 0) throw new LilaError(codes.INVALID_OPTION, 'give a mode and servers or "--store", not both: the pools are in the store\'s configuration');
     return parseConfigured(values.config, values, env);
@@ -172,8 +154,9 @@ function parseCommandLine(args, env = process.env) {
     throw new LilaError(codes.INVALID_OPTION, `"--${routeLineOnly.name}" chooses between routes: give it on a route line of a config file (lila help config)`);
   }
   const options = readOptions(values);
-  // A command line's one pool is no fleet's: --store's options without it are a mistake.
+  // A command line's one pool is no fleet's: --store's options without it are a mistake, --kubernetes' too.
   storeOf(options, env);
+  kubernetesOf(options, env);
   const hostsFile = tool === null ? hostsFileOf(options.hosts, servers) : tool.hostsFile;
   // The one route of a command line matches every host: ACME has no name to order.
   if (options.acme !== undefined || options.tls === true) {
@@ -246,11 +229,7 @@ function configFileOf(values, positionals) {
 // lila --config FILE: the file says what to serve; the command line may add global options only.
 // With --store, the store's configuration does (the file, if given, seeds an empty store).
 function parseConfigured(file, values, env) {
-  for (const option of OPTIONS) {
-    if (values[option.name] === undefined || option.scope === 'global' || ['config', 'check'].includes(option.name)) continue;
-    const line = { layer: 'a pool or listen', pool: 'a pool', route: 'a route or listen', 'listener-route': 'a listen or route', match: 'a route' }[option.scope] || 'a listen';
-    throw new LilaError(codes.INVALID_OPTION, `"--${option.name}" goes in the config file, on ${option.scope === 'command' ? 'no line: it is for a command line without --config' : `${line} line`}`);
-  }
+  refuseLineOptions(values);
   // The command line's global options win over the file's, at start and at every reload.
   const given = readOptions(values);
   const fleet = values.check === true ? null : storeOf(given, env);
@@ -261,6 +240,15 @@ function parseConfigured(file, values, env) {
     logger: loggerOptions(model.global),
     service: configuredService(model, file, given, env)
   };
+}
+
+// A pool's, a listen line's or a route's option on the command line of a config (or of a cluster).
+function refuseLineOptions(values) {
+  for (const option of OPTIONS) {
+    if (values[option.name] === undefined || option.scope === 'global' || ['config', 'check'].includes(option.name) || option.group === 'kubernetes') continue;
+    const line = { layer: 'a pool or listen', pool: 'a pool', route: 'a route or listen', 'listener-route': 'a listen or route', match: 'a route' }[option.scope] || 'a listen';
+    throw new LilaError(codes.INVALID_OPTION, `"--${option.name}" goes in the config file, on ${option.scope === 'command' ? 'no line: it is for a command line without --config' : `${line} line`}`);
+  }
 }
 
 // The command line's global options over a config's, at start and at every reload.
@@ -282,13 +270,29 @@ function configuredService(model, file, given, env, label = file) {
     configFile: file,
     loadConfig: file === undefined ? undefined : () => reread(readConfigFile(file)),
     // PUT /config: a text run as the file is (its mistakes named by line).
-    parseConfig: (text) => reread(parseConfig(text, label)),
+    // What lila makes of a cluster may serve nothing yet: it waits for a Gateway or an Ingress.
+    parseConfig: (text) => reread(parseConfig(text, label, { mayServeNothing: given.kubernetes === true })),
     watch: options.watch === true,
     drainTimeout: options['drain-timeout'],
     admin: adminOf(options, env),
     workers: options.workers,
     acme: acmeOf(options),
     rateLimitStore: rateLimitStoreOf(options, env)
+  };
+}
+
+// lila --kubernetes: the configuration is made of the cluster's resources once lila reads them.
+function parseKubernetes(values, positionals, env) {
+  if (positionals.length > 0 || ['config', 'hosts', 'check'].some((name) => values[name] !== undefined)) {
+    throw new LilaError(codes.INVALID_OPTION, '"--kubernetes" serves what the cluster\'s resources say: give no mode, servers, --config, --hosts or --check with it');
+  }
+  refuseLineOptions(values);
+  const given = readOptions(values);
+  const kubernetes = kubernetesOf(given, env);
+  return {
+    logger: loggerOptions(given),
+    kubernetes,
+    serviceOf: (text) => configuredService(configuredModel(parseConfig(text, 'kubernetes', { mayServeNothing: true }), given), undefined, given, env, 'kubernetes')
   };
 }
 
@@ -332,9 +336,9 @@ function readAtStartChanged(running, next) {
 
 // --acme and the options that go with it, as `createService({acme})` takes them; undefined without it.
 function acmeOf(options) {
-  const given = Object.keys(options).filter((name) => name.startsWith('acme-') || (name === 'state-dir' && options.store === undefined));
+  const given = Object.keys(options).filter((name) => name.startsWith('acme-') || (name === 'state-dir' && options.store === undefined && options.kubernetes !== true));
   if (options.acme === undefined) {
-    if (given.length > 0) throw new LilaError(codes.INVALID_OPTION, `"--${given[0]}" goes with --acme EMAIL${given[0] === 'state-dir' ? ' or --store URL' : ''}`);
+    if (given.length > 0) throw new LilaError(codes.INVALID_OPTION, `"--${given[0]}" goes with --acme EMAIL${given[0] === 'state-dir' ? ', --store URL or --kubernetes' : ''}`);
     return undefined;
   }
   return {

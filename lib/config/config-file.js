@@ -47,10 +47,12 @@ function readConfigFile(file) {
 /**
  * @param {string} text the file's content
  * @param {string} file its name, for messages
+ * @param {{mayServeNothing?: boolean}} [options] mayServeNothing: no listen line is no mistake (what
+ *   lila --kubernetes makes of a cluster that has nothing for it yet)
  * @returns {import('../config/config-model').ConfigModel}
  * @throws {LilaError} `LILA_ERR_CONFIG` naming `file:line`
  */
-function parseConfig(text, file) {
+function parseConfig(text, file, options = {}) {
   // globalLines: the line each global option is on, for what a reload says of it.
   const model = { file, text, global: { proxy: {} }, globalLines: {}, pools: [], listeners: [], warnings: [] };
   const globalWords = [];
@@ -80,7 +82,7 @@ function parseConfig(text, file) {
     Object.assign(model.global, options, { proxy: { ...model.global.proxy, ...options.proxy } });
     for (const name of Object.keys(values)) model.globalLines[name] = line;
   }
-  check(model, file);
+  check(model, file, options);
   return model;
 }
 

@@ -156,7 +156,7 @@ function readAddress(text, fail) {
 }
 
 // What no single line can say: pools named and defined once, listeners apart, routes once each.
-function check(model, file) {
+function check(model, file, { mayServeNothing = false } = {}) {
   const pools = new Map();
   for (const pool of model.pools) {
     if (pools.has(pool.name)) throw at(file, pool.line)(`pool "${pool.name}" is already defined${onLine(pools.get(pool.name).line)}`);
@@ -191,7 +191,7 @@ function check(model, file) {
       }
     }
   }
-  if (model.listeners.length === 0) throw new LilaError(codes.CONFIG, `${file}: no listen line: lila would serve nothing`);
+  if (model.listeners.length === 0 && !mayServeNothing) throw new LilaError(codes.CONFIG, `${file}: no listen line: lila would serve nothing`);
   for (const pool of model.pools) {
     if (!used.has(pool.name)) model.warnings.push(at(file, pool.line)(`pool "${pool.name}" is not used by any route`).message);
   }

@@ -415,6 +415,43 @@ const OPTIONS = [
     read: (text, flag) => validateCount(text, flag, 0)
   },
   {
+    name: 'kubernetes', group: 'kubernetes', scope: 'command', default: 'off',
+    help: 'serve what the cluster\'s Gateway API resources and Ingresses say (controllers lila-lb.dev/gateway-controller and ' +
+      'lila-lb.dev/ingress-controller), writing their status back; in a pod with its service account, else with --kubeconfig'
+  },
+  {
+    name: 'kubeconfig', arg: '<file>', group: 'kubernetes', scope: 'command', default: '$KUBECONFIG, ~/.kube/config',
+    help: 'with --kubernetes outside a cluster: the kubeconfig file whose server, CA and user (a token or a client certificate) lila uses'
+  },
+  {
+    name: 'kube-context', arg: '<name>', group: 'kubernetes', scope: 'command', default: 'the current context',
+    help: 'the kubeconfig\'s context to use'
+  },
+  {
+    name: 'gateway-class', arg: '<name>', group: 'kubernetes', scope: 'command', default: 'every class of lila\'s controller',
+    help: 'serve only the Gateways of this GatewayClass'
+  },
+  {
+    name: 'gateway', arg: '<namespace/name>', group: 'kubernetes', scope: 'command', default: 'every Gateway of its classes',
+    help: 'serve this one Gateway only',
+    read: (text, flag) => {
+      if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/.test(text)) throw new LilaError(codes.INVALID_OPTION, `"${flag}" must be NAMESPACE/NAME, received ${JSON.stringify(text)}`);
+      return text;
+    }
+  },
+  {
+    name: 'ingress-class', arg: '<name>', group: 'kubernetes', scope: 'command', default: 'every class of lila\'s controller',
+    help: 'serve only the Ingresses of this IngressClass (an IngressClass marked default takes Ingresses without a class)'
+  },
+  {
+    name: 'publish-address', arg: '<address>', group: 'kubernetes', scope: 'command', default: '--publish-service\'s', multiple: true,
+    help: 'the address (IP or host name) written in Gateways\' status.addresses and Ingresses\' status.loadBalancer; repeatable'
+  },
+  {
+    name: 'publish-service', arg: '<namespace/name>', group: 'kubernetes', scope: 'command', default: 'none',
+    help: 'the Service in front of lila, whose load balancer addresses (else its cluster IP) status says'
+  },
+  {
     name: 'admin', arg: '<[host:]port>', group: 'admin', scope: 'global', default: 'off',
     help: 'serve the admin API on this port: GET / (the live dashboard), GET /events, GET /status, GET /metrics (Prometheus), ' +
       'GET /route?key= (or ?id=), GET and PUT /config (with a config file or --store), GET /cluster (with --store), ' +
@@ -624,6 +661,7 @@ const GROUPS = {
   tls: 'TLS (HTTPS in the http layer; termination in the tcp layer)',
   acme: 'Certificates from an ACME CA (Let\'s Encrypt), obtained and renewed by lila',
   store: 'A fleet: lila sharing one configuration through etcd',
+  kubernetes: 'Kubernetes: lila as a Gateway API implementation and an Ingress controller',
   admin: 'Admin API',
   logging: 'Logging (to stderr only)',
   workers: 'Workers',

@@ -74,6 +74,8 @@ const CLIENT_ERRORS = {
  *   shareBackend: (pool: string, change: object) => Promise<{shared: boolean, why?: string}>,
  *   drainedWeight: (pool: string, name: string) => number | undefined}} [options.fleet] with --store:
  *   `GET /cluster`, `/status`'s `store`, the `lila_store_*` families, and the backend changes shared
+ * @param {{view: () => object, metrics: () => string}} [options.kubernetes] with --kubernetes: `/status`'s
+ *   `kubernetes` (watches, the last configuration applied, the Lease) and the `lila_kubernetes_*` families
  * @param {{status: () => object[], metrics: () => string}} [options.acme] with --acme: each managed name
  *   (`/status`'s `acme`) and the `lila_acme_*` families
  * @returns {http.Server & {dashboard: DashboardFeed}} `dashboard` is the feed of `/events`
@@ -96,6 +98,7 @@ function createAdminServer(runtime, options = {}) {
     config,
     acme: options.acme === undefined ? null : options.acme,
     fleet: options.fleet === undefined ? null : options.fleet,
+    kubernetes: options.kubernetes === undefined ? null : options.kubernetes,
     logger: options.logger || new Logger(),
     tokenDigest: token === undefined ? null : sha256(token),
     // The weight a backend had before POST .../drain, for .../enable.
@@ -209,7 +212,8 @@ function getStatus(admin) {
     ...(view.rateLimitStore === undefined || view.rateLimitStore === null ? {} : { rate_limit_store: rateLimitStoreStatus(view.rateLimitStore) }),
     ...(view.single ? {} : configuredStatus(view)),
     ...(admin.acme === null ? {} : { acme: admin.acme.status() }),
-    ...(admin.fleet === null ? {} : { store: admin.fleet.status() })
+    ...(admin.fleet === null ? {} : { store: admin.fleet.status() }),
+    ...(admin.kubernetes === null ? {} : { kubernetes: admin.kubernetes.view() })
   });
 }
 
@@ -304,7 +308,7 @@ function tlsStatus(listener, traffic) {
 async function getMetrics(admin) {
   const stats = await readProcessStats();
   const text = renderMetrics(admin.view(), stats);
-  const families = (admin.acme === null ? '' : admin.acme.metrics()) + (admin.fleet === null ? '' : admin.fleet.metrics());
+  const families = [admin.acme, admin.fleet, admin.kubernetes].map((part) => (part === null ? '' : part.metrics())).join('');
   return { status: 200, type: CONTENT_TYPE, text: text + families };
 }
 

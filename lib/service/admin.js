@@ -21,7 +21,8 @@ function adminServerOf(service) {
     acme: service.acme === null || service.inWorker ? undefined : acmeView(service.acme),
     // GET /config: the text that runs (a program's object has none); PUT /config: a reload with another.
     config: service.single || service.source.parseConfig === null ? undefined : configOf(service),
-    fleet: service.fleet === null || service.inWorker ? undefined : fleetView(service)
+    fleet: service.fleet === null || service.inWorker ? undefined : fleetView(service),
+    kubernetes: service.kubernetes === null ? undefined : service.kubernetes
   });
 }
 
@@ -29,6 +30,10 @@ function adminServerOf(service) {
 // store (checked whole first, and only over the revision the editor read) that every member applies.
 function configOf(service) {
   const { fleet } = service;
+  if (service.kubernetes !== null) {
+    const refused = { ok: false, message: 'lila runs what the cluster says (--kubernetes): change its Gateways, routes or Ingresses instead' };
+    return { text: () => service.configuration.model.text || '', reload: () => Promise.resolve(refused) };
+  }
   if (fleet === null) {
     return { text: () => service.configuration.model.text || '', reload: (text) => service.reloadText(text, 'PUT /config') };
   }

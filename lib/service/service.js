@@ -21,13 +21,10 @@ const { DEFAULT_DRAIN_MS } = require('../config/defaults');
 const { LilaError } = require('../errors');
 
 const DEFAULT_ADMIN_HOST = '127.0.0.1';
-// Below this open-files limit a busy lila runs out of descriptors: each proxied
-// connection takes two (client and upstream).
+// Below this open-files limit a busy lila runs out of descriptors (two per proxied connection).
 const LOW_OPEN_FILES = 4096;
 // What this process is in a service.
-const SINGLE = 'single';
-const PRIMARY = 'primary';
-const WORKER = 'worker';
+const [SINGLE, PRIMARY, WORKER] = ['single', 'primary', 'worker'];
 
 /**
  * lila as the executable runs it: a config (the model a command line, a
@@ -68,6 +65,7 @@ class Service {
    * @param {Parameters<typeof rateLimitStoreOf>[0]} [options.rateLimitStore] `--rate-limit-store`: limits counted there
    * @param {import('../fleet/fleet')} [options.fleet] `--store`: a fleet's member, bootstrapped; the service
    *   runs what it gave, and it applies each new revision of the stored configuration as a reload
+   * @param {import('../kubernetes/controller').KubernetesController} [options.kubernetes] `--kubernetes`: the same, of a cluster's resources
    * @param {string} [options.label] says what the startup line's command line is (another tool's)
    * @param {Logger} [options.logger] defaults to info lines on stderr
    * @throws {LilaError} for invalid options, servers, hosts file or config
@@ -96,6 +94,7 @@ class Service {
     });
     this.source = sourceOf(options);
     this.fleet = options.fleet === undefined ? null : options.fleet;
+    this.kubernetes = options.kubernetes === undefined ? null : options.kubernetes;
     // --acme: the process that orders is this one alone, or the primary; workers serve what it hands them.
     this.acme = options.acme === undefined || options.acme === null ? null : new AcmeRunner(options.acme, { logger: this.logger });
     // --rate-limit-store: where the processes that serve count their limits (not the primary of workers).
@@ -161,9 +160,10 @@ class Service {
       throw err;
     }
     if (this.watch) this.watchFiles();
-    if (this.fleet !== null && this.role !== WORKER) this.fleet.attach(this);
+    for (const follower of [this.fleet, this.kubernetes]) if (follower !== null && this.role !== WORKER) follower.attach(this);
     const listening = this.configuration.listeners;
-    const { address, port } = listening[0].address;
+    // A cluster may have nothing for lila to serve yet.
+    const { address, port } = listening.length === 0 ? { address: null, port: null } : listening[0].address;
     if (this.single && listening[0].redirect !== null && this.role !== WORKER) this.logRedirect(listening[0].redirect);
     if (this.admin !== null) this.adminServer = adminServerOf(this);
     if (this.role === WORKER) {
@@ -213,7 +213,7 @@ class Service {
     if (this.ticketKeys !== null) this.ticketKeys.stop();
     if (this.fileWatch !== null) this.fileWatch.close();
     if (this.acme !== null) this.acme.stop();
-    if (this.fleet !== null) this.fleet.close();
+    for (const follower of [this.fleet, this.kubernetes]) if (follower !== null) follower.close();
     if (this.rateLimits !== null) this.rateLimits.close();
     if (this.adminServer !== null) {
       this.adminServer.close();

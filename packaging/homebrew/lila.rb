@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "3e3dcd4671c31219eabfbddea05951e3a4e4e7612ec004da60d54c74e8e05023"
+  sha256 "18b585b5045aba422a252152112367179692797103fc0c5d4b564874e975608e"
   license "MIT"
 
   depends_on "node"
