@@ -79,6 +79,7 @@ describe('--mirror', function () {
           assert.match(metrics, /^lila_mirror_requests_total\{pool="down",outcome="failed"\} 2$/m);
           assert.match(metrics, /^lila_mirror_requests_total\{pool="error",outcome="answered"\} 2$/m);
           const status = JSON.parse((await request(adminPort, { path: '/status' })).body);
+          assert.deepEqual(status.listeners[0].routes[0].mirror, ['slow', 'down', 'error'].map((pool) => ({ pool, percent: 100 })));
           const [backend] = status.pools.find((pool) => pool.name === 'main').backends;
           assert.deepEqual([backend.state, backend.failures, backend.requests], ['up', 0, 2]);
           assert.deepEqual(main.bodies, [0, body.length]);
@@ -203,9 +204,9 @@ describe('--mirror', function () {
     const check = async (route, listen = 'listen 127.0.0.1:8080') => {
       const file = path.join(dir, 'lila.conf');
       fs.writeFileSync(file, [...POOLS, listen, route, ''].join('\n'));
-      const { code, stderr } = await runLila(['--config', file, '--check']);
-      // Its one line of error, after any warning (a pool no route uses).
-      const line = stderr.split('\n').find((text) => !text.startsWith('lila: warn: '));
+      const { code, stdout, stderr } = await runLila(['--config', file, '--check']);
+      // Its one line of error, after any warning (a pool no route uses); or its summary.
+      const line = code === 0 ? stdout.split('\n')[0] : stderr.split('\n').find((text) => !text.startsWith('lila: warn: '));
       return { code, line: line.replace(`${file}:`, 'FILE:') };
     };
 
@@ -233,7 +234,7 @@ describe('--mirror', function () {
     });
 
     it('takes a pool used only as a mirror without saying that no route uses it', async () => {
-      assert.equal((await check('  route * main --mirror shadow=12.5')).code, 0);
+      assert.deepEqual(await check('  route * main --mirror shadow=12.5'), { code: 0, line: 'listen 127.0.0.1:8080 http: 1 route -> main; mirrored to shadow' });
       const model = parseConfig([...POOLS.slice(0, 2), 'listen 8080', '  route * main --mirror shadow=0.01'].join('\n'), 'lila.conf');
       assert.deepEqual(model.warnings, []);
     });

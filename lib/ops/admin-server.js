@@ -231,6 +231,8 @@ function configuredStatus(view) {
         match: route.text,
         pools: route.targets.map(({ pool, weight }) => ({ pool: pool.name, weight })),
         requests: route.requests,
+        // --mirror: where copies of its requests go, and which share of them.
+        ...(route.mirror ? { mirror: route.mirror.targets.map((target) => ({ pool: target.name, percent: target.share / 10000 })) } : {}),
         // A route line's --rate-limit, counted apart from the listener's.
         ...(route.rateLimiter ? { rate_limit: rateLimitStatus(route.rateLimiter) } : {})
       }))

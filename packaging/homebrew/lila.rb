@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "18b585b5045aba422a252152112367179692797103fc0c5d4b564874e975608e"
+  sha256 "ecffcb09183f634455a1cbc69db22b6322d3ddf56037df1b39a58591f5db2741"
   license "MIT"
 
   depends_on "node"
