@@ -171,8 +171,9 @@ describe('access log formats', () => {
       const logger = new Logger({ access: true, accessFormat: 'combined', stream: { write: (text) => written.push(text) } });
       const traffic = new Traffic(logger);
       const request = { method: 'GET', url: '/', httpVersionMajor: 1, httpVersionMinor: 1, rawHeaders: ['Host', 'a', 'user-agent', 'ua'] };
-      traffic.request(null, 401, 1, request, '127.0.0.1', 0, undefined, null, null, null, { user: undefined });
-      traffic.request(null, 200, 1, request, '127.0.0.1', 2, undefined, null, null, null, { user: 'alice' });
+      const record = (status, bytesSent, view) => ({ servedBy: null, answered: status, elapsed: 1, request, clientAddress: '127.0.0.1', bytesSent, route: null, pool: null, ids: null, view });
+      traffic.request(record(401, 0, { user: undefined }));
+      traffic.request(record(200, 2, { user: 'alice' }));
       logger.flush();
       const lines = written.join('').split('\n').filter((line) => line !== '');
       assert.deepEqual(lines.map((line) => parseLine(line).user), ['-', 'alice']);

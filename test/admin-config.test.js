@@ -544,11 +544,12 @@ describe('admin API with a config file', () => {
       const pool = { name: 'a' };
       const request = { method: 'GET', url: '/' };
 
-      new Traffic(logger).request(null, 503, 1, request, '127.0.0.1', 0, undefined, route, pool);
+      const record = (status, more) => ({ servedBy: null, answered: status, elapsed: 1, request, clientAddress: '127.0.0.1', bytesSent: 0, ...more });
+      new Traffic(logger).request(record(503, { route, pool }));
       const routed = new Traffic(logger, { routes: true });
-      routed.request(null, 503, 1, request, '127.0.0.1', 0, undefined, route, pool);
-      routed.request(null, 400, 1, request, '127.0.0.1', 0, undefined, null, null);
-      routed.request(null, 400, 1, request, '127.0.0.1', 0, undefined);
+      routed.request(record(503, { route, pool }));
+      routed.request(record(400, { route: null, pool: null }));
+      routed.request(record(400, {}));
       routed.session(null, 2, '127.0.0.1', 0, 0, undefined, null, null);
       logger.flush();
 

@@ -12,7 +12,7 @@ const { once } = require('node:events');
 const { execFile } = require('node:child_process');
 const { promisify } = require('node:util');
 const { PassThrough } = require('node:stream');
-const { negotiate, shouldCompress, compressedHeaders, CODINGS } = require('../lib/actions/compression');
+const { negotiate, shouldCompress, compressedHeaders, CODINGS } = require('../lib/http/compression/compression');
 const { Logger } = require('../lib');
 const {
   cleanup, onCleanup, startHttpBackend, startTcpBackend, startProxy, startLila, sha256, deferred, rawRequest, keepAliveAgent, until, responseReader

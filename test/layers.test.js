@@ -25,14 +25,19 @@ const MAY_IMPORT = {
   'http/wire': ['http', 'errors'],
   // Connections to backends (HTTP/1.1 sockets, h2 sessions), shared by the fast engine and its h2 side.
   'http/upstream': ['http/wire', 'http', 'net', 'errors'],
-  // --mirror, written once for every engine: which requests a route copies, and the copies sent.
+  // One request's way through lila on every engine: route, limits, backend slot, observers, record.
+  'http/lifecycle': ['http', 'actions', 'net', 'errors'],
+  // Features on a request's lifecycle, each written once for every engine: --mirror, --compress.
   'http/mirror': ['http/wire', 'http', 'balancing/strategies', 'net', 'errors'],
+  'http/compression': ['errors'],
+  // Upgrades (WebSocket and others), from either engine: a passage whose sockets are then joined.
+  'http/upgrade': ['http/lifecycle', 'http', 'actions', 'net', 'errors'],
   // One request on its way to a backend of its pool, for HTTP/1.1 and h2 clients alike.
-  'http/exchange': ['http/mirror', 'http/upstream', 'http/wire', 'http', 'actions', 'net', 'errors'],
+  'http/exchange': ['http/lifecycle', 'http/upstream', 'http/wire', 'http', 'actions', 'net', 'errors'],
   // The engines' own folders never import each other: what two share lies below both.
-  'http/fast': ['http/exchange', 'http/wire', 'http', 'net', 'errors'],
+  'http/fast': ['http/exchange', 'http/upgrade', 'http/wire', 'http', 'net', 'errors'],
   'http/h2': ['http/exchange', 'http/wire', 'http', 'actions', 'net', 'errors'],
-  'http/node': ['http/mirror', 'http', 'actions', 'net', 'errors'],
+  'http/node': ['http/lifecycle', 'http/upgrade', 'http', 'actions', 'net', 'errors'],
   tcp: ['net', 'errors'],
   // lila's etcd client: beside the request path, below whatever reads a stored configuration.
   store: ['net', 'errors'],
@@ -46,7 +51,7 @@ const MAY_IMPORT = {
   // A rate limit counts by --hash-key's grammar and reader (--rate-limit-key).
   limits: ['balancing/strategies', 'errors'],
   // Routes choose a pool (and --mirror's pools); they know pools only as the objects they are handed.
-  routing: ['http/mirror', 'balancing', 'balancing/strategies', 'actions', 'errors'],
+  routing: ['http/lifecycle', 'http/mirror', 'http/compression', 'balancing', 'balancing/strategies', 'actions', 'errors'],
   pool: ['balancing', 'balancing/strategies', 'config', 'discovery', 'health', 'tls', 'ops', 'errors'],
   // A listener knows pools only as what its routes name and its engine binds.
   listener: ['engines', 'routing', 'tls', 'limits', 'config', 'ops', 'net', 'errors'],

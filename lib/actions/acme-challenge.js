@@ -19,7 +19,6 @@ class ChallengeActions {
     this.challenges = challenges;
     this.text = 'acme-challenge';
     this.answersAll = true;
-    this.compression = null;
   }
 
   /**

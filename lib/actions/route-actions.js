@@ -8,7 +8,6 @@ const ClientCertRules = require('./client-cert-rules');
 const Cors = require('./cors');
 const BasicAuth = require('./basic-auth');
 const ForwardAuth = require('./forward-auth');
-const { Compression } = require('./compression');
 const { compileTemplate } = require('./placeholders');
 const { parseHeaderEdit, applyHeaderEdits, withoutName } = require('./header-edits');
 const { LilaError, codes } = require('../errors');
@@ -60,8 +59,6 @@ class RouteActions {
     this.responseEdits = (listOf(options.responseHeader, '--response-header', where) || []).map((text) => parseHeaderEdit(text, '--response-header'));
     this.hsts = options.hsts === undefined ? null : `max-age=${hstsSeconds(options.hsts, where)}`;
     this.errorPages = errorPages(listOf(options.errorPage, '--error-page', where), where);
-    /** `--compress`: which responses are compressed, and how (compression.js); null: none. */
-    this.compression = Compression.from(options.compress, where);
     /** Whether the route answers every request itself: it needs no pool. */
     this.answersAll = this.fixed !== null;
   }

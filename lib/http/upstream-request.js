@@ -5,6 +5,7 @@ const https = require('node:https');
 const { withHost } = require('./headers');
 const { backendAuthority } = require('../net/address');
 const { backendTlsOptions, connectBackend, proxyHeaderFor } = require('../net/backend-connect');
+const { LilaError, codes } = require('../errors');
 
 /**
  * Opens the upstream request that carries a client's request to a backend,
@@ -46,4 +47,26 @@ function createUpstreamRequest(backend, request, headers, settings, agent, clien
   return backend.tls ? https.request({ ...options, ...backendTlsOptions(backend, settings.backendTls) }) : http.request(options);
 }
 
-module.exports = { createUpstreamRequest };
+/**
+ * The upstream request of a passage on core http (a node exchange's, or an
+ * upgrade's) to the backend acquired for it; when Node refuses the request
+ * as it is, null: the passage has given its slot back and is answered 400.
+ *
+ * @param {{backend: object, request: http.IncomingMessage, target: string, binding: {settings: object},
+ *   release: () => void, fail: (error: LilaError, detail: string) => void}} passage
+ * @param {string[]} headers as built by `forwardRequestHeaders`
+ * @param {http.Agent | false} agent see createUpstreamRequest
+ * @param {import('node:net').Socket} client the client's connection
+ * @returns {http.ClientRequest | null}
+ */
+function openUpstream(passage, headers, agent, client) {
+  try {
+    return createUpstreamRequest(passage.backend, passage.request, headers, passage.binding.settings, agent, client, passage.target);
+  } catch (err) {
+    passage.release();
+    passage.fail(new LilaError(codes.BAD_REQUEST, 'this request cannot be forwarded', 400), err.message);
+    return null;
+  }
+}
+
+module.exports = { createUpstreamRequest, openUpstream };

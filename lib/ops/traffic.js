@@ -56,24 +56,22 @@ class Traffic {
   }
 
   /**
-   * An http request whose response is over (sent, cut, or the client left).
+   * An http request whose response is over (sent, cut, or the client left):
+   * counted in its backend's stats (lila's own answers in `unrouted`), and
+   * with --access-log, one line.
    *
-   * @param {import('../balancing/backend') | null} backend the last backend it went to
-   * @param {number} status what the client got; 499 when it left before any
-   * @param {number} ms since the request head arrived
-   * @param {{method: string, url: string}} request
-   * @param {string | undefined} client the client's address
-   * @param {number} bytes response body bytes sent (counted with --access-log only)
-   * @param {import('node:net').Socket} socket the client's, for its TLS version, server name and client certificate
-   * @param {{text: string} | null} [route] the route that chose its pool; null: none did
-   * @param {{name: string} | null} [pool] that pool; null: none
-   * @param {{requestId: string, traceId: string} | null} [ids] its ids, with --request-id
-   * @param {{user?: string} | null} [view] its route actions' view: `user` is who --basic-auth let in
+   * @param {RequestRecord} record a finished `Passage` (http/lifecycle/passage.js), or a refusal's own record
    */
-  request(backend, status, ms, request, client, bytes, socket, route, pool, ids, view) {
+  request(record) {
+    const backend = record.servedBy;
+    const status = record.answered;
+    const ms = record.elapsed;
     (backend === null ? this.unrouted : backend.stats).request(status, ms / 1000);
     const logger = this.logger;
     if (!logger.accessEnabled) return;
+    const { request, view, ids } = record;
+    const client = record.clientAddress;
+    const bytes = record.bytesSent;
     const user = view === undefined || view === null || typeof view.user !== 'string' ? undefined : view.user;
     if (logger.nginxAccess) {
       logger.accessLine({
@@ -83,7 +81,7 @@ class Traffic {
       return;
     }
     const fields = { client, method: request.method, path: request.url, protocol: protocolOf(request), status };
-    if (this.namesRoutes && route !== undefined) withRoute(fields, route, pool);
+    if (this.namesRoutes && record.route !== undefined) withRoute(fields, record.route, record.pool);
     fields.backend = backend === null ? null : backend.name;
     fields.duration_ms = Math.round(ms * 10) / 10;
     fields.bytes = bytes;
@@ -93,7 +91,24 @@ class Traffic {
       fields.request_id = ids.requestId;
       fields.trace_id = ids.traceId;
     }
-    logger.access(withTls(fields, socket));
+    logger.access(withTls(fields, record.clientSocket));
+  }
+
+  /**
+   * A request lila refused on its connection before any route was asked (a
+   * malformed one, or the redirect listener's), counted and logged as its own answers are.
+   *
+   * @param {number} status
+   * @param {number} ms
+   * @param {RequestRecord['request']} request
+   * @param {string | undefined} clientAddress
+   * @param {import('node:net').Socket} socket
+   */
+  refused(status, ms, request, clientAddress, socket) {
+    this.request({
+      servedBy: null, answered: status, elapsed: ms, request, clientAddress, bytesSent: 0, clientSocket: socket,
+      route: null, pool: null, ids: null, view: null
+    });
   }
 
   /**
@@ -121,12 +136,27 @@ class Traffic {
   }
 }
 
+/**
+ * @typedef {object} RequestRecord what `Traffic#request` reads of a finished http request
+ * @property {import('../balancing/backend') | null} servedBy the last backend it went to; null: lila answered it
+ * @property {number} answered the status the client got; 499 when it left before any
+ * @property {number} elapsed ms since its head arrived
+ * @property {{method: string, url: string, rawHeaders?: string[], h2?: boolean}} request
+ * @property {string | undefined} clientAddress
+ * @property {number} bytesSent response body bytes sent
+ * @property {import('node:net').Socket} clientSocket for its TLS version, server name and client certificate
+ * @property {{text: string} | null} [route] the route that chose its pool; null: none did; left out: not said
+ * @property {{name: string} | null} pool that pool; null: none
+ * @property {{requestId: string, traceId: string} | null} ids its ids, with --request-id
+ * @property {{user?: string} | null} view its route actions' view: `user` is who --basic-auth let in
+ */
+
 module.exports = Traffic;
 
 // The route's text and the pool's name, `-` (null) for none: a request no route matched,
 // or one lila refused before looking.
 function withRoute(fields, route, pool) {
-  fields.route = route === null ? null : route.text;
+  fields.route = route === null || route === undefined ? null : route.text;
   fields.pool = pool === undefined || pool === null ? null : pool.name;
 }
 

@@ -5,7 +5,9 @@ const { WeightedSplit } = require('./weighted-split');
 const { parseHashKey, parseHashKeyOn, keyReader } = require('../balancing/strategies/hash-key');
 const RouteActions = require('../actions/route-actions');
 const MirrorPolicy = require('../http/mirror/policy');
+const { Compression } = require('../http/compression/compression');
 const RouteConditions = require('./route-conditions');
+const { featuresOf } = require('../http/lifecycle/observers');
 const ChallengeActions = require('../actions/acme-challenge');
 const { LilaError, codes } = require('../errors');
 
@@ -25,7 +27,7 @@ class Route {
     // --mirror comes as `spec.mirror`, its pools found (service/configuration.js).
     // --rate-limit comes as `spec.rateLimiter`, made by the listener (listener/listener.js).
     const { matchMethod, matchHeader, matchQuery, matchCookie, mirror: _mirror, mirrorBodyLimit: _limit, rateLimit, rateLimitKey: _key,
-      ...actions } = spec.actions || {};
+      compress, ...actions } = spec.actions || {};
     /** What it asks of a request besides its host and path (--match-*); null: nothing. */
     this.conditions = RouteConditions.from({ matchMethod, matchHeader, matchQuery, matchCookie }, `route "${spec.text}"`);
     /** Its match and conditions as the config file writes them: its name in /status, /metrics and access lines. */
@@ -48,7 +50,7 @@ class Route {
     }
     /** `--rate-limit` of the route line: a limiter of its own, apart from its listener's; null: none. */
     this.rateLimiter = spec.rateLimiter === undefined ? null : spec.rateLimiter;
-    if ((this.actions !== null || this.conditions !== null) && layer === 'tcp') {
+    if ((this.actions !== null || this.conditions !== null || compress !== undefined) && layer === 'tcp') {
       throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": route options such as --strip-prefix or --match-header act on http requests; a tcp listener's routes only choose a pool`);
     }
     if (spec.targets.length === 0 && !(this.actions !== null && this.actions.answersAll)) {
@@ -72,6 +74,10 @@ class Route {
     /** `--mirror`: the pools a copy of its requests goes to, and which requests; null: none. */
     this.mirror = spec.mirror === undefined || spec.mirror === null ? null
       : new MirrorPolicy(spec.mirror, bindingOf, this.key, `route "${spec.text}"`);
+    /** `--compress`: which of its responses are compressed, and how; null: none. */
+    this.compression = Compression.from(compress, `route "${spec.text}"`);
+    /** What observes its requests on their way (--compress, --mirror), in the lifecycle's order; null: nothing. */
+    this.features = layer === 'http' ? featuresOf(this) : null;
   }
 
   /**

@@ -73,7 +73,7 @@ async function redirectFor(configuration, item, leaving) {
   }
   const { logger, acme, traffic } = configuration;
   // Its requests are counted and have their access lines as lila's own answers.
-  const answered = (request, status, ms) => traffic.request(null, status, ms, request, peerAddressOf(request.socket), 0, request.socket, null, null);
+  const answered = (request, status, ms) => traffic.refused(status, ms, request, peerAddressOf(request.socket), request.socket);
   return listenRedirect(where, item.address.port, logger, acme === null ? null : acme.challenges, answered);
 }
 

@@ -1,30 +1,23 @@
 'use strict';
 
-const { readCookie } = require('../sticky-cookie');
-const { refusalBeforeForwarding, bodyTooLarge } = require('../limits');
-const { takeBackend, slotFound, slotTimedOut, leaveQueue } = require('../backend-slot');
+const { bodyTooLarge } = require('../limits');
 const { ResponseRelay, HOLD_LIMIT } = require('./response-relay');
-const { requestHead, streamHeaders, writeBody, endBody, clientCertOf } = require('./outgoing');
+const { requestHead, streamHeaders, writeBody, endBody, outgoingHead } = require('./outgoing');
 const { upstreamTimedOut, upstreamFailed } = require('./upstream-failure');
 const { answerContent, rawAnswer } = require('../error-response');
-const RequestView = require('../../actions/request-view');
-const { RequestIds, withResponseId } = require('../../actions/request-id');
-const { CLIENT_LEFT, logAnswer } = require('../outcomes');
+const { logAnswer } = require('../outcomes');
 const { proxyHeaderFor } = require('../../net/backend-connect');
 const { bodyTimeoutError } = require('../body-watch');
-const { noRoute } = require('../route-request');
-const { beforePool } = require('../before-pool');
-const { mirrorOf } = require('./mirror');
 const UpstreamStream = require('../upstream/stream');
 
 /**
  * One request of the fast engine (an HTTP/1.1 request, or an h2 client's
- * stream), from its head to the end of its response: picks a backend of its
- * route's pool, sends the head and body on a pooled upstream socket (or an
- * `h2` backend's stream), and relays the response's bytes, rewriting only
- * its head. The pick context for the strategy (`request`, `clientAddress`,
- * `tried`). It sends the request; its base class, ResponseRelay
- * (response-relay.js), relays the response.
+ * stream), from its head to the end of its response: a `Passage`
+ * (../lifecycle/passage.js: its route, limits, backend slot, observers and
+ * record) whose wire code sends the head and body on a pooled upstream
+ * socket (or an `h2` backend's stream), and relays the response's bytes,
+ * rewriting only its head. It sends the request; its base class,
+ * ResponseRelay (response-relay.js), relays the response.
  */
 class Exchange extends ResponseRelay {
   /**
@@ -34,18 +27,7 @@ class Exchange extends ResponseRelay {
    * @param {import('../../engines/pool-binding')} binding the pool the route chose for it
    */
   constructor(connection, head, route, binding) {
-    super(connection, head, binding);
-    this.clientAddress = connection.clientAddress;
-    this.route = route;
-    // --request-id: its X-Request-ID and trace context (null without the option).
-    this.ids = this.engine.settings.requestId === true ? RequestIds.of(head.rawHeaders) : null;
-    // What the route's actions read of the request, made for routes that have actions.
-    this.view = null;
-    this.tried = null;
-    this.backend = null;
-    this.servedBy = null;
-    this.startedAt = binding.balancer.now();
-    this.sentAt = 0;
+    super(connection, head, route, binding);
     this.hasBody = head.chunked || head.contentLength > 0;
     // The client's body is all read (forwarded, or held in `pending`).
     this.requestRead = !this.hasBody;
@@ -60,79 +42,49 @@ class Exchange extends ResponseRelay {
     this.retriedElsewhere = false;
     this.timedOut = false;
     this.finalStatus = 0;
-    this.done = false;
-    this.mirror = null;
-    // In the queue for a backend slot (balancer.wait).
-    this.waiting = false;
-    // What the client's sticky cookie says (--sticky), for the balancer's pick.
-    const cookie = binding.settings.stickyCookie;
-    this.stickyId = cookie === null ? null : readCookie(head.rawHeaders, cookie);
   }
 
-  /** Answers what the limits keep out (429, 413) and what no route matches (404), else sends the request on. */
-  start() {
-    beforePool(this, refusalBeforeForwarding(this.engine.settings, this.clientAddress, this.request.contentLength, this.request, this.route));
+  /** @returns {string | undefined} the Host (h2: :authority) as received */
+  get host() {
+    return this.request.host;
   }
 
-  // The 404 of a request no route matched: before-pool.js asks once the limits let it on.
-  unrouted() {
-    return noRoute(this.request.host, this.request.url);
+  /** @returns {'http' | 'https'} */
+  get scheme() {
+    return this.connection.scheme;
   }
 
-  /** Sends the request to its pool, or answers it with `refusal` (see ../before-pool.js). */
-  proceed(refusal) {
-    if (refusal === null) {
-      this.forward();
-      return;
-    }
-    // A body announced too large is not read at all: the connection closes after the answer.
+  /** @returns {import('node:net').Socket} the client's connection */
+  get clientSocket() {
+    return this.connection.socket;
+  }
+
+  /** A body announced too large is not read at all: the connection closes after the answer. */
+  refuse(refusal) {
     if (refusal.status === 413) this.connection.abandonBody(this);
-    this.fail(refusal, `client ${this.clientAddress}`);
+    super.refuse(refusal);
   }
 
-  /** Sends the request to the next backend the strategy picks, or waits for a slot on one. */
-  forward() {
-    if (this.route.mirror !== null) this.mirror = mirrorOf(this);
-    takeBackend(this);
+  /** Its observers start with the body's pieces that came while its route's actions decided (--forward-auth). */
+  openObservers() {
+    super.openObservers();
+    if (this.observers === null) return;
+    if (this.pending !== null) for (const chunk of this.pending) this.observeBody(chunk);
+    if (this.requestRead) this.observeBodyEnd();
   }
 
-  /** @returns {RequestView} the request as its route's actions read it */
-  requestView() {
-    this.view ??= new RequestView(this.request, this.request.host, this.connection.scheme, this.clientAddress,
-      this.ids === null ? null : this.ids.requestId, clientCertOf(this));
-    return this.view;
-  }
-
-  /** @returns {boolean} the exchange is over (its client left, or it was answered) */
-  gone() {
-    return this.done;
-  }
-
-  /** @returns {import('../../actions/route-actions') | null} */
-  get actions() {
-    return this.route === null ? null : this.route.actions;
-  }
-
-  /** @returns {string} the request target the backend gets */
-  get target() {
-    const actions = this.actions;
-    return actions === null ? this.request.url : actions.target(this.request.url);
-  }
-
-  use(backend) {
-    this.backend = backend;
-    this.servedBy = backend;
+  /** Sends it to the backend acquired for it. */
+  attempt() {
     this.send(null);
   }
 
-  /** Its wait in the queue is over: a backend acquired for it, or null when none is left. */
-  dequeued(backend) {
-    slotFound(this, backend);
-  }
-
-  /** It waited past --queue-timeout. */
-  queueTimedOut() {
-    slotTimedOut(this);
+  /**
+   * The request as its backend gets it, its Host the client's (no backend is picked yet): what observers read.
+   *
+   * @returns {import('../lifecycle/observers').OutgoingHead}
+   */
+  outgoingHead() {
+    return outgoingHead(this);
   }
 
   /** The client's chunked body grew past --max-body-size: what was sent upstream is abandoned. */
@@ -244,7 +196,10 @@ class Exchange extends ResponseRelay {
 
   /** A piece of the client's body (framing included when chunked, from an HTTP/1.1 client). */
   requestBody(chunk) {
-    if (this.mirror !== null) this.mirror.body(chunk);
+    if (this.observers !== null) {
+      this.observeBody(chunk);
+      if (this.lastPieceNext) this.observeBodyEnd();
+    }
     // A response already over (an early answer): the rest of the body is dropped.
     if (this.done || this.responseDone) return;
     const upstream = this.upstream;
@@ -268,6 +223,7 @@ class Exchange extends ResponseRelay {
       this.lastPieceNext = true;
       return;
     }
+    if (this.observers !== null) this.observeBodyEnd();
     const upstream = this.upstream;
     if (this.hasBody && upstream !== null && this.connected && !this.done && !this.responseDone) endBody(this, upstream);
   }
@@ -275,29 +231,6 @@ class Exchange extends ResponseRelay {
   /** The upstream socket took what it was sent: read on from the client. */
   upstreamDrained() {
     if (!this.done) this.connection.resume();
-  }
-
-  /** The whole response is relayed: the upstream socket goes back to the pool if it can. */
-  responseEnded() {
-    // A head still held (an empty body) goes out before anything else.
-    if (this.prefix !== null) this.emitPrefix();
-    this.responseDone = true;
-    const socket = this.upstream;
-    if (socket !== null) {
-      this.upstream = null;
-      if (socket.h2 === true) {
-        socket.destroy();
-      } else {
-        const sockets = this.binding.sockets;
-        sockets.unclaim(socket);
-        if (this.reusable && this.requestRead && this.pending === null) sockets.put(socket);
-        else socket.destroy();
-      }
-    }
-    this.release();
-    // A compressed body is over once its encoder has given the rest (encoderEnded()).
-    if (this.encoder !== null) this.encoder.end();
-    else if (this.flowing) this.connection.responseFinished(this);
   }
 
   /** The upstream socket (or stream) was silent past its timeout. */
@@ -320,7 +253,7 @@ class Exchange extends ResponseRelay {
   fail(error, detail) {
     const request = this.request;
     const logger = this.engine.logger;
-    leaveQueue(this);
+    this.leaveQueue();
     if (this.headWritten) {
       logger.warn(`${request.method} ${request.url} cut short: ${detail} (${error.code})`);
       this.cutShort(error);
@@ -355,44 +288,22 @@ class Exchange extends ResponseRelay {
     this.emit(out);
   }
 
-  /** The response head, with the request's X-Request-ID (--request-id). */
-  writeHead(head, headers, keepAlive) {
-    super.writeHead(head, this.ids === null ? headers : withResponseId(headers, this.ids.requestId), keepAlive);
-  }
-
   // Closes an upstream socket (or cancels a stream) whose exchange is cut short.
   dropUpstream(upstream) {
     if (upstream.h2 !== true) this.binding.sockets.unclaim(upstream);
     upstream.destroy();
   }
 
-  release() {
-    if (this.backend !== null) {
-      this.binding.balancer.release(this.backend);
-      this.backend = null;
-    }
-  }
-
-  /** The client side is over (response written, or client gone): free everything once. */
+  /** The client side is over (response written, or client gone): free everything once, and be recorded. */
   finish() {
     if (this.done) return;
     this.done = true;
-    leaveQueue(this);
-    this.release();
-    if (this.mirror !== null) this.mirror.abandon();
-    if (this.encoder !== null) {
-      this.encoder.destroy();
-      this.encoder = null;
-    }
     const upstream = this.upstream;
     if (upstream !== null) {
       this.upstream = null;
       this.dropUpstream(upstream);
     }
-    const { balancer, pool } = this.binding;
-    const status = this.finalStatus !== 0 ? this.finalStatus : this.headWritten ? this.status : CLIENT_LEFT;
-    this.engine.traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent,
-      this.connection.socket, this.route, pool, this.ids, this.view);
+    this.settle(this.finalStatus !== 0 ? this.finalStatus : this.headWritten ? this.status : 0);
   }
 }
 

@@ -52,6 +52,26 @@ function clientCertOf(exchange) {
 }
 
 /**
+ * The request as observers read it (../lifecycle/observers.js): the head its
+ * backend would get, with the client's Host (no backend is picked yet).
+ *
+ * @param {import('./exchange').Exchange} exchange
+ * @returns {import('../lifecycle/observers').OutgoingHead}
+ */
+function outgoingHead(exchange) {
+  const request = exchange.request;
+  return {
+    method: request.method,
+    target: exchange.target,
+    headers: forwardedHeaders(exchange),
+    host: request.host,
+    length: request.chunked ? -1 : Math.max(request.contentLength, 0),
+    framed: request.chunked && request.h2 !== true,
+    client: exchange.connection.socket
+  };
+}
+
+/**
  * The request head an HTTP/1.1 backend gets, whole: one write.
  *
  * @param {import('./exchange').Exchange} exchange
@@ -107,4 +127,4 @@ function endBody(exchange, upstream) {
   else if (exchange.request.h2 === true && exchange.request.chunked) upstream.write('0\r\n\r\n', 'latin1');
 }
 
-module.exports = { forwardedHeaders, clientCertOf, requestHead, streamHeaders, writeBody, endBody };
+module.exports = { forwardedHeaders, clientCertOf, outgoingHead, requestHead, streamHeaders, writeBody, endBody };

@@ -2,11 +2,13 @@
 
 const { STATUS_CODES } = require('node:http');
 const { forwardResponseHeaders, rewriteLocation, withoutField } = require('../headers');
+const { withResponseId } = require('../../actions/request-id');
 const { withStickyCookie } = require('../sticky-cookie');
 const ChunkedScanner = require('../wire/chunked-scanner');
 const { trailerLines } = require('../wire/translate');
 const { lendReadBuffer } = require('../upstream/sockets');
-const { compressBody, passCompressed, endCompressed } = require('./compressed-body');
+const Passage = require('../lifecycle/passage');
+const { filterBody, passFiltered, endFiltered } = require('./filtered-body');
 const { readResponseHead } = require('./response-head');
 const { NONE, LENGTH, CHUNKED, CLOSE, STREAM } = require('./framing');
 const { LilaError, codes } = require('../../errors');
@@ -16,33 +18,25 @@ const { LilaError, codes } = require('../../errors');
 const HOLD_LIMIT = 64 * 1024;
 
 /**
- * The response side of a fast exchange: reads the backend's response head,
- * frames and relays its body, rewriting only the head, and writes to the
- * client in request order, holding what comes before this request's turn.
- *
- * The subclass sends the request, and provides:
- * - `upstream`: the upstream socket in use, or null
- * - `backend`: the backend picked, told of the response's latency and health
- * - `sentAt`: when the request went to the upstream socket
- * - `stickyId`: what the client's sticky cookie said (`--sticky`), null when nothing
- * - `done`: the exchange is over; later upstream events change nothing
- * - `upstreamFailed(socket, err)`: the response cannot be relayed
- * - `fail(error, detail)`: lila's own answer, or the response cut short once begun
- * - `actions`, `requestView()`: its route's actions (null: none), and what they read of the request
- * - `responseEnded()`: the whole response is relayed (or, compressed, read: the encoder ends it)
+ * The response side of a fast exchange (a `Passage`: its backend, timings
+ * and record): reads the backend's response head, frames and relays its
+ * body, rewriting only the head (and through its body filter, when an
+ * observer put one on: `--compress`), and writes to the client in request
+ * order, holding what comes before this request's turn. The subclass sends
+ * the request (`upstream`: the upstream socket in use, or null) and answers
+ * with lila's own (`fail`, `upstreamFailed`).
  */
-class ResponseRelay {
+class ResponseRelay extends Passage {
   /**
    * @param {import('../fast/connection').ClientConnection | import('../h2/stream-exchange').StreamClient} connection
    *   the client's connection (an h2 stream's client, for an h2 one)
    * @param {import('../wire/head-parser').RequestHead} head
+   * @param {import('../../routing/listener-routes').Route | null} route
    * @param {import('../../engines/pool-binding')} binding the pool its route chose
    */
-  constructor(connection, head, binding) {
+  constructor(connection, head, route, binding) {
+    super(connection.engine, head, route, binding, connection.clientAddress);
     this.connection = connection;
-    this.engine = connection.engine;
-    this.binding = binding;
-    this.request = head;
     // A byte of response arrived on the current upstream socket.
     this.received = false;
     this.responseHead = null;
@@ -63,20 +57,18 @@ class ResponseRelay {
     this.prefix = null;
     this.headWritten = false;
     this.status = 0;
-    this.bytesSent = 0;
     this.responseDone = false;
     this.closeAfter = false;
     // An h2 backend's trailers, for the end of the response.
     this.trailers = null;
-    // --compress: the body's encoder while it runs, and the data of a chunked read for it.
-    this.encoder = null;
+    // The data of a chunked read for the body filter.
     this.pieces = null;
   }
 
   upstreamData(socket, chunk) {
     if (socket !== this.upstream || this.done) return;
     this.received = true;
-    if (this.responseHead === null) this.readHead(chunk);
+    if (this.responseHead === null) readResponseHead(this, chunk);
     else this.relayBody(chunk, 0);
   }
 
@@ -96,10 +88,6 @@ class ResponseRelay {
   /** An h2 backend's trailers: they go out as the response ends. */
   upstreamTrailers(upstream, trailers) {
     if (upstream === this.upstream && !this.done) this.trailers = trailers;
-  }
-
-  readHead(chunk) {
-    readResponseHead(this, chunk);
   }
 
   /**
@@ -154,9 +142,12 @@ class ResponseRelay {
     }
     const actions = this.actions;
     if (actions !== null) headers = actions.responseHeaders(headers, this.requestView());
-    if (actions !== null && actions.compression !== null && this.framing !== NONE) headers = this.compress(actions.compression, headers);
-    // A compressed body goes to an HTTP/1.0 client delimited by the close.
-    if (http10 && this.encoder !== null) keepAlive = false;
+    if (this.observers !== null) {
+      headers = this.observeResponseHead(status, headers, this.framing === NONE);
+      if (this.filter !== null) this.filtered();
+    }
+    // A filtered body goes to an HTTP/1.0 client delimited by the close.
+    if (http10 && this.filter !== null) keepAlive = false;
     // Trailers cannot reach an HTTP/1.0 client: announcing them would be wrong.
     if (http10) headers = withoutField(headers, 'trailer');
     this.status = status;
@@ -169,42 +160,34 @@ class ResponseRelay {
   }
 
   /**
-   * `--compress`: the response's head as the client gets it; when its body
-   * is to be compressed, it goes through an encoder (compression.js), chunked
-   * to an HTTP/1.1 client, in DATA frames to an h2 one.
-   *
-   * @param {import('../../actions/compression').Compression} compression
-   * @param {string[]} headers
-   * @returns {string[]}
+   * An observer put a filter on the body (`--compress`'s encoder): the
+   * backend's framing is read, and the data goes to the filter; what it
+   * gives goes to the client chunked (HTTP/1.1), in DATA frames (h2), or
+   * delimited by the close (HTTP/1.0).
    */
-  compress(compression, headers) {
-    const plan = compression.plan(this.responseHead.status, headers, this.request);
-    if (plan === null) return headers;
-    if (plan.coding !== null) {
-      this.encoder = compression.encoder(plan, this);
-      this.rechunk = false;
-      if (this.framing === CHUNKED) {
-        this.pieces = [];
-        this.dechunk = (buffer, from, to) => this.pieces.push(buffer.subarray(from, to));
-        this.scanner.keepTrailers = true;
-      }
+  filtered() {
+    this.rechunk = false;
+    if (this.framing === CHUNKED) {
+      this.pieces = [];
+      this.dechunk = (buffer, from, to) => this.pieces.push(buffer.subarray(from, to));
+      this.scanner.keepTrailers = true;
     }
-    return plan.headers;
   }
 
   /**
-   * Writes the response head for an HTTP/1.1 (or 1.0) client, held to go
-   * out with the first body bytes.
+   * Writes the response head for an HTTP/1.1 (or 1.0) client (with the
+   * request's X-Request-ID, --request-id), held to go out with the first body bytes.
    *
    * @param {object} head the backend's response head
    * @param {string[]} headers the fields to send, `[name, value, ...]`
    * @param {boolean} keepAlive the client's connection stays open after it
    */
   writeHead(head, headers, keepAlive) {
+    if (this.ids !== null) headers = withResponseId(headers, this.ids.requestId);
     const status = head.status;
     const http10 = this.request.httpVersionMinor === 0;
     let out = `HTTP/1.1 ${status} ${head.reason || STATUS_CODES[status] || 'Unknown'}\r\n${fieldLines(headers)}`;
-    if (this.encoder !== null ? !http10 : (head.chunked && !http10) || this.rechunk) out += 'Transfer-Encoding: chunked\r\n';
+    if (this.filter !== null ? !http10 : (head.chunked && !http10) || this.rechunk) out += 'Transfer-Encoding: chunked\r\n';
     // An h2 stream that ended with its headers has no body, and may not say so.
     if (head.ended === true && head.contentLength < 0 && this.request.method !== 'HEAD' && status !== 204 && status !== 304) {
       out += 'Content-Length: 0\r\n';
@@ -224,8 +207,8 @@ class ResponseRelay {
   }
 
   relayBody(chunk, start) {
-    if (this.encoder !== null) {
-      this.compressBody(chunk, start);
+    if (this.filter !== null) {
+      filterBody(this, chunk, start);
       return;
     }
     const length = chunk.length;
@@ -268,29 +251,24 @@ class ResponseRelay {
     }
   }
 
-  // relayBody() for a compressed body: the backend's framing is read, the data goes to the encoder.
-  compressBody(chunk, start) {
-    compressBody(this, chunk, start);
+  /** A piece of the filtered body: to the client (chunked for HTTP/1.1), or held. */
+  filterData(data) {
+    passFiltered(this, data);
   }
 
-  /** A piece of the compressed body: to the client (chunked for HTTP/1.1), or held. */
-  encoderData(data) {
-    passCompressed(this, data);
-  }
-
-  /** The encoder holds little again: read on from the backend, unless the client is the one full. */
-  encoderDrained() {
+  /** The filter holds little again: read on from the backend, unless the client is the one full. */
+  filterDrained() {
     if (this.upstream !== null && this.upstream.isPaused() && !this.clientFull()) this.upstream.resume();
   }
 
-  /** The encoder has given the whole compressed body: the response is over. */
-  encoderEnded() {
-    endCompressed(this);
+  /** The filter has given the whole body: the response is over. */
+  filterEnded() {
+    endFiltered(this);
   }
 
-  /** zlib failed: the response cannot be finished, and is cut short. */
-  encoderFailed(err) {
-    this.encoder = null;
+  /** The filter failed (zlib): the response cannot be finished, and is cut short. */
+  filterFailed(err) {
+    this.filter = null;
     if (!this.done) this.fail(new LilaError(codes.RESOURCES, `compression failed: ${err.message}`, 500), `compression: ${err.message}`);
   }
 
@@ -352,17 +330,40 @@ class ResponseRelay {
       for (const data of held) socket.write(data, 'latin1');
       socket.uncork();
     }
-    if (this.responseDone && this.encoder === null) this.connection.responseFinished(this);
+    if (this.responseDone && this.filter === null) this.connection.responseFinished(this);
     else if (this.connection.socket.writableNeedDrain === false) this.clientDrained();
   }
 
-  /** The client connection can take more: resume reading the backend (and the encoder, whose input may be full). */
+  /** The client connection can take more: resume reading the backend (and the filter, whose input may be full). */
   clientDrained() {
-    if (this.encoder !== null) {
-      this.encoder.resume();
-      if (this.encoder.full) return;
+    if (this.filter !== null) {
+      this.filter.resume();
+      if (this.filter.full) return;
     }
     if (this.upstream !== null && this.upstream.isPaused()) this.upstream.resume();
+  }
+
+  /** The whole response is relayed: the upstream socket goes back to the pool if it can. */
+  responseEnded() {
+    // A head still held (an empty body) goes out before anything else.
+    if (this.prefix !== null) this.emitPrefix();
+    this.responseDone = true;
+    const socket = this.upstream;
+    if (socket !== null) {
+      this.upstream = null;
+      if (socket.h2 === true) {
+        socket.destroy();
+      } else {
+        const sockets = this.binding.sockets;
+        sockets.unclaim(socket);
+        if (this.reusable && this.requestRead && this.pending === null) sockets.put(socket);
+        else socket.destroy();
+      }
+    }
+    this.release();
+    // A filtered (compressed) body is over once its filter has given the rest (filterEnded()).
+    if (this.filter !== null) this.filter.end();
+    else if (this.flowing) this.connection.responseFinished(this);
   }
 
   upstreamEnded(socket) {

@@ -1,6 +1,5 @@
 'use strict';
 
-const { takeAnotherBackend, connectFailed } = require('../backend-slot');
 const { upstreamError, mayRetryOnNewConnection, mayRetryElsewhere } = require('../outcomes');
 const { timeoutError, describeError } = require('../../errors');
 
@@ -45,7 +44,7 @@ function upstreamFailed(exchange, socket, err) {
   const logger = exchange.engine.logger;
   const health = exchange.binding.health;
   if (!exchange.connected) {
-    connectFailed(exchange, err);
+    exchange.connectFailed(err);
     return;
   }
   if (mayRetryOnNewConnection(exchange, exchange.received, exchange.reused, err.unprocessed === true)) {
@@ -67,7 +66,7 @@ function upstreamFailed(exchange, socket, err) {
     exchange.retriedElsewhere = true;
     (exchange.tried ??= new Set()).add(backend);
     logger.debug(`backend ${backend.name}: ${describeError(err)} before its response; trying another backend`);
-    if (takeAnotherBackend(exchange)) return;
+    if (exchange.takeAnotherBackend()) return;
   }
   exchange.fail(upstreamError(exchange.timedOut), `backend ${backend.name}: ${describeError(err)}`);
 }

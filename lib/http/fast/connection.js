@@ -3,7 +3,7 @@
 const { RequestReader, HEAD, UPGRADE, DONE } = require('./request-reader');
 const { Exchange } = require('../exchange/exchange');
 const Refusal = require('./refusal');
-const { Tunnel } = require('../tunnel');
+const { Tunnel } = require('../upgrade/tunnel');
 const { peerAddressOf, schemeOf } = require('../../net/address');
 const { rawErrorResponse } = require('../error-response');
 const { prefaceState } = require('../wire/preface');
@@ -99,7 +99,7 @@ class ClientConnection extends RequestReader {
     this.queue.push(exchange);
     this.afterHead(exchange, head);
     if (this.queue.length === 1) exchange.flowing = true;
-    exchange.start();
+    exchange.start(head.contentLength);
     return true;
   }
 
@@ -209,7 +209,7 @@ class ClientConnection extends RequestReader {
     socket.resume();
     const head = this.upgradeHead;
     const route = routeOf(this.engine, head.headers.host, head.url, head);
-    new Tunnel(this.engine, head, socket, rest, route, bindingFor(this.engine, route, head, this.clientAddress)).open();
+    new Tunnel(this.engine, head, socket, rest, route, bindingFor(this.engine, route, head, this.clientAddress)).start(-1);
   }
 
   /**

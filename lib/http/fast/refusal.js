@@ -39,7 +39,7 @@ class Refusal {
     if (this.request === null || !this.headWritten) return;
     const { traffic } = this.connection.engine;
     // Refused before any route was asked.
-    traffic.request(null, this.status, 0, this.request, this.connection.clientAddress, 0, this.connection.socket, null, null);
+    traffic.refused(this.status, 0, this.request, this.connection.clientAddress, this.connection.socket);
   }
 }
 

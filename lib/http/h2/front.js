@@ -99,7 +99,7 @@ function serveStream(session, stream, rawHeaders) {
     session.engine.bodyWatch.start(exchange);
   }
   stream.on('close', streamOnClose);
-  exchange.start();
+  exchange.start(head.contentLength);
 }
 
 module.exports = { H2Front };

@@ -63,12 +63,6 @@ class StreamExchange extends Exchange {
     this.requestBody(chunk);
   }
 
-  /** END_STREAM: the body is whole; a --mirror copy of a body of no announced length is too. */
-  requestEnded() {
-    if (this.mirror !== null) this.mirror.end();
-    super.requestEnded();
-  }
-
   writeHead(head, headers) {
     const stream = this.stream;
     if (gone(stream)) return;
@@ -92,12 +86,12 @@ class StreamExchange extends Exchange {
     // call: a write still pending as the stream closes costs Node an Error.
     // h2 sends DATA frames later, from the session: what they carry stays referenced.
     this.keeps(data);
-    if (this.framing === LENGTH && data.length === this.remaining && this.encoder === null) {
+    if (this.framing === LENGTH && data.length === this.remaining && this.filter === null) {
       stream.end(data);
       return;
     }
-    // A compressed body may still be coming from its encoder once the backend's is all read.
-    if (!stream.write(data) && (this.upstream !== null || this.encoder !== null)) {
+    // A filtered body may still be coming from its filter once the backend's is all read.
+    if (!stream.write(data) && (this.upstream !== null || this.filter !== null)) {
       if (this.upstream !== null) this.upstream.pause();
       if (!this.awaitingDrain) {
         this.awaitingDrain = true;

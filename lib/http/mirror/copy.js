@@ -6,41 +6,13 @@ const { takePlace, giveBack, sendCopy } = require('./send');
 // What frames a body, and an Expect that asked for it: a copy is sent whole, with its own length.
 const FRAMING = new Set(['content-length', 'transfer-encoding', 'expect', 'trailer']);
 
-/**
- * @typedef {object} MirrorHead a request as its copies are sent, made by its engine
- * @property {string} method
- * @property {string} target what the request's backend gets (its route's path edits)
- * @property {string[]} headers `[name, value, ...]` as its backend gets them (X-Forwarded-*, request
- *   ids, its route's header edits), the client's Host kept
- * @property {string | undefined} host the client's Host (or :authority); undefined: none
- * @property {number} length its body's length; -1: unknown until it ends (chunked)
- * @property {boolean} framed its body comes with HTTP/1.1's chunked framing (the fast engine's HTTP/1.1 clients)
- * @property {import('node:net').Socket} client the client's connection, for a PROXY protocol header
- */
 
 /**
- * Starts the copy of a request for the mirror pools its route's `--mirror`
- * chooses, or none. Every engine calls it once its request goes to its pool
- * (not for a request refused or answered before), then hands the copy the
- * body's pieces as they pass (`body`, `end`), and `abandon`s it when the
- * request is over.
- *
- * @param {import('./policy')} policy the route's
- * @param {{request: object, clientAddress: string | undefined, engine: {traffic: object, logger: object}}} exchange
- * @param {(exchange: object) => MirrorHead} headOf the engine's: asked only when a pool is chosen
- * @returns {MirrorCopy | null}
- */
-function startMirror(policy, exchange, headOf) {
-  const targets = policy.choose(exchange.request, exchange.clientAddress);
-  if (targets === null) return null;
-  const context = { request: exchange.request, clientAddress: exchange.clientAddress };
-  return new MirrorCopy(targets, policy.bodyLimit, headOf(exchange), context, exchange.engine);
-}
-
-/**
- * One request's copy: its body gathered as it passes to the request's own
- * backend, up to the limit, then sent whole to each mirror pool chosen
- * (send.js). It never holds the client back: the pieces are kept, not
+ * One request's copy, made by its route's `MirrorPolicy#open` as the request
+ * goes to its pool, and one of the request's observers
+ * (http/lifecycle/observers.js): its body gathered as it passes to the
+ * request's own backend, up to the limit, then sent whole to each mirror
+ * pool chosen (send.js). It never holds the client back: the pieces are kept, not
  * waited for; a body past the limit is let go at once (`too_large`), and
  * one that never ends whole (the client left) when the request is over
  * (`dropped`).
@@ -49,7 +21,7 @@ class MirrorCopy {
   /**
    * @param {import('./policy').MirrorTarget[]} targets
    * @param {number} bodyLimit
-   * @param {MirrorHead} head
+   * @param {import('../lifecycle/observers').OutgoingHead} head
    * @param {{request: object, clientAddress: string | undefined}} context what the mirror pools' balancers pick with
    * @param {{traffic: import('../../ops/traffic'), logger: import('../../ops/logger')}} engine
    */
@@ -81,7 +53,7 @@ class MirrorCopy {
    *
    * @param {Buffer} chunk with its chunked framing when `head.framed`
    */
-  body(chunk) {
+  requestBody(chunk) {
     if (this.over) return;
     if (this.scanner === null) {
       this.keep(chunk);
@@ -95,12 +67,12 @@ class MirrorCopy {
   }
 
   /** The body has ended: a body of no announced length is whole now. */
-  end() {
+  requestEnded() {
     if (!this.over && this.head.length === -1 && this.scanner === null) this.send();
   }
 
   /** The request is over: a copy whose body did not end whole is let go. */
-  abandon() {
+  finished() {
     if (!this.over) this.drop('dropped');
   }
 
@@ -127,7 +99,7 @@ class MirrorCopy {
   }
 }
 
-module.exports = { startMirror, MirrorCopy };
+module.exports = { MirrorCopy };
 
 // The request's fields with its body's own framing: Content-Length, the body being whole.
 function withLength(headers, length) {

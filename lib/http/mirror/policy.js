@@ -2,6 +2,7 @@
 
 const { hashString } = require('../../balancing/strategies/hash-string');
 const { MirrorConnections } = require('./send');
+const { MirrorCopy } = require('./copy');
 const { LilaError, codes } = require('../../errors');
 
 // Shares are counted in millionths: a percent has up to four decimals.
@@ -37,6 +38,23 @@ class MirrorPolicy {
     this.key = key;
     /** Bytes of body a copy holds at most: a larger body is not mirrored. */
     this.bodyLimit = spec.bodyLimit;
+  }
+
+  /**
+   * The lifecycle's `forwarded` point (http/lifecycle/observers.js): the copy
+   * of a request that goes to its pool, or null when none of its mirror pools
+   * takes this one. The copy then observes the request's body as it passes
+   * (`requestBody`, `requestEnded`), and lets go at its end (`finished`).
+   *
+   * @param {{request: object, clientAddress: string | undefined, engine: {traffic: object, logger: object},
+   *   outgoingHead: () => import('../lifecycle/observers').OutgoingHead}} passage
+   * @returns {MirrorCopy | null}
+   */
+  open(passage) {
+    const targets = this.choose(passage.request, passage.clientAddress);
+    if (targets === null) return null;
+    const context = { request: passage.request, clientAddress: passage.clientAddress };
+    return new MirrorCopy(targets, this.bodyLimit, passage.outgoingHead(), context, passage.engine);
   }
 
   /**

@@ -1,30 +1,27 @@
 'use strict';
 
 const { forwardRequestHeaders, forwardedClientCert } = require('../headers');
-const { readCookie, withoutCookie } = require('../sticky-cookie');
-const { refusalBeforeForwarding, bodyTooLarge } = require('../limits');
-const { noRoute } = require('../route-request');
-const { beforePool } = require('../before-pool');
-const { takeBackend, slotFound, slotTimedOut, leaveQueue } = require('../backend-slot');
+const { withoutCookie } = require('../sticky-cookie');
+const { bodyTooLarge } = require('../limits');
+const Passage = require('../lifecycle/passage');
 const { peerAddressOf, schemeOf } = require('../../net/address');
 const { clientCertificateOf } = require('../../net/client-certificate');
 const { answerContent } = require('../error-response');
-const RequestView = require('../../actions/request-view');
-const { RequestIds, withRequestIds } = require('../../actions/request-id');
-const { CLIENT_LEFT, logAnswer } = require('../outcomes');
+const { withRequestIds } = require('../../actions/request-id');
+const { logAnswer } = require('../outcomes');
 const { LilaError, codes } = require('../../errors');
 const { bodyTimeoutError } = require('../body-watch');
 const { attachClient, detachClient, abandonRequests, isIdle } = require('./client-side');
 const { send, abandon } = require('./upstream-attempt');
-const { startMirror } = require('../mirror/copy');
 
 /**
  * One client request of the node engine and its way to a backend of its
- * route's pool; the pick context for the strategy. upstream-attempt.js
- * sends it to a backend (again on a retry), response.js relays the
- * backend's response, and client-side.js ties it to its client's connection.
+ * route's pool: a `Passage` (../lifecycle/passage.js) on core http.
+ * upstream-attempt.js sends it to a backend (again on a retry), response.js
+ * relays the backend's response, and client-side.js ties it to its client's
+ * connection.
  */
-class Exchange {
+class Exchange extends Passage {
   /**
    * @param {import('../../engines/node')} engine its listener's
    * @param {import('node:http').IncomingMessage} request
@@ -34,124 +31,91 @@ class Exchange {
    * @param {import('../../engines/pool-binding')} binding the pool the route chose
    */
   constructor(engine, request, response, expectContinue, route, binding) {
-    this.engine = engine;
-    this.request = request;
+    super(engine, request, route, binding, peerAddressOf(request.socket));
     this.response = response;
     this.expectContinue = expectContinue;
-    this.clientAddress = peerAddressOf(request.socket);
-    this.route = route;
-    this.binding = binding;
-    this.tried = null;
-    this.backend = null;
-    // The last backend acquired, kept after release for the traffic record.
-    this.servedBy = null;
-    this.startedAt = binding.balancer.now();
-    this.bytesSent = 0;
-    // --compress: the body's encoder while it runs, and the backend's response it reads.
-    this.encoder = null;
+    // The backend's response while a body filter reads it.
     this.upstreamResponse = null;
     // Set when lila answers on the raw connection instead of this response.
     this.finalStatus = 0;
     this.upstream = null;
     this.upstreamSocket = null;
     this.bytesReadBefore = 0;
-    this.sentAt = 0;
     this.connected = false;
     this.responded = false;
     this.retried = false;
     this.retriedElsewhere = false;
     this.timedOut = false;
-    this.done = false;
     this.hasBody = request.headers['transfer-encoding'] !== undefined ||
       (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0');
     this.scheme = schemeOf(request.socket);
     // The connection's verified client certificate (read once, at its handshake), or null.
-    this.clientCert = clientCertificateOf(request.socket);
-    this.headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress, this.scheme, forwardedClientCert(this.clientCert));
-    // In the queue for a backend slot (balancer.wait).
-    this.waiting = false;
+    this.headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress, this.scheme, forwardedClientCert(clientCertificateOf(request.socket)));
     // Chunk data bytes of a body without Content-Length, against --max-body-size.
     this.bodyBytes = 0;
     // When a piece of the body last came (--body-timeout).
     this.bodyReadAt = 0;
-    // What the client's sticky cookie says (--sticky); lila's own cookie stays with lila.
+    // lila's own sticky cookie stays with lila.
     const cookie = binding.settings.stickyCookie;
-    this.stickyId = cookie === null ? null : readCookie(request.rawHeaders, cookie);
     if (cookie !== null) this.headers = withoutCookie(this.headers, cookie);
-    // --request-id: its X-Request-ID and trace context (null without the option).
-    this.ids = engine.settings.requestId === true ? RequestIds.of(request.rawHeaders) : null;
     if (this.ids !== null) this.headers = withRequestIds(this.headers, this.ids);
-    // What the route's actions read of the request, made for routes that have actions.
-    this.view = null;
     if (this.actions !== null) this.headers = this.actions.requestHeaders(this.headers, this.requestView());
-    // --mirror: the copy of this request its route sends, or null (upstream-attempt.js hands it the body).
-    this.mirror = null;
 
     attachClient(this);
     if (engine.settings.keepAliveTimeout === 0 || engine.settings.draining) response.shouldKeepAlive = false;
   }
 
-  /** Answers what the limits keep out (429, 413) and what no route matches (404), else sends the request on. */
+  /** @returns {string | undefined} the Host as received */
+  get host() {
+    return this.request.headers.host;
+  }
+
+  /** @returns {import('node:net').Socket} the client's connection */
+  get clientSocket() {
+    return this.request.socket;
+  }
+
+  /** Its way begins (see Passage#start): its Content-Length is read when --max-body-size asks for it. */
   start() {
-    const settings = this.engine.settings;
-    const length = settings.maxBodySize > 0 ? this.request.headers['content-length'] : undefined;
-    const refusal = refusalBeforeForwarding(settings, this.clientAddress, length === undefined ? -1 : Number(length), this.request, this.route);
-    beforePool(this, refusal);
+    const length = this.engine.settings.maxBodySize > 0 ? this.request.headers['content-length'] : undefined;
+    super.start(length === undefined ? -1 : Number(length));
   }
 
-  /** @returns {object} the 404 of a request no route matched (before-pool.js asks once the limits let it on) */
-  unrouted() {
-    return noRoute(this.request.headers.host, this.request.url);
-  }
-
-  /** Sends the request to its pool, or answers it with `refusal` (see ../before-pool.js). */
-  proceed(refusal) {
-    if (refusal === null) {
-      this.forward();
-      return;
-    }
-    // A body announced too large is not read: the connection closes after the answer.
+  /** A body announced too large is not read: the connection closes after the answer. */
+  refuse(refusal) {
     if (refusal.status === 413) this.response.shouldKeepAlive = false;
-    this.fail(refusal, `client ${this.clientAddress}`);
+    super.refuse(refusal);
   }
 
-  /** Sends the request to the next backend the strategy picks, or waits for a slot on one. */
-  forward() {
-    if (this.route.mirror !== null) this.mirror = startMirror(this.route.mirror, this, mirrorHead);
-    takeBackend(this);
+  /** Its observers are told at once that a request without a body has all of it. */
+  openObservers() {
+    super.openObservers();
+    if (this.observers !== null && !this.hasBody) this.observeBodyEnd();
   }
 
-  /** @returns {RequestView} the request as its route's actions read it */
-  requestView() {
-    this.view ??= new RequestView(this.request, this.request.headers.host, this.scheme, this.clientAddress,
-      this.ids === null ? null : this.ids.requestId, this.clientCert);
-    return this.view;
+  /** Sends it to the backend acquired for it, on that backend's keep-alive agent. */
+  attempt() {
+    send(this, this.binding.agents.get(this.backend));
   }
 
-  /** @returns {boolean} the exchange is over (its client left, or it was answered) */
-  gone() {
-    return this.done;
-  }
-
-  /** @returns {import('../../actions/route-actions') | null} */
-  get actions() {
-    return this.route === null ? null : this.route.actions;
-  }
-
-  use(backend) {
-    this.backend = backend;
-    this.servedBy = backend;
-    send(this, this.binding.agents.get(backend));
-  }
-
-  /** Its wait in the queue is over: a backend acquired for it, or null when none is left. */
-  dequeued(backend) {
-    slotFound(this, backend);
-  }
-
-  /** It waited past --queue-timeout. */
-  queueTimedOut() {
-    slotTimedOut(this);
+  /**
+   * The request as observers read it (../lifecycle/observers.js): the head its backend gets, with the client's Host.
+   *
+   * @returns {import('../lifecycle/observers').OutgoingHead}
+   */
+  outgoingHead() {
+    const { request } = this;
+    const { headers } = request;
+    return {
+      method: request.method,
+      target: this.target,
+      headers: this.headers,
+      host: headers.host,
+      // Core http hands the body without its chunked framing.
+      length: headers['transfer-encoding'] !== undefined ? -1 : Number(headers['content-length'] || 0),
+      framed: false,
+      client: request.socket
+    };
   }
 
   /** The client's chunked body grew past --max-body-size: the upstream request is abandoned. */
@@ -188,28 +152,28 @@ class Exchange {
     this.fail(error, `client ${this.clientAddress}`);
   }
 
-  // The encoder's owner (compression.js), while response.js sends the backend's body through it.
+  // The body filter's owner (../lifecycle/observers.js), while response.js sends the backend's body through it.
 
-  /** A piece of the compressed body, for the client. */
-  encoderData(data) {
+  /** A piece of the filtered body, for the client. */
+  filterData(data) {
     this.bytesSent += data.length;
-    if (!this.response.write(data)) this.encoder.pause();
+    if (!this.response.write(data)) this.filter.pause();
   }
 
-  /** The encoder holds little again: read on from the backend, unless the client is the one full. */
-  encoderDrained() {
+  /** The filter holds little again: read on from the backend, unless the client is the one full. */
+  filterDrained() {
     if (!this.response.writableNeedDrain) this.upstreamResponse.resume();
   }
 
-  /** The whole compressed body is out: the response ends (its trailers, if any, were added). */
-  encoderEnded() {
-    this.encoder = null;
+  /** The whole filtered body is out: the response ends (its trailers, if any, were added). */
+  filterEnded() {
+    this.filter = null;
     if (!this.response.destroyed) this.response.end();
   }
 
-  /** zlib failed: the response is cut short. */
-  encoderFailed(err) {
-    this.encoder = null;
+  /** The filter failed (zlib): the response is cut short. */
+  filterFailed(err) {
+    this.filter = null;
     if (!this.done) this.fail(new LilaError(codes.RESOURCES, `compression failed: ${err.message}`, 500), `compression: ${err.message}`);
   }
 
@@ -225,7 +189,7 @@ class Exchange {
     const request = this.request;
     const logger = this.engine.logger;
     const status = error.status;
-    leaveQueue(this);
+    this.leaveQueue();
     if (response.headersSent || response.destroyed) {
       logger.warn(`${request.method} ${request.url} cut short: ${detail} (${error.code})`);
       response.destroy();
@@ -245,25 +209,11 @@ class Exchange {
     if (!bodiless && request.method !== 'HEAD') this.bytesSent += content.body.length;
   }
 
-  release() {
-    if (this.backend !== null) {
-      this.binding.balancer.release(this.backend);
-      this.backend = null;
-    }
-  }
-
-  /** The client side is over (response finished, or client gone): free everything once. */
+  /** The client side is over (response finished, or client gone): free everything once, and be recorded. */
   finish() {
     if (this.done) return;
     this.done = true;
-    leaveQueue(this);
     this.engine.bodyWatch.end(this);
-    this.release();
-    if (this.mirror !== null) this.mirror.abandon();
-    if (this.encoder !== null) {
-      this.encoder.destroy();
-      this.encoder = null;
-    }
     detachClient(this);
     const upstream = this.upstream;
     // A completed upstream request is already back in the agent's pool.
@@ -274,28 +224,9 @@ class Exchange {
       this.request.unpipe();
       this.request.resume();
     }
-    const { balancer, pool } = this.binding;
-    const status = this.finalStatus !== 0 ? this.finalStatus : this.response.headersSent ? this.response.statusCode : CLIENT_LEFT;
-    this.engine.traffic.request(this.servedBy, status, balancer.now() - this.startedAt, this.request, this.clientAddress, this.bytesSent,
-      this.request.socket, this.route, pool, this.ids, this.view);
+    this.settle(this.finalStatus !== 0 ? this.finalStatus : this.response.headersSent ? this.response.statusCode : 0);
   }
 }
 
 // The server takes the client side's helpers with the Exchange.
 module.exports = { Exchange, abandonRequests, isIdle };
-
-// The request as its copies go (../mirror/copy.js): the head its backend gets, with the client's Host.
-function mirrorHead(exchange) {
-  const { request, actions } = exchange;
-  const { headers } = request;
-  return {
-    method: request.method,
-    target: actions === null ? request.url : actions.target(request.url),
-    headers: exchange.headers,
-    host: headers.host,
-    // Core http hands the body without its chunked framing.
-    length: headers['transfer-encoding'] !== undefined ? -1 : Number(headers['content-length'] || 0),
-    framed: false,
-    client: request.socket
-  };
-}

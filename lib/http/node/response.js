@@ -37,13 +37,15 @@ function respond(exchange, upstreamResponse) {
   if (exchange.ids !== null) headers = withResponseId(headers, exchange.ids.requestId);
   const actions = exchange.actions;
   if (actions !== null) headers = actions.responseHeaders(headers, exchange.requestView());
-  const compression = actions === null ? null : actions.compression;
-  const plan = compression === null ? null : compression.plan(upstreamResponse.statusCode, headers, exchange.request);
-  if (plan !== null) headers = plan.headers;
+  const status = upstreamResponse.statusCode;
+  if (exchange.observers !== null) {
+    const bodiless = exchange.request.method === 'HEAD' || status === 204 || status === 304;
+    headers = exchange.observeResponseHead(status, headers, bodiless);
+  }
   // Trailers cannot reach an HTTP/1.0 client (Node throws on announcing them).
   if (exchange.request.httpVersionMinor === 0) headers = withoutField(headers, 'trailer');
   try {
-    response.writeHead(upstreamResponse.statusCode, upstreamResponse.statusMessage || undefined, headers);
+    response.writeHead(status, upstreamResponse.statusMessage || undefined, headers);
   } catch (err) {
     const what = `backend ${exchange.backend.name}: ${err.message}`;
     health.failed(exchange.backend, 'invalid response head');
@@ -54,10 +56,9 @@ function respond(exchange, upstreamResponse) {
   }
   // Counted once the head is through: an invalid one is a failure.
   balancer.observe(exchange.backend, balancer.now() - exchange.sentAt);
-  const status = upstreamResponse.statusCode;
   if (status >= 500 && health.settings.failOn5xx) health.failed(exchange.backend, `answered ${status}`);
   else health.succeeded(exchange.backend);
-  if (plan !== null && plan.coding !== null) compress(exchange, compression.encoder(plan, exchange), upstreamResponse);
+  if (exchange.filter !== null) filterBody(exchange, upstreamResponse);
   else upstreamResponse.pipe(response, { end: false });
 }
 
@@ -97,14 +98,13 @@ function trailerPairs(rawTrailers) {
 
 module.exports = { respond, inform, trailerPairs };
 
-// --compress: the backend's body goes through `encoder` (compression.js), whose
-// owner is the exchange, instead of straight to the client, which core http
-// sends chunked (to an HTTP/1.0 client, delimited by the close); backpressure
-// both ways.
-function compress(exchange, encoder, upstreamResponse) {
-  exchange.encoder = encoder;
+// A body filter an observer put on the response (--compress's encoder): the
+// backend's body goes through it, its owner the exchange, instead of straight
+// to the client, which core http sends chunked (to an HTTP/1.0 client,
+// delimited by the close); backpressure both ways.
+function filterBody(exchange, upstreamResponse) {
   exchange.upstreamResponse = upstreamResponse;
-  upstreamResponse.on('data', upstreamResponseOnDataToEncode);
+  upstreamResponse.on('data', upstreamResponseOnDataToFilter);
   exchange.response.on('drain', responseOnDrain);
 }
 
@@ -114,22 +114,22 @@ function upstreamResponseOnError(err) {
 
 function upstreamResponseOnData(chunk) {
   const exchange = this[kExchange];
-  // A compressed body is counted as it leaves the encoder.
-  if (exchange.encoder === null) exchange.bytesSent += chunk.length;
+  // A filtered body is counted as it leaves the filter.
+  if (exchange.filter === null) exchange.bytesSent += chunk.length;
 }
 
-function upstreamResponseOnDataToEncode(chunk) {
-  const encoder = this[kExchange].encoder;
-  if (encoder !== null && !encoder.write(chunk)) this.pause();
+function upstreamResponseOnDataToFilter(chunk) {
+  const filter = this[kExchange].filter;
+  if (filter !== null && !filter.write(chunk)) this.pause();
 }
 
-// The client takes more: the encoder gives more, and the backend is read once the encoder takes more.
+// The client takes more: the filter gives more, and the backend is read once the filter takes more.
 function responseOnDrain() {
   const exchange = this[kExchange];
-  const encoder = exchange.encoder;
-  if (encoder === null) return;
-  encoder.resume();
-  if (!encoder.full) exchange.upstreamResponse.resume();
+  const filter = exchange.filter;
+  if (filter === null) return;
+  filter.resume();
+  if (!filter.full) exchange.upstreamResponse.resume();
 }
 
 function upstreamResponseOnEnd() {
@@ -137,7 +137,7 @@ function upstreamResponseOnEnd() {
   const response = exchange.response;
   if (response.destroyed) return;
   if (this.rawTrailers.length > 0) response.addTrailers(trailerPairs(this.rawTrailers));
-  if (exchange.encoder !== null) exchange.encoder.end();
+  if (exchange.filter !== null) exchange.filter.end();
   else response.end();
 }
 

@@ -7,7 +7,7 @@ const { Exchange, abandonRequests, isIdle } = require('./exchange');
 const { requestProblem } = require('../request-checks');
 const { toOriginForm } = require('../request-target');
 const { peerAddressOf } = require('../../net/address');
-const { Tunnel } = require('../tunnel');
+const { Tunnel } = require('../upgrade/tunnel');
 const { routeOf, bindingFor } = require('../route-request');
 const { rawErrorResponse, errorBody } = require('../error-response');
 const { codes, describeError } = require('../../errors');
@@ -65,7 +65,7 @@ function createNodeServer(engine) {
     const problem = requestProblem(request) || toOriginForm(request);
     if (problem === null) {
       const route = routeOf(engine, request.headers.host, request.url, request);
-      new Tunnel(engine, request, socket, head, route, bindingFor(engine, route, request, peerAddressOf(socket))).open();
+      new Tunnel(engine, request, socket, head, route, bindingFor(engine, route, request, peerAddressOf(socket))).start(-1);
       return;
     }
     socket.on('error', noop);
@@ -126,7 +126,7 @@ function accepted(engine, request, response) {
   const body = errorBody(problem.status, problem.reason);
   response.writeHead(problem.status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
   response.end(body);
-  engine.traffic.request(null, problem.status, 0, request, client, 0, socket, null, null);
+  engine.traffic.refused(problem.status, 0, request, client, socket);
   return false;
 }
 

@@ -1,10 +1,9 @@
 'use strict';
 
-const { takeAnotherBackend, connectFailed } = require('../backend-slot');
-const { createUpstreamRequest } = require('../upstream-request');
+const { openUpstream } = require('../upstream-request');
 const { upstreamError, mayRetryOnNewConnection, mayRetryElsewhere } = require('../outcomes');
 const { readyEvent } = require('../../net/backend-connect');
-const { LilaError, codes, timeoutError, describeError } = require('../../errors');
+const { timeoutError, describeError } = require('../../errors');
 const { kExchange } = require('./client-side');
 const { respond, inform, trailerPairs } = require('./response');
 
@@ -24,17 +23,8 @@ function send(exchange, agent) {
   exchange.sentAt = exchange.binding.balancer.now();
   exchange.connected = false;
   exchange.upstreamSocket = null;
-  let upstream;
-  try {
-    const actions = exchange.actions;
-    const request = exchange.request;
-    const target = actions === null ? request.url : actions.target(request.url);
-    upstream = createUpstreamRequest(exchange.backend, request, exchange.headers, exchange.binding.settings, agent, request.socket, target);
-  } catch (err) {
-    exchange.release();
-    exchange.fail(new LilaError(codes.BAD_REQUEST, 'this request cannot be forwarded', 400), err.message);
-    return;
-  }
+  const upstream = openUpstream(exchange, exchange.headers, agent, exchange.request.socket);
+  if (upstream === null) return;
   upstream[kExchange] = exchange;
   exchange.upstream = upstream;
   upstream.on('socket', upstreamOnSocket);
@@ -91,7 +81,7 @@ function upstreamConnected(exchange, upstream) {
     // Ended by hand, so that trailers can follow the body.
     request.pipe(upstream, { end: false });
     request.on('end', requestOnEnd);
-    if (exchange.mirror !== null) request.on('data', requestOnMirrorData);
+    if (exchange.observers !== null) request.on('data', requestOnObservedData);
     if (!request.complete) {
       request.on('data', requestOnBodyData);
       exchange.engine.bodyWatch.start(exchange);
@@ -129,7 +119,7 @@ function upstreamFailed(exchange, upstream, err) {
   const logger = exchange.engine.logger;
   if (!exchange.connected) {
     exchange.upstream = null;
-    connectFailed(exchange, err);
+    exchange.connectFailed(err);
     return;
   }
   // Bytes read on the socket since the request was sent: the start of an answer.
@@ -150,7 +140,7 @@ function upstreamFailed(exchange, upstream, err) {
     exchange.retriedElsewhere = true;
     (exchange.tried ??= new Set()).add(backend);
     logger.debug(`backend ${backend.name}: ${describeError(err)} before its response; trying another backend`);
-    if (takeAnotherBackend(exchange)) return;
+    if (exchange.takeAnotherBackend()) return;
   }
   const what = `backend ${backend.name}: ${describeError(err)}`;
   exchange.fail(upstreamError(exchange.timedOut), what);
@@ -162,9 +152,9 @@ function requestOnData(chunk) {
   if (exchange.bodyBytes > exchange.engine.settings.maxBodySize) exchange.bodyOverLimit();
 }
 
-// A piece of the body for the --mirror copy too: it keeps it, never holding the pipe back.
-function requestOnMirrorData(chunk) {
-  this[kExchange].mirror.body(chunk);
+// A piece of the body for the request's observers too (--mirror's copy keeps it, never holding the pipe back).
+function requestOnObservedData(chunk) {
+  this[kExchange].observeBody(chunk);
 }
 
 function requestOnBodyData() {
@@ -174,7 +164,7 @@ function requestOnBodyData() {
 function requestOnEnd() {
   const exchange = this[kExchange];
   exchange.engine.bodyWatch.end(exchange);
-  if (exchange.mirror !== null) exchange.mirror.end();
+  if (exchange.observers !== null) exchange.observeBodyEnd();
   const upstream = exchange.upstream;
   if (exchange.done || upstream === null || upstream.destroyed) return;
   if (this.rawTrailers.length > 0) upstream.addTrailers(trailerPairs(this.rawTrailers));

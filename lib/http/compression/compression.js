@@ -1,16 +1,17 @@
 'use strict';
 
-const { Encoder } = require('./compression-encoder');
-const { shouldCompress, negotiate, compressedHeaders, withVary, announcedLength, CODINGS, MIN_LENGTH } = require('./compression-rules');
-const { LilaError, codes } = require('../errors');
+const { Encoder } = require('./encoder');
+const { shouldCompress, negotiate, compressedHeaders, withVary, announcedLength, CODINGS, MIN_LENGTH } = require('./rules');
+const { LilaError, codes } = require('../../errors');
 
 const DEFAULT_GZIP_LEVEL = 5;
 
 /**
  * `--compress [level]`: the responses of a route compressed with brotli,
- * zstd or gzip as the client's Accept-Encoding asks. Which
- * responses, and how their heads change, is decided once here; the engines
- * hand the body's bytes to an `Encoder` and write what it gives.
+ * zstd or gzip as the client's Accept-Encoding asks: a feature on the
+ * request lifecycle (../lifecycle/observers.js). Which responses, and how
+ * their heads change, is decided here; the encoder is the response's body
+ * filter: the engines hand it the body's bytes and write what it gives.
  */
 class Compression {
   /**
@@ -32,6 +33,35 @@ class Compression {
   /** @param {number} gzipLevel */
   constructor(gzipLevel) {
     this.gzipLevel = gzipLevel;
+  }
+
+  /**
+   * The lifecycle's `forwarded` point (../lifecycle/observers.js): the
+   * route's compression observes each of its requests' responses; it keeps
+   * nothing per request, so it is its own observer.
+   *
+   * @returns {Compression}
+   */
+  open() {
+    return this;
+  }
+
+  /**
+   * The lifecycle's response head: the head as the client gets it, and, for
+   * a body to compress, the encoder put on it as the passage's body filter.
+   *
+   * @param {{request: object, filterBody: (filter: Encoder) => void}} passage
+   * @param {number} status
+   * @param {string[]} headers `[name, value, ...]` as the client would get them
+   * @param {boolean} bodiless no body follows (HEAD, 204, 304): nothing to compress
+   * @returns {string[]}
+   */
+  responseHead(passage, status, headers, bodiless) {
+    if (bodiless) return headers;
+    const plan = this.plan(status, headers, passage.request);
+    if (plan === null) return headers;
+    if (plan.coding !== null) passage.filterBody(this.encoder(plan, passage));
+    return plan.headers;
   }
 
   /**
@@ -58,7 +88,7 @@ class Compression {
 
   /**
    * @param {{coding: string, length: number}} plan from plan()
-   * @param {object} owner gets `encoderData(chunk)`, `encoderDrained()`, `encoderEnded()`, `encoderFailed(err)`
+   * @param {object} owner gets `filterData(chunk)`, `filterDrained()`, `filterEnded()`, `filterFailed(err)`
    * @returns {Encoder}
    */
   encoder(plan, owner) {

@@ -26,7 +26,7 @@ const kEncoder = Symbol('kEncoder');
  * on a piece goes to it next as one piece, and what has waited FLUSH_DELAY ms
  * is flushed, so a streamed body's pieces reach the client. Backpressure both
  * ways: `write()` returns false when enough waits (stop reading the backend
- * until `encoderDrained()`), `pause()` stops the output while the client
+ * until `filterDrained()`), `pause()` stops the output while the client
  * takes no more.
  */
 class Encoder {
@@ -56,7 +56,7 @@ class Encoder {
 
   /**
    * @param {Buffer} data a piece of the body; it stays referenced until zlib has read it
-   * @returns {boolean} false when enough waits: stop reading until `encoderDrained()`
+   * @returns {boolean} false when enough waits: stop reading until `filterDrained()`
    */
   write(data) {
     this.pending.push(data);
@@ -76,12 +76,12 @@ class Encoder {
     return false;
   }
 
-  /** @returns {boolean} write() said to wait for `encoderDrained()` */
+  /** @returns {boolean} write() said to wait for `filterDrained()` */
   get full() {
     return this.needDrain;
   }
 
-  /** The body is all written: the rest of the output comes, then `encoderEnded()` (at once for a body compressed whole). */
+  /** The body is all written: the rest of the output comes, then `filterEnded()` (at once for a body compressed whole). */
   end() {
     this.stopTimer();
     if (this.owner === null) return;
@@ -121,11 +121,11 @@ class Encoder {
     try {
       output = compressSync(this.coding, this.gzipLevel, input);
     } catch (err) {
-      owner.encoderFailed(err);
+      owner.filterFailed(err);
       return;
     }
-    owner.encoderData(output);
-    owner.encoderEnded();
+    owner.filterData(output);
+    owner.filterEnded();
   }
 
   startStream() {
@@ -159,7 +159,7 @@ class Encoder {
     if (this.writing === 0 && !this.stream.writableEnded) this.giveBatch();
     if (this.needDrain && this.pendingBytes < HIGH_WATER) {
       this.needDrain = false;
-      this.owner.encoderDrained();
+      this.owner.filterDrained();
     }
   }
 
@@ -209,19 +209,19 @@ function encoderFlush(encoder) {
 
 function encoderOnData(chunk) {
   const owner = this[kEncoder].owner;
-  if (owner !== null) owner.encoderData(chunk);
+  if (owner !== null) owner.filterData(chunk);
 }
 
 function encoderOnEnd() {
   const encoder = this[kEncoder];
   const owner = encoder.owner;
   encoder.owner = null;
-  if (owner !== null) owner.encoderEnded();
+  if (owner !== null) owner.filterEnded();
 }
 
 function encoderOnError(err) {
   const encoder = this[kEncoder];
   const owner = encoder.owner;
   encoder.destroy();
-  if (owner !== null) owner.encoderFailed(err);
+  if (owner !== null) owner.filterFailed(err);
 }

@@ -4,20 +4,21 @@ const { trailerLines, trailersOfText } = require('../wire/translate');
 const { LENGTH, CHUNKED } = require('./framing');
 
 /**
- * A response body on its way through `--compress`'s encoder: the backend's
- * framing is read, the data goes to the encoder, and what it gives goes to
- * the client (chunked to an HTTP/1.1 client, as DATA to an h2 one, as it
- * comes to an HTTP/1.0 one). Functions of the relay whose body it is.
+ * A response body on its way through the filter an observer put on it
+ * (`--compress`'s encoder; ../lifecycle/observers.js): the backend's framing
+ * is read, the data goes to the filter, and what it gives goes to the
+ * client (chunked to an HTTP/1.1 client, as DATA to an h2 one, as it comes
+ * to an HTTP/1.0 one). Functions of the relay whose body it is.
  */
 
 /**
- * A read of the backend's body, from `start`: its data to the encoder.
+ * A read of the backend's body, from `start`: its data to the filter.
  *
  * @param {import('./response-relay').ResponseRelay} relay
  * @param {Buffer} chunk
  * @param {number} start
  */
-function compressBody(relay, chunk, start) {
+function filterBody(relay, chunk, start) {
   const length = chunk.length;
   let data;
   let ended = false;
@@ -47,37 +48,37 @@ function compressBody(relay, chunk, start) {
     data = start === 0 ? chunk : chunk.subarray(start);
   }
   if (data.length > 0) {
-    // zlib reads the data later, on its threads.
+    // A filter may read the data later (zlib, on its threads).
     relay.keeps(data);
-    if (!relay.encoder.write(data) && relay.upstream !== null) relay.upstream.pause();
+    if (!relay.filter.write(data) && relay.upstream !== null) relay.upstream.pause();
   }
   if (ended) relay.responseEnded();
 }
 
 /**
- * A piece the encoder gave: to the client, or held.
+ * A piece the filter gave: to the client, or held.
  *
  * @param {import('./response-relay').ResponseRelay} relay
  * @param {Buffer} data
  */
-function passCompressed(relay, data) {
+function passFiltered(relay, data) {
   if (relay.request.httpVersionMinor !== 0 && relay.request.h2 !== true) {
     relay.bytesSent += data.length;
     relay.emit(chunkOf(data));
   } else {
     relay.emit(data, true);
   }
-  if (relay.clientFull()) relay.encoder.pause();
+  if (relay.clientFull()) relay.filter.pause();
 }
 
 /**
- * The encoder has given the whole compressed body: an HTTP/1.1 client gets
+ * The filter has given the whole body: an HTTP/1.1 client gets
  * the last chunk (with the backend's trailers), and the response is over.
  *
  * @param {import('./response-relay').ResponseRelay} relay
  */
-function endCompressed(relay) {
-  relay.encoder = null;
+function endFiltered(relay) {
+  relay.filter = null;
   if (relay.done) return;
   if (relay.request.httpVersionMinor !== 0 && relay.request.h2 !== true) {
     let trailers = relay.trailers;
@@ -87,7 +88,7 @@ function endCompressed(relay) {
   if (relay.flowing) relay.connection.responseFinished(relay);
 }
 
-module.exports = { compressBody, passCompressed, endCompressed };
+module.exports = { filterBody, passFiltered, endFiltered };
 
 // `data` as one chunk of a chunked body, in one buffer: one write.
 function chunkOf(data) {

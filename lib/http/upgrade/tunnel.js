@@ -1,22 +1,18 @@
 'use strict';
 
-const { forwardRequestHeaders, forwardResponseHeaders, forwardedClientCert, rewriteLocation } = require('./headers');
-const { readCookie, withoutCookie, withStickyCookie } = require('./sticky-cookie');
-const { refusalBeforeForwarding } = require('./limits');
-const { noRoute } = require('./route-request');
-const { takeBackend, slotFound, slotTimedOut, leaveQueue } = require('./backend-slot');
-const { createUpstreamRequest } = require('./upstream-request');
-const { readyEvent } = require('../net/backend-connect');
-const { closedCleanly } = require('../net/closed-cleanly');
-const { peerAddressOf, schemeOf } = require('../net/address');
-const { clientCertificateOf } = require('../net/client-certificate');
-const { answerContent, rawAnswer } = require('./error-response');
-const { beforePool } = require('./before-pool');
-const RequestView = require('../actions/request-view');
-const Answer = require('../actions/answer');
-const { RequestIds, withRequestIds, withResponseId } = require('../actions/request-id');
-const { localShortage } = require('./outcomes');
-const { LilaError, codes, timeoutError, describeError } = require('../errors');
+const { forwardRequestHeaders, forwardResponseHeaders, forwardedClientCert, rewriteLocation } = require('../headers');
+const { withoutCookie, withStickyCookie } = require('../sticky-cookie');
+const Passage = require('../lifecycle/passage');
+const { openUpstream } = require('../upstream-request');
+const { readyEvent } = require('../../net/backend-connect');
+const { closedCleanly } = require('../../net/closed-cleanly');
+const { peerAddressOf, schemeOf } = require('../../net/address');
+const { clientCertificateOf } = require('../../net/client-certificate');
+const { answerContent, rawAnswer } = require('../error-response');
+const Answer = require('../../actions/answer');
+const { withRequestIds, withResponseId } = require('../../actions/request-id');
+const { localShortage } = require('../outcomes');
+const { LilaError, codes, timeoutError, describeError } = require('../../errors');
 
 const kTunnel = Symbol('kTunnel');
 // The status recorded for a client that left before any answer, as nginx logs it.
@@ -25,51 +21,38 @@ const NO_ANSWER_YET = 499;
 const EARLY_LIMIT = 64 * 1024;
 
 /**
- * One upgrade request (WebSocket or any other protocol): sent to the picked
- * backend on a connection of its own; after the backend's 101 the client and
- * upstream sockets are joined and bytes flow both ways unchanged. The
- * backend stays counted as active until the upstream socket closes.
+ * One upgrade request (WebSocket or any other protocol), a `Passage`
+ * (../lifecycle/passage.js): sent to the picked backend on a connection of
+ * its own; after the backend's 101 the client and upstream sockets are
+ * joined and bytes flow both ways unchanged. The backend stays counted as
+ * active until the upstream socket closes. No feature observes it: its
+ * bytes after the switch are another protocol's.
  */
-class Tunnel {
+class Tunnel extends Passage {
   /**
    * @param {{logger: object, settings: object, traffic: object}} engine its listener's (fast or node)
    * @param {import('node:http').IncomingMessage} request
    * @param {import('node:net').Socket} client
    * @param {Buffer} head bytes the client sent after its request head
-   * @param {import('../routing/listener-routes').Route | null} route null: none matched (answered 404 by open())
-   * @param {import('../engines/pool-binding')} binding the pool the route chose
+   * @param {import('../../routing/listener-routes').Route | null} route null: none matched (answered 404 by start())
+   * @param {import('../../engines/pool-binding')} binding the pool the route chose
    */
   constructor(engine, request, client, head, route, binding) {
-    this.engine = engine;
-    this.request = request;
+    super(engine, request, route, binding, peerAddressOf(client));
     this.client = client;
     this.head = head;
-    this.clientAddress = peerAddressOf(client);
-    this.route = route;
-    this.binding = binding;
-    this.tried = null;
-    this.backend = null;
-    this.servedBy = null;
-    this.startedAt = binding.balancer.now();
     // What the client got: 101, a relayed status, or lila's own.
     this.status = NO_ANSWER_YET;
     this.upstream = null;
     this.upstreamSocket = null;
     this.connected = false;
     this.scheme = schemeOf(client);
-    this.clientCert = clientCertificateOf(client);
-    this.headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress, this.scheme, forwardedClientCert(this.clientCert));
+    this.headers = forwardRequestHeaders(request.rawHeaders, this.clientAddress, this.scheme, forwardedClientCert(clientCertificateOf(client)));
     this.headers.push('Connection', 'Upgrade', 'Upgrade', request.headers.upgrade);
-    // In the queue for a backend slot (balancer.wait).
-    this.waiting = false;
-    // What the client's sticky cookie says (--sticky); lila's own cookie stays with lila.
+    // lila's own sticky cookie stays with lila.
     const cookie = binding.settings.stickyCookie;
-    this.stickyId = cookie === null ? null : readCookie(request.rawHeaders, cookie);
     if (cookie !== null) this.headers = withoutCookie(this.headers, cookie);
-    // --request-id: its X-Request-ID and trace context (null without the option).
-    this.ids = engine.settings.requestId === true ? RequestIds.of(request.rawHeaders) : null;
     if (this.ids !== null) this.headers = withRequestIds(this.headers, this.ids);
-    this.view = null;
     const actions = this.actions;
     if (actions !== null) this.headers = actions.requestHeaders(this.headers, this.requestView());
     client[kTunnel] = this;
@@ -84,21 +67,14 @@ class Tunnel {
     client.setTimeout(0);
   }
 
-  /** Sends the upgrade request to the backend the strategy picks, unless the rate limit keeps it out. */
-  open() {
-    const refusal = refusalBeforeForwarding(this.engine.settings, this.clientAddress, -1, this.request, this.route);
-    beforePool(this, refusal);
+  /** @returns {string | undefined} the Host as received */
+  get host() {
+    return this.request.headers.host;
   }
 
-  /** @returns {object} the 404 of a request no route matched (before-pool.js asks once the limits let it on) */
-  unrouted() {
-    return noRoute(this.request.headers.host, this.request.url);
-  }
-
-  /** Sends the upgrade to its pool, or answers it with `refusal` (see before-pool.js). */
-  proceed(refusal) {
-    if (refusal === null) takeBackend(this);
-    else this.refuse(refusal, `client ${this.clientAddress}`);
+  /** @returns {import('node:net').Socket} the client's connection */
+  get clientSocket() {
+    return this.client;
   }
 
   /** @returns {boolean} the client has left */
@@ -106,52 +82,16 @@ class Tunnel {
     return this.client.destroyed;
   }
 
-  /** @returns {RequestView} the request as its route's actions read it */
-  requestView() {
-    this.view ??= new RequestView(this.request, this.request.headers.host, this.scheme, this.clientAddress,
-      this.ids === null ? null : this.ids.requestId, this.clientCert);
-    return this.view;
+  /** It goes to its pool, observed by no feature. */
+  forward() {
+    this.takeBackend();
   }
 
-  /** @returns {import('../actions/route-actions') | null} */
-  get actions() {
-    return this.route === null ? null : this.route.actions;
-  }
-
-  /** Its wait in the queue is over: a backend acquired for it, or null when none is left. */
-  dequeued(backend) {
-    slotFound(this, backend);
-  }
-
-  /** It waited past --queue-timeout. */
-  queueTimedOut() {
-    slotTimedOut(this);
-  }
-
-  /** lila's own answer, for the queue's refusals and when no backend is left. */
-  fail(error, detail) {
-    this.refuse(error, detail);
-  }
-
-  /**
-   * Sends the upgrade request to `backend`, acquired for it.
-   *
-   * @param {import('../balancing/backend')} backend
-   */
-  use(backend) {
-    this.backend = backend;
-    this.servedBy = backend;
+  /** Sends the upgrade request to the backend acquired for it, on a connection of its own. */
+  attempt() {
     this.connected = false;
-    let upstream;
-    try {
-      const actions = this.actions;
-      const target = actions === null ? this.request.url : actions.target(this.request.url);
-      upstream = createUpstreamRequest(backend, this.request, this.headers, this.binding.settings, false, this.client, target);
-    } catch (err) {
-      this.release();
-      this.refuse(new LilaError(codes.BAD_REQUEST, 'this request cannot be forwarded', 400), err.message);
-      return;
-    }
+    const upstream = openUpstream(this, this.headers, false, this.client);
+    if (upstream === null) return;
     upstream[kTunnel] = this;
     this.upstream = upstream;
     upstream.on('socket', upstreamOnSocket);
@@ -165,7 +105,6 @@ class Tunnel {
   upstreamFailed(upstream, err, timedOut) {
     // A timeout is followed by the error of the destroy: handle the first only.
     if (upstream !== this.upstream || this.backend === null) return;
-    const backend = this.backend;
     this.upstream = null;
     if (this.status !== NO_ANSWER_YET) {
       // The backend answered; failing now cuts the relayed response short.
@@ -173,22 +112,21 @@ class Tunnel {
       this.client.destroy();
       return;
     }
-    const shortage = this.binding.health.failedWith(backend, err);
-    this.release();
-    if (this.client.destroyed) return;
-    const what = `backend ${backend.name}: ${describeError(err)}`;
-    if (shortage !== null) {
-      this.refuse(localShortage(shortage), what);
+    if (this.client.destroyed) {
+      this.binding.health.failedWith(this.backend, err);
+      this.release();
       return;
     }
     if (!this.connected) {
-      this.engine.logger.debug(what);
-      (this.tried ??= new Set()).add(backend);
-      takeBackend(this);
+      this.connectFailed(err);
       return;
     }
-    if (timedOut) this.refuse(new LilaError(codes.TIMEOUT, 'the backend did not answer in time', 504), what);
-    else this.refuse(new LilaError(codes.UPSTREAM, 'the backend failed before answering', 502), what);
+    const what = `backend ${this.backend.name}: ${describeError(err)}`;
+    const shortage = this.binding.health.failedWith(this.backend, err);
+    this.release();
+    if (shortage !== null) this.fail(localShortage(shortage), what);
+    else if (timedOut) this.fail(new LilaError(codes.TIMEOUT, 'the backend did not answer in time', 504), what);
+    else this.fail(new LilaError(codes.UPSTREAM, 'the backend failed before answering', 502), what);
   }
 
   /** The backend switched protocols: join the two sockets. */
@@ -258,10 +196,10 @@ class Tunnel {
   }
 
   /** Answers the client with lila's own error on the raw socket and closes it. */
-  refuse(error, detail) {
+  fail(error, detail) {
     const request = this.request;
     const logger = this.engine.logger;
-    leaveQueue(this);
+    this.leaveQueue();
     const log = error.status === 503 || error.status === 429 || error.quiet === true || error instanceof Answer ? logger.debug : logger.warn;
     log.call(logger, `${error.status} for upgrade ${request.method} ${request.url}: ${detail} (${error.code})`);
     if (this.client.destroyed) return;
@@ -273,20 +211,12 @@ class Tunnel {
 
   /** The client left before an answer: its upstream request goes, counted as nobody's failure. */
   abandon() {
-    leaveQueue(this);
+    this.leaveQueue();
     const upstream = this.upstream;
     if (upstream === null || this.upstreamSocket !== null) return;
     this.upstream = null;
     this.release();
     upstream.destroy();
-  }
-
-  /** Stops counting the tunnel against its backend; once per backend. */
-  release() {
-    if (this.backend !== null) {
-      this.binding.balancer.release(this.backend);
-      this.backend = null;
-    }
   }
 }
 
@@ -320,10 +250,9 @@ function clientOnClose() {
   } else {
     tunnel.abandon();
   }
-  const { balancer, pool } = tunnel.binding;
   // Bytes the client received after the upgrade head, as for a tcp connection.
-  tunnel.engine.traffic.request(tunnel.servedBy, tunnel.status, balancer.now() - tunnel.startedAt, tunnel.request, tunnel.clientAddress,
-    this.bytesWritten, this, tunnel.route, pool, tunnel.ids, tunnel.view);
+  tunnel.bytesSent = this.bytesWritten;
+  tunnel.record(tunnel.status);
 }
 
 // Tunnels never share upstream sockets (agent: false), so each one connects.

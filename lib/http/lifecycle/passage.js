@@ -1,0 +1,363 @@
+'use strict';
+
+const { readCookie } = require('../sticky-cookie');
+const { refusalBeforeForwarding, queueRefusal } = require('../limits');
+const { noRoute } = require('../route-request');
+const { CLIENT_LEFT, noBackendLeft, localShortage } = require('../outcomes');
+const { openObservers } = require('./observers');
+const RequestView = require('../../actions/request-view');
+const { RequestIds } = require('../../actions/request-id');
+const { clientCertificateOf } = require('../../net/client-certificate');
+const { describeError } = require('../../errors');
+
+/**
+ * One http request's way through lila, the same on every engine (the fast
+ * engine's HTTP/1.1 requests and h2 streams, core http's requests, and
+ * upgrades), in this order:
+ *
+ * 1. `start(contentLength)`: the limits (429, 413), the 404 of no route,
+ *    then its route's actions (an answer or a refusal before any pool; maybe
+ *    a promise, `--forward-auth`, a shared rate limit);
+ * 2. `forward()`: its route's features observe it from now on
+ *    (observers.js), and it takes a backend slot: acquired at once, or
+ *    waited for in the balancer's queue (a full queue, a wait too long or no
+ *    backend at all get lila's own answer); `use(backend)` sends it there;
+ *    a failed connect goes to the next backend (`connectFailed`);
+ * 3. `settle(status)`: over (answered, cut short, or its client left): out
+ *    of the queue, its slot given back once, its observers told, and the
+ *    one record `Traffic#request` counts and logs.
+ *
+ * The engines extend it with wire code only: reading the client, writing
+ * to it, sending to a backend. They provide `host`, `scheme`, `clientSocket`
+ * (the request's Host as received, the client's scheme and connection),
+ * `attempt()` (send it to `this.backend`), `fail(error, detail)` (lila's own
+ * answer, or the response cut short once begun) and `outgoingHead()` (the
+ * request as its backend gets it, for observers).
+ *
+ * It is also the pick context a strategy reads (`request`, `clientAddress`,
+ * `tried`, `stickyId`), and the record `Traffic#request` reads once it is
+ * over (`servedBy`, `answered`, `elapsed`, `request`, `clientAddress`,
+ * `bytesSent`, `clientSocket`, `route`, `pool`, `ids`, `view`).
+ */
+class Passage {
+  /**
+   * @param {{settings: object, traffic: object, logger: object}} engine its listener's
+   * @param {{method: string, url: string, headers: object, rawHeaders: string[]}} request
+   * @param {import('../../routing/listener-routes').Route | null} route null: none matched (answered 404)
+   * @param {import('../../engines/pool-binding')} binding the pool the route chose
+   * @param {string | undefined} clientAddress after --accept-proxy
+   */
+  constructor(engine, request, route, binding, clientAddress) {
+    this.engine = engine;
+    this.request = request;
+    this.route = route;
+    /** Its route's actions (route options); null: none. */
+    this.actions = route === null ? null : route.actions;
+    this.binding = binding;
+    this.clientAddress = clientAddress;
+    // --request-id: its X-Request-ID and trace context (null without the option).
+    this.ids = engine.settings.requestId === true ? RequestIds.of(request.rawHeaders) : null;
+    // What the route's actions read of the request, made for routes that have actions.
+    this.view = null;
+    // The backends that failed it, the one it holds a slot of, and the last one it went to.
+    this.tried = null;
+    this.backend = null;
+    this.servedBy = null;
+    // In the queue for a backend slot (balancer.wait).
+    this.waiting = false;
+    this.startedAt = binding.balancer.now();
+    this.sentAt = 0;
+    // What the client's sticky cookie says (--sticky), for the balancer's pick.
+    const cookie = binding.settings.stickyCookie;
+    this.stickyId = cookie === null ? null : readCookie(request.rawHeaders, cookie);
+    // Its route's features' observers, once it goes to its pool (null: none); a body filter one of them put on its response.
+    this.observers = null;
+    this.filter = null;
+    // Response body bytes the client was sent (nginx's $body_bytes_sent).
+    this.bytesSent = 0;
+    // Over: answered, cut, or its client left; later events change nothing.
+    this.done = false;
+    // Its record, once over: the status the client got (499: it left before any) and the ms it took.
+    this.answered = 0;
+    this.elapsed = 0;
+  }
+
+  /** @returns {string} the request target its backend gets (the route's path edits applied) */
+  get target() {
+    const actions = this.actions;
+    return actions === null ? this.request.url : actions.target(this.request.url);
+  }
+
+  /** @returns {import('../../pool') | null} the pool its route chose, null: none */
+  get pool() {
+    return this.binding.pool;
+  }
+
+  /**
+   * Step 1: what the limits answer (429, 413), at once or once a store decides, then `beforePool`.
+   *
+   * @param {number} contentLength its announced body length, against --max-body-size (-1: none)
+   */
+  start(contentLength) {
+    this.beforePool(refusalBeforeForwarding(this.engine.settings, this.clientAddress, contentLength, this.request, this.route));
+  }
+
+  /**
+   * A request no route matched gets its 404; else its route's actions may
+   * answer it (an `Answer`: a redirect, `--respond`, a CORS preflight) or
+   * refuse it (a `LilaError`), at once or once a question asked elsewhere is
+   * answered (`--forward-auth`). Then `proceed`.
+   *
+   * @param {object | null | Promise<object | null>} refusal what the limits answer, or will
+   */
+  beforePool(refusal) {
+    // A rate limit counted with a store decides once it answers (or by its deadline).
+    if (refusal !== null && typeof refusal.then === 'function') {
+      refusal.then((result) => {
+        if (!this.gone()) this.beforePool(result);
+      });
+      return;
+    }
+    if (refusal === null && this.route === null) refusal = noRoute(this.host, this.request.url);
+    const actions = refusal === null ? this.actions : null;
+    if (actions === null) {
+      this.proceed(refusal);
+      return;
+    }
+    const answer = actions.answer(this.requestView());
+    if (answer === null || typeof answer.then !== 'function') {
+      this.proceed(answer);
+      return;
+    }
+    // The client may leave meanwhile: it is over, and nothing goes on.
+    answer.then(
+      (result) => {
+        if (!this.gone()) this.proceed(result);
+      },
+      (err) => {
+        if (!this.gone()) this.proceed(err);
+      }
+    );
+  }
+
+  /** @returns {boolean} it is over: its client left, or it was answered */
+  gone() {
+    return this.done;
+  }
+
+  /**
+   * What `beforePool` decided: null sends it to its pool; an answer or a refusal is sent instead.
+   *
+   * @param {object | null} refusal
+   */
+  proceed(refusal) {
+    if (refusal === null) this.forward();
+    else this.refuse(refusal);
+  }
+
+  /**
+   * lila answers it before its pool (a limit, a route's answer or refusal, the 404 of no route).
+   *
+   * @param {object} refusal
+   */
+  refuse(refusal) {
+    this.fail(refusal, `client ${this.clientAddress}`);
+  }
+
+  /** Step 2: its route's features observe it from now on, and it takes a backend slot. */
+  forward() {
+    if (this.route.features !== null) this.openObservers();
+    this.takeBackend();
+  }
+
+  /** Its route's features' observers of it (the lifecycle's `forwarded` point); an engine adds what they must see already. */
+  openObservers() {
+    this.observers = openObservers(this.route.features, this);
+  }
+
+  /** A backend the balancer acquires for it (`use`), or its wait in the queue, or lila's answer. */
+  takeBackend() {
+    const balancer = this.binding.balancer;
+    const backend = balancer.acquire(this);
+    if (backend !== null) {
+      this.use(backend);
+      return;
+    }
+    const outcome = balancer.wait(this);
+    if (outcome === 'waiting') this.waiting = true;
+    else if (outcome === 'full') this.fail(queueRefusal(false, balancer.queue.timeout), 'the queue is full');
+    else this.noBackend();
+  }
+
+  /**
+   * Another backend after its backend failed it, when one can take it now (no wait in the queue);
+   * `tried` holds the backends it must not go to again.
+   *
+   * @returns {boolean} false when there is none
+   */
+  takeAnotherBackend() {
+    const backend = this.binding.balancer.acquire(this);
+    if (backend === null) return false;
+    this.use(backend);
+    return true;
+  }
+
+  /**
+   * A backend was acquired for it: the engine sends it there.
+   *
+   * @param {import('../../balancing/backend')} backend
+   */
+  use(backend) {
+    if (this.engine.logger.traceEnabled) this.tracePick(backend);
+    this.backend = backend;
+    this.servedBy = backend;
+    this.attempt();
+  }
+
+  /**
+   * Its wait in the queue is over.
+   *
+   * @param {import('../../balancing/backend') | null} backend acquired for it; null: none is left to wait for
+   */
+  dequeued(backend) {
+    this.waiting = false;
+    if (backend === null) this.noBackend();
+    else this.use(backend);
+  }
+
+  /** It waited past --queue-timeout: 503. */
+  queueTimedOut() {
+    this.waiting = false;
+    const timeout = this.binding.balancer.queue.timeout;
+    this.fail(queueRefusal(true, timeout), `waited ${timeout} ms in the queue`);
+  }
+
+  /** Out of the queue, if it waits there: it is answered otherwise, or its client left. */
+  leaveQueue() {
+    if (!this.waiting) return;
+    this.waiting = false;
+    this.binding.balancer.cancel(this);
+  }
+
+  /**
+   * Its connect to its backend failed: passive health is told (unless the
+   * failure is lila's own shortage, EMFILE and kin, which answers 503 and
+   * blames no backend), the slot is given back, and it goes to the next
+   * backend the strategy picks, never one it failed on.
+   *
+   * @param {Error} err
+   */
+  connectFailed(err) {
+    const backend = this.backend;
+    this.engine.logger.debug(`backend ${backend.name}: ${describeError(err)}`);
+    const shortage = this.binding.health.failedWith(backend, err);
+    this.release();
+    if (shortage !== null) {
+      this.fail(localShortage(shortage), `backend ${backend.name}: ${describeError(err)}`);
+      return;
+    }
+    (this.tried ??= new Set()).add(backend);
+    this.takeBackend();
+  }
+
+  /** Gives its backend slot back; once per backend acquired. */
+  release() {
+    if (this.backend !== null) {
+      this.binding.balancer.release(this.backend);
+      this.backend = null;
+    }
+  }
+
+  /** @returns {RequestView} the request as its route's actions read it */
+  requestView() {
+    this.view ??= new RequestView(this.request, this.host, this.scheme, this.clientAddress,
+      this.ids === null ? null : this.ids.requestId, clientCertificateOf(this.clientSocket));
+    return this.view;
+  }
+
+  /**
+   * A piece of the request body, as the engine has it, for the observers.
+   *
+   * @param {Buffer} chunk
+   */
+  observeBody(chunk) {
+    const observers = this.observers;
+    for (let i = 0; i < observers.length; i++) if (observers[i].requestBody !== undefined) observers[i].requestBody(chunk);
+  }
+
+  /** The request body is whole (or there is none), for the observers. */
+  observeBodyEnd() {
+    const observers = this.observers;
+    for (let i = 0; i < observers.length; i++) if (observers[i].requestEnded !== undefined) observers[i].requestEnded();
+  }
+
+  /**
+   * The response head, as the observers change it: innermost first, so that the outermost feature has the last word.
+   *
+   * @param {number} status
+   * @param {string[]} headers `[name, value, ...]` as the client would get them
+   * @param {boolean} bodiless the response has no body (HEAD, 204, 304)
+   * @returns {string[]} the fields the client gets; an observer may have put a body filter on (`this.filter`)
+   */
+  observeResponseHead(status, headers, bodiless) {
+    const observers = this.observers;
+    for (let i = observers.length - 1; i >= 0; i--) {
+      if (observers[i].responseHead !== undefined) headers = observers[i].responseHead(this, status, headers, bodiless);
+    }
+    return headers;
+  }
+
+  /**
+   * Puts a filter on the response body: its bytes go through it, and what it
+   * gives goes to the client instead (observers.js, `BodyFilter`).
+   *
+   * @param {import('./observers').BodyFilter} filter
+   */
+  filterBody(filter) {
+    this.filter = filter;
+  }
+
+  /**
+   * Step 3: it is over (answered, cut short, or its client left): out of the
+   * queue, its slot and body filter let go, and recorded. Once.
+   *
+   * @param {number} status what the client got; 0: nothing (it left first, counted 499)
+   */
+  settle(status) {
+    this.leaveQueue();
+    this.release();
+    if (this.filter !== null) {
+      this.filter.destroy();
+      this.filter = null;
+    }
+    this.record(status);
+  }
+
+  /**
+   * Its observers are told it is over, and `Traffic` counts and logs it.
+   *
+   * @param {number} status what the client got; 0: nothing (counted 499)
+   */
+  record(status) {
+    this.answered = status === 0 ? CLIENT_LEFT : status;
+    this.elapsed = this.binding.balancer.now() - this.startedAt;
+    const observers = this.observers;
+    if (observers !== null) for (let i = 0; i < observers.length; i++) if (observers[i].finished !== undefined) observers[i].finished(this);
+    this.engine.traffic.request(this);
+  }
+
+  // No backend left for it: 503 when none was available at all, 502 when every one tried failed.
+  noBackend() {
+    const { error, detail } = noBackendLeft(this.binding.health, this.tried);
+    this.fail(error, detail);
+  }
+
+  // --log-level trace: each pick, and a pick after a backend failed it as a retry.
+  tracePick(backend) {
+    const fields = { client: this.clientAddress, backend: backend.name, mode: this.binding.balancer.mode };
+    if (this.tried === null) this.engine.logger.trace('pick', fields);
+    else this.engine.logger.trace('retry', Object.assign(fields, { tried: [...this.tried].map((tried) => tried.name).join(',') }));
+  }
+}
+
+module.exports = Passage;
