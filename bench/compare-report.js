@@ -179,7 +179,7 @@ function textHeader(columns) {
   return [textRow(columns, columns.map(([title]) => title)), textRow(columns, columns.map(([, width]) => '-'.repeat(width)))];
 }
 
-module.exports = { formatReport, describeMachine, describeLilas, writeSection, sampleKey, median, textHeader, textRow };
+module.exports = { formatReport, describeMachine, describeLilas, lilaRevision, writeSection, sampleKey, median, textHeader, textRow };
 
 // Every column's median over the rounds; errors add up.
 function summarize(list) {

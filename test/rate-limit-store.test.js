@@ -37,9 +37,9 @@ describe('SharedRateLimiter with a real redis-server', function () {
       assert.equal(members.reduce((sum, m) => sum + m.store.counters.local, 0), 0);
       assert.ok(Math.abs(shared - alone) <= 0.1 * alone, `the fleet admitted ${shared}, one limiter ${alone} (${expected.toFixed(0)} by the formula)`);
       assert.ok(Math.abs(alone - expected) <= 0.1 * expected, `one limiter admitted ${alone}, ${expected.toFixed(0)} by the formula`);
-      const hash = await server.cli(['HGETALL', 'lila:rl:listener 127.0.0.1:8080|10.0.0.1']);
+      const hash = await server.cli(['HGETALL', 'lila:rl:port 8080|10.0.0.1']);
       assert.deepEqual([hash[0], hash[2]], ['tokens', 'at']);
-      const ttl = await server.cli(['PTTL', 'lila:rl:listener 127.0.0.1:8080|10.0.0.1']);
+      const ttl = await server.cli(['PTTL', 'lila:rl:port 8080|10.0.0.1']);
       assert.ok(ttl > 0 && ttl <= 1000 + 1000, `expires in ${ttl} ms`);
     });
 
@@ -59,9 +59,9 @@ describe('SharedRateLimiter with a real redis-server', function () {
       assert.deepEqual([a.store.counters, b.store.counters], [{ store: 2, local: 0 }, { store: 4, local: 0 }]);
       assert.deepEqual([a.limiter.limited, b.limiter.limited, b.limiter.size], [1, 1, 0]);
       assert.deepEqual((await server.cli(['KEYS', '*'])).sort(), [
-        'lila:rl:listener 127.0.0.1:8080|10.0.0.2',
-        'lila:rl:listener 127.0.0.1:8080|=ann',
-        'lila:rl:listener 127.0.0.1:8080|=bob'
+        'lila:rl:port 8080|10.0.0.2',
+        'lila:rl:port 8080|=ann',
+        'lila:rl:port 8080|=bob'
       ]);
     });
 
@@ -86,7 +86,7 @@ describe('SharedRateLimiter with a real redis-server', function () {
       assert.equal(await a.limiter.take('k'), 0);
       assert.deepEqual(a.store.counters, { store: 2, local: 5 });
       // The late scripts ran all the same: 1 + 5 + 1 taken in the store.
-      const tokens = Number(await server.cli(['HGET', 'lila:rl:listener 127.0.0.1:8080|k', 'tokens']));
+      const tokens = Number(await server.cli(['HGET', 'lila:rl:port 8080|k', 'tokens']));
       assert.ok(tokens > 92.9 && tokens < 94, `${tokens} tokens left`);
       assert.deepEqual(a.lines, []);
     });
@@ -146,7 +146,7 @@ describe('SharedRateLimiter with a real redis-server', function () {
         assert.ok(limiter.learned > 0, 'a member learned nothing of the others');
         assert.equal(store.counters.local, 0);
       }
-      const hash = await server.cli(['HGETALL', 'lila:rl:listener 127.0.0.1:8080|10.0.0.1']);
+      const hash = await server.cli(['HGETALL', 'lila:rl:port 8080|10.0.0.1']);
       const fields = Object.fromEntries(Array.from({ length: hash.length / 2 }, (_, i) => [hash[2 * i], Number(hash[2 * i + 1])]));
       const totals = members.map(({ store }) => fields[store.member]);
       assert.ok(totals.every((total) => total > 0), `totals ${totals}`);
@@ -177,7 +177,7 @@ describe('SharedRateLimiter with a real redis-server', function () {
       await a.store.sync();
       assert.equal(a.limiter.learned, 6);
       assert.equal(a.limiter.take('k'), 600000 * 4 / 1000);
-      const hash = await server.cli(['HGETALL', 'lila:rl:listener 127.0.0.1:8080|k']);
+      const hash = await server.cli(['HGETALL', 'lila:rl:port 8080|k']);
       const fields = Object.fromEntries(Array.from({ length: hash.length / 2 }, (_, i) => [hash[2 * i], hash[2 * i + 1]]));
       assert.deepEqual([fields[a.store.member], fields[b.store.member]], ['7', '6']);
       assert.ok(Number(fields.tokens) < -2.9, `fleet tokens ${fields.tokens}`);
@@ -211,7 +211,7 @@ describe('SharedRateLimiter with a real redis-server', function () {
       await a.line(2);
       assert.equal(a.limiter.take('k'), 0);
       await a.store.sync();
-      const fields = await server.cli(['HGETALL', 'lila:rl:listener 127.0.0.1:8080|k']);
+      const fields = await server.cli(['HGETALL', 'lila:rl:port 8080|k']);
       assert.equal(fields[fields.indexOf(a.store.member) + 1], '1');
       assert.deepEqual(a.store.describe(), {
         url: `redis://127.0.0.1:${server.port}`, up: true, mode: 'sync', sync_ms: 600000, timeout_ms: 50
@@ -244,7 +244,7 @@ describe('RateLimitStore without a redis-server', () => {
     const redis = new RedisClient({ host: '127.0.0.1', port });
     const store = new RateLimitStore({ client: redis, url: `redis://lila:secret@127.0.0.1:${port}/2`, logger: recorder(lines, said) });
     onCleanup(() => store.close());
-    const limiter = new SharedRateLimiter({ rate: 1, per: 1000, burst: 2 }, { store, scope: 'listener *:80' });
+    const limiter = new SharedRateLimiter({ rate: 1, per: 1000, burst: 2 }, { store, scope: 'port 80' });
     onCleanup(() => limiter.stop());
     assert.deepEqual([limiter.take('a'), limiter.take('a'), limiter.take('a')], [0, 0, 1]);
     assert.equal(limiter.takeRequest(undefined, undefined), 0);
@@ -258,7 +258,7 @@ describe('RateLimitStore without a redis-server', () => {
 });
 
 // A member of the fleet: its own RedisClient of the server, its store (closed on cleanup) and a
-// limiter of `limit` in the scope `listener 127.0.0.1:8080`. lines: what the store logged; line(n)
+// limiter of `limit` in the scope `port 8080`. lines: what the store logged; line(n)
 // resolves once it has n; clientState(up) once the client last said so. wired: the client's onState
 // is the store's stateChanged (else the store finds out by itself). Resolves once the store is up.
 async function member(server, limit, { syncMs = null, timeout = 50, key, clientTimeout = 1000, wired = true } = {}) {
@@ -279,7 +279,7 @@ async function member(server, limit, { syncMs = null, timeout = 50, key, clientT
   });
   store = new RateLimitStore({ client, timeout, syncMs, logger: recorder(lines, () => wake()) });
   onCleanup(() => store.close());
-  const limiter = new SharedRateLimiter(limit, { key, store, scope: 'listener 127.0.0.1:8080' });
+  const limiter = new SharedRateLimiter(limit, { key, store, scope: 'port 8080' });
   onCleanup(() => limiter.stop());
   const waitFor = async (done) => {
     while (!done()) await new Promise((resolve) => { wake = resolve; });

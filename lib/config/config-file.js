@@ -265,8 +265,8 @@ function readRoute(child, fail) {
     return pair === null ? { pool: target, weight: 1 } : { pool: pair[1], weight: Number(pair[2]) };
   });
   const { actions, proxy } = readAt(values, fail);
-  // --rate-limit and --rate-limit-key: the route's own limit, beside its route options.
-  for (const key of ['rateLimit', 'rateLimitKey']) if (proxy[key] !== undefined) actions[key] = proxy[key];
+  // --rate-limit, --rate-limit-key and --rate-limit-name: the route's own limit, beside its route options.
+  for (const key of ['rateLimit', 'rateLimitKey', 'rateLimitName']) if (proxy[key] !== undefined) actions[key] = proxy[key];
   return { line: child.line, text: match, host: where.host, path: where.path, pathKind: where.pathKind, targets: weighted, hashKey: values['hash-key'], actions };
 }
 

@@ -6,7 +6,7 @@ const { MIN_VERSIONS } = require('../tls/certificate-store');
 const { CLIENT_VERIFY_MODES } = require('../tls/client-verification');
 const { validateCiphers, validateCurves } = require('../tls/profile');
 const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers } = require('./validate');
-const { parseRateLimit, validateSize, parseSticky } = require('./traffic-values');
+const { parseRateLimit, parseRateLimitName, validateSize, parseSticky } = require('./traffic-values');
 const { parseMirror } = require('./mirror-values');
 const { DEFAULTS, DEFAULT_DRAIN_MS, LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS } = require('./defaults');
 const { closest, didYouMean } = require('./suggest');
@@ -242,6 +242,13 @@ const OPTIONS = [
       parseHashKey(text, { flag, path: false });
       return text;
     }
+  },
+  {
+    name: 'rate-limit-name', arg: '<name>', group: 'limits', scope: 'listener-route', default: 'none', key: 'rateLimitName',
+    help: 'count the --rate-limit of the same line together with every line giving the same name, in this lila and in ' +
+      '--rate-limit-store (they must give the same --rate-limit and --rate-limit-key); unnamed, a listen line\'s limit is ' +
+      'known by its port, a route\'s by its port and match',
+    read: (text, flag) => parseRateLimitName(text, flag)
   },
   {
     name: 'rate-limit-store', arg: '<url>', group: 'limits', scope: 'global', default: 'off',

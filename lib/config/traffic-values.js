@@ -13,6 +13,8 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** The sticky cookie's name unless `--sticky cookie:<name>` says otherwise. */
 const DEFAULT_STICKY_COOKIE = 'lila';
 const MAX_RATE = 1e9;
+// --rate-limit-name: a word of the config, part of a store's keys (so no space and no "|").
+const LIMIT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /**
  * Reads `--rate-limit`: `<n>/s` or `<n>/m`, optionally `,burst=<b>`, a token
@@ -35,6 +37,22 @@ function parseRateLimit(value, name) {
     );
   }
   return { rate, per: MS_PER[match[2]], burst };
+}
+
+/**
+ * Reads `--rate-limit-name`: the name that makes limits of different lines one.
+ *
+ * @param {unknown} value the text the user typed
+ * @param {string} name the option as the user knows it
+ * @returns {string}
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
+ */
+function parseRateLimitName(value, name) {
+  if (typeof value === 'string' && LIMIT_NAME.test(value)) return value;
+  throw new LilaError(
+    codes.INVALID_OPTION,
+    `"${name}" must be 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or a digit, as in api, received "${value}"`
+  );
 }
 
 /**
@@ -76,4 +94,4 @@ function parseSticky(value, name) {
   return cookie;
 }
 
-module.exports = { parseRateLimit, validateSize, parseSticky, DEFAULT_STICKY_COOKIE };
+module.exports = { parseRateLimit, parseRateLimitName, validateSize, parseSticky, DEFAULT_STICKY_COOKIE };

@@ -22,13 +22,16 @@ const MAX_KEY_LENGTH = 256;
 class RateLimiter {
   /**
    * @param {{rate: number, per: number, burst: number}} limit as `parseRateLimit` reads it
-   * @param {{now?: () => number, key?: string}} [options] now: a monotonic clock in ms, for tests;
-   *   key: `--rate-limit-key`, `ip` (the default), `header:<name>`, `query:<name>` or `cookie:<name>`
+   * @param {{now?: () => number, key?: string, scope?: string}} [options] now: a monotonic clock in ms, for tests;
+   *   key: `--rate-limit-key`, `ip` (the default), `header:<name>`, `query:<name>` or `cookie:<name>`;
+   *   scope: what makes it one limit with others (named-limits.js: `port 8080`, `name api`), '' when alone
    * @throws {LilaError} `LILA_ERR_INVALID_OPTION` for a key of another grammar
    */
   constructor(limit, options = {}) {
     /** `--rate-limit-key` as given: what a request is counted by. */
     this.key = options.key === undefined || options.key === null ? 'ip' : options.key;
+    /** The identity it is counted under (`limitIdentity`), shared by every place naming it; '' for one of its own. */
+    this.scope = options.scope === undefined ? '' : options.scope;
     const key = parseHashKey(this.key, { flag: '--rate-limit-key', path: false });
     // --hash-key's own reader; null: by the client's address alone.
     this.readKey = key.source === 'ip' ? null : keyReader(key);
@@ -64,6 +67,8 @@ class RateLimiter {
     } else {
       bucket.tokens = Math.min(this.burst, bucket.tokens + (now - bucket.at) * this.perMs);
       bucket.at = now;
+      // Stopped by one place that let it go while another still counts in it (a limit shared by name).
+      if (this.sweeper === null) this.startSweeping();
     }
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
@@ -102,7 +107,7 @@ class RateLimiter {
     if (this.buckets.size === 0) this.stop();
   }
 
-  /** Stops the sweeps; for a closed proxy. */
+  /** Stops the sweeps, until its next take; for a closed proxy, or a place that no longer names it. */
   stop() {
     clearInterval(this.sweeper);
     this.sweeper = null;

@@ -21,14 +21,14 @@ class SharedRateLimiter {
    * @param {object} options
    * @param {import('./rate-limit-store')} options.store
    * @param {string} [options.key] `--rate-limit-key`, as RateLimiter's (`ip` by default)
-   * @param {string} [options.scope] e.g. `listener 127.0.0.1:8080`: part of every Redis key, so that
-   *   limits of different listeners and routes count apart
+   * @param {string} [options.scope] its identity (named-limits.js: `port 8080`, `port 8080 route /login`,
+   *   `name api`): part of every Redis key, so that every lila naming it counts together, and other limits apart
    * @param {() => number} [options.now] a monotonic clock in ms for the own bucket, for tests
    * @throws {LilaError} `LILA_ERR_INVALID_OPTION` for a key of another grammar
    */
   constructor(limit, { store, key, scope = '', now } = {}) {
     /** The own bucket: the fallback in exact mode, the decider in sync mode. */
-    this.local = new RateLimiter(limit, { key, now });
+    this.local = new RateLimiter(limit, { key, now, scope });
     this.store = store;
     this.scope = scope;
     this.key = this.local.key;
@@ -94,11 +94,13 @@ class SharedRateLimiter {
     return this.take(key === undefined || key.length > MAX_KEY_LENGTH ? clientAddress : `=${key}`);
   }
 
-  /** Stops the own bucket's sweeps and forgets what was not pushed; for a closed proxy or a replaced limit. */
+  /**
+   * Stops the own bucket's sweeps, until its next take; for a closed proxy, or
+   * a place that no longer names it. Takes not pushed yet still are at the next
+   * sync: they were made (a closed store forgets them).
+   */
   stop() {
     this.local.stop();
-    this.store._dirty.delete(this);
-    this._forget();
   }
 
   _record(client, took) {

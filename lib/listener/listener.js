@@ -27,20 +27,23 @@ class Listener {
   /**
    * @param {object} options the listener's options (createProxy's names: `layer`, `engine`, `tls`,
    *   `acceptProxy`, `keepAliveTimeout`, `headerTimeout`, `bodyTimeout`, `maxHeaderSize`, `http2`,
-   *   `maxConcurrentStreams`, `requestId`, `rateLimit`, `rateLimitKey`, `maxBodySize`, `maxConnections`), and:
+   *   `maxConcurrentStreams`, `requestId`, `rateLimit`, `rateLimitKey`, `rateLimitName`, `maxBodySize`, `maxConnections`), and:
    * @param {ConstructorParameters<typeof ListenerRoutes>[0]} options.routes in the order given
    * @param {Logger} [options.logger] defaults to info lines on stderr
    * @param {Traffic} [options.traffic] where its requests are counted; its own by default
    * @param {{certificates: object, challenges: object} | null} [options.acme] with --acme: the
    *   certificates obtained and the challenges waiting
+   * @param {import('../limits/named-limits') | null} [options.rateLimits] its lila's limits by identity: the
+   *   limits it and its routes name are shared with every other place naming them
+   * @param {number} [options.rateLimitPort] the port its configuration names, which its limits are known by
    * @throws {import('../errors').LilaError} for invalid options or routes
    */
   constructor(options) {
     this.layer = validateChoice(options.layer === undefined ? LAYERS[0] : options.layer, LAYERS, 'layer');
     this.engineName = options.engine === undefined ? HTTP_ENGINES[0] : options.engine;
     this.logger = options.logger || new Logger();
-    // --rate-limit-store: the store its limits (and its routes') are counted in, and their scope.
-    this.rateLimitShared = { rateLimitStore: options.rateLimitStore || null, rateLimitScope: options.rateLimitScope };
+    // Its lila's limits by identity (in --rate-limit-store, if any), and its port, which its limits are named by.
+    this.rateLimitShared = { rateLimits: options.rateLimits || null, rateLimitPort: options.rateLimitPort };
     this.settings = listenerSettings(options, this.layer);
     // h2 is served by the fast engine, beside HTTP/1.1.
     this.settings.http2 = this.settings.http2 && this.layer === 'http' && this.engineName === 'fast';
@@ -339,14 +342,14 @@ module.exports.checkRoutes = (routes, layer) => new ListenerRoutes(withRateLimit
 // limiter, as it makes its own, and hands it to the route.
 function withRateLimiters(routes, shared = {}) {
   return routes.map((spec) => {
-    const limiter = rateLimiterOf(spec.actions || {}, { where: `route "${spec.text}": `, name: '--rate-limit' }, sharedOf(shared, `route ${spec.text}`));
+    const limiter = rateLimiterOf(spec.actions || {}, { where: `route "${spec.text}": `, name: '--rate-limit' }, sharedOf(shared, spec));
     return limiter === null ? spec : { ...spec, rateLimiter: limiter };
   });
 }
 
-// Whether two route limiters count the same way: the running one then keeps its buckets.
+// Whether two route limiters count the same way, under one identity: the running one then keeps its buckets.
 function sameLimit(a, b) {
-  return a !== null && b !== null && a.rate === b.rate && a.per === b.per && a.burst === b.burst && a.key === b.key;
+  return a !== null && b !== null && a.rate === b.rate && a.per === b.per && a.burst === b.burst && a.key === b.key && a.scope === b.scope;
 }
 
 // --allow-client-cert on a listener that asks clients for no certificate would refuse every

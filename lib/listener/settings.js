@@ -1,15 +1,16 @@
 'use strict';
 
 const { validateCount, validateDuration } = require('../config/validate');
-const { parseRateLimit, validateSize } = require('../config/traffic-values');
+const { parseRateLimit, parseRateLimitName, validateSize } = require('../config/traffic-values');
 const RateLimiter = require('../limits/rate-limiter');
-const SharedRateLimiter = require('../limits/shared-rate-limiter');
+const { limitIdentity } = require('../limits/named-limits');
+const RouteConditions = require('../routing/route-conditions');
 const { LISTENER_DEFAULTS } = require('../config/defaults');
 const { LilaError, codes } = require('../errors');
 
 /**
  * The settings a reload changes on a running listener, in place (the rate
- * limiter apart: it is kept when `--rate-limit` and its key did not change).
+ * limiter apart: it is kept when `--rate-limit`, its key and its name did not change).
  */
 const IN_PLACE = ['keepAliveTimeout', 'headerTimeout', 'bodyTimeout', 'maxHeaderSize', 'maxConcurrentStreams', 'maxBodySize'];
 
@@ -47,42 +48,47 @@ function listenerSettings(options, layer, { rateLimiter = true } = {}) {
     // --max-body-size: 0 when off.
     maxBodySize: options.maxBodySize === undefined || options.maxBodySize === 0 ? 0 : validateSize(options.maxBodySize, 'maxBodySize'),
     // --rate-limit: a token bucket per client address (or --rate-limit-key); null when off.
-    rateLimiter: rateLimiter ? rateLimiterOf(options, {}, sharedOf(options, 'listener')) : undefined
+    rateLimiter: rateLimiter ? rateLimiterOf(options, {}, sharedOf(options)) : undefined
   };
 }
 
 /**
- * What a listener's rate limiter is made of: its `--rate-limit` and
- * `--rate-limit-key` as given, one string, so that a reload that keeps both
- * keeps its buckets.
+ * What a listener's rate limiter is made of: its `--rate-limit`,
+ * `--rate-limit-key` and `--rate-limit-name` as given, one string, so that a
+ * reload that keeps them keeps its buckets.
  *
- * @param {{rateLimit?: string | null, rateLimitKey?: string | null}} options
+ * @param {{rateLimit?: string | null, rateLimitKey?: string | null, rateLimitName?: string | null}} options
  * @returns {string}
  */
 function rateLimitSpec(options) {
-  return JSON.stringify([options.rateLimit ?? null, options.rateLimitKey ?? 'ip']);
+  return JSON.stringify([options.rateLimit ?? null, options.rateLimitKey ?? 'ip', options.rateLimitName ?? null]);
 }
 
 /**
- * A rate limiter of `--rate-limit` and `--rate-limit-key` (the listener's options, or a route's).
+ * A rate limiter of `--rate-limit`, `--rate-limit-key` and `--rate-limit-name`
+ * (the listener's options, or a route's): with the listener's `NamedLimits`,
+ * the one every place of the same identity shares; without, one of its own.
  *
- * @param {{rateLimit?: string | null, rateLimitKey?: string | null}} options
+ * @param {{rateLimit?: string | null, rateLimitKey?: string | null, rateLimitName?: string | null}} options
  * @param {{where?: string, name?: string}} [naming] where: what a mistake is said of (`route "/login": `);
  *   name: the rate's option as the user knows it (`rateLimit` for createProxy's)
- * @returns {RateLimiter | null} null without `--rate-limit`
+ * @param {{limits: import('../limits/named-limits'), port: number, route: string | null} | null} [shared] as `sharedOf` gives it
+ * @returns {RateLimiter | import('../limits/shared-rate-limiter') | null} null without `--rate-limit`
  * @throws {LilaError} `LILA_ERR_INVALID_OPTION` naming the option
  */
 function rateLimiterOf(options, { where = '', name = 'rateLimit' } = {}, shared = null) {
   const key = options.rateLimitKey ?? undefined;
+  const limitName = options.rateLimitName ?? null;
   try {
     if (options.rateLimit === undefined || options.rateLimit === null) {
       if (key !== undefined) throw new LilaError(codes.INVALID_OPTION, '"--rate-limit-key" says what --rate-limit counts by: give --rate-limit on the same line');
+      if (limitName !== null) throw new LilaError(codes.INVALID_OPTION, '"--rate-limit-name" names the --rate-limit of its line: give --rate-limit on the same line');
       return null;
     }
     const limit = parseRateLimit(options.rateLimit, name);
-    // --rate-limit-store: counted with every lila naming that store, under the listener's or route's scope.
-    if (shared !== null && shared.store !== null) return new SharedRateLimiter(limit, { key, store: shared.store, scope: shared.scope });
-    return new RateLimiter(limit, { key });
+    if (limitName !== null) parseRateLimitName(limitName, name === 'rateLimit' ? 'rateLimitName' : '--rate-limit-name');
+    if (shared === null) return new RateLimiter(limit, { key });
+    return shared.limits.limiter(limitIdentity({ port: shared.port, route: shared.route, name: limitName }), limit, key);
   } catch (err) {
     if (err instanceof LilaError) err.message = `${where}${err.message}`;
     throw err;
@@ -90,19 +96,32 @@ function rateLimiterOf(options, { where = '', name = 'rateLimit' } = {}, shared 
 }
 
 /**
- * Where a listener's limits (`what`: `listener`) or one route's (`route <text>`) are counted
- * with a store: the store handed to the listener, and a scope of its address.
+ * Where a listener's limit (no `route`) or one of its routes' is counted: the
+ * listener's `NamedLimits` (its lila's), and what the configuration names of
+ * it (its port, the route's match and conditions), as `limitIdentity` reads them.
  *
- * @param {{rateLimitStore?: object | null, rateLimitScope?: string}} options the listener's
- * @param {string} what
- * @returns {{store: object, scope: string} | null} null without a store
+ * @param {{rateLimits?: import('../limits/named-limits') | null, rateLimitPort?: number}} options the listener's
+ * @param {object} [route] the route's spec (`text` and `actions`, its --match-* among them)
+ * @returns {{limits: import('../limits/named-limits'), port: number, route: string | null} | null} null without one
  */
-function sharedOf(options, what) {
-  if (options.rateLimitStore === undefined || options.rateLimitStore === null) return null;
-  return { store: options.rateLimitStore, scope: `${what} ${options.rateLimitScope || ''}` };
+function sharedOf(options, route = null) {
+  if (options.rateLimits === undefined || options.rateLimits === null) return null;
+  return { limits: options.rateLimits, port: options.rateLimitPort, route: route === null ? null : routeText(route) };
 }
 
-module.exports = { listenerSettings, rateLimiterOf, rateLimitSpec, sharedOf, IN_PLACE };
+/**
+ * A route as its config line writes it: its match, then its --match-* conditions
+ * (the route's name in /status, /metrics and access lines).
+ *
+ * @param {{text: string, actions?: object}} spec
+ * @returns {string} e.g. `api.example.com/v1 --match-method GET`
+ */
+function routeText(spec) {
+  const conditions = RouteConditions.from(spec.actions, `route "${spec.text}"`);
+  return conditions === null ? spec.text : `${spec.text} ${conditions.text}`;
+}
+
+module.exports = { listenerSettings, rateLimiterOf, rateLimitSpec, sharedOf, routeText, IN_PLACE };
 
 // A tcp listener has no request to read a header, query or cookie from.
 function checkRateLimitKey(options, layer) {

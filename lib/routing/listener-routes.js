@@ -27,7 +27,7 @@ class Route {
     // --mirror comes as `spec.mirror`, its pools found (service/configuration.js).
     // --rate-limit comes as `spec.rateLimiter`, made by the listener (listener/listener.js).
     const { matchMethod, matchHeader, matchQuery, matchCookie, mirror: _mirror, mirrorBodyLimit: _limit, rateLimit, rateLimitKey: _key,
-      compress, ...actions } = spec.actions || {};
+      rateLimitName: _name, compress, ...actions } = spec.actions || {};
     /** What it asks of a request besides its host and path (--match-*); null: nothing. */
     this.conditions = RouteConditions.from({ matchMethod, matchHeader, matchQuery, matchCookie }, `route "${spec.text}"`);
     /** Its match and conditions as the config file writes them: its name in /status, /metrics and access lines. */

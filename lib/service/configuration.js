@@ -5,6 +5,8 @@ const Pool = require('../pool');
 const Traffic = require('../ops/traffic');
 const { openListeners } = require('./open-listeners');
 const CertificateStore = require('../tls/certificate-store');
+const NamedLimits = require('../limits/named-limits');
+const { limitClash } = require('../listener/limit-clash');
 const { formatHostPort } = require('../net/address');
 const { identityKey } = require('../config/identity-key');
 const { mirrorSpec } = require('../config/mirror-values');
@@ -35,6 +37,8 @@ class Configuration {
     this.logger = options.logger;
     this.acme = options.acme === undefined ? null : options.acme;
     this.rateLimitStore = options.rateLimitStore || null;
+    /** Every listener's and route's --rate-limit by what makes them one (a name, or a port and route). */
+    this.rateLimits = new NamedLimits({ store: this.rateLimitStore });
     this.drainTimeout = options.drainTimeout;
     this.traffic = options.traffic || new Traffic(this.logger);
     /** @type {Map<string, {pool: Pool, key: string, servers: object[]}>} */
@@ -56,6 +60,7 @@ class Configuration {
   prepare(model) {
     const plan = { model, pools: new Map(), listeners: [], made: [] };
     const { engine, requestId, resolvers, backendTls } = globalsOf(model);
+    this.rateLimits.retain(this.listeners.map((item) => item.listener));
     try {
       for (const spec of model.pools) {
         const options = { ...spec.options, resolvers, backendTls };
@@ -72,6 +77,8 @@ class Configuration {
       }
       const taken = new Set();
       for (const spec of model.listeners) plan.listeners.push(this.prepareListener(model, spec, plan, taken, { engine, requestId }));
+      const clash = limitClash(model.listeners);
+      if (clash !== null) built(model, clash.line, () => { throw new LilaError(codes.INVALID_OPTION, clash.message); });
     } catch (err) {
       for (const pool of plan.made) pool.close();
       throw err;
@@ -112,7 +119,7 @@ class Configuration {
     }
     const listener = built(model, (err) => lineOfFile(spec, err), () => new Listener({
       ...spec.options, engine, requestId, logger: this.logger, traffic: this.traffic, routes, acme: this.acme,
-      rateLimitStore: this.rateLimitStore, rateLimitScope: formatHostPort(spec.host ?? '*', spec.port)
+      rateLimits: this.rateLimits, rateLimitPort: spec.port
     }));
     return { spec, key, running: null, listener, routes };
   }
@@ -192,6 +199,7 @@ class Configuration {
     });
     this.pools = next;
     this.model = plan.model;
+    this.rateLimits.retain(this.listeners.map((item) => item.listener));
     for (const item of leaving) this.retireListener(item);
     for (const [name, { pool }] of previous) {
       if (next.get(name)?.pool !== pool) this.retirePool(pool);
