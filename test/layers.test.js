@@ -63,6 +63,10 @@ const MAY_IMPORT = {
   cli: ['service', 'fleet', 'kubernetes', 'store', 'config', 'routing', 'actions', 'acme', 'balancing', 'balancing/strategies', 'tls', 'ops', 'errors'],
   index: ['service', 'config', 'balancing', 'balancing/strategies', 'ops', 'errors']
 };
+// Files that are tables (the option table, the dashboard's page script): the only ones past MAX_LINES.
+const TABLES = ['config/options.js', 'ops/dashboard/page-script.js'];
+// A lib file does one job: past this many lines, it is split by job.
+const MAX_LINES = 400;
 // The engines' folders: none of them imports another.
 const ENGINE_FOLDERS = ['http/fast', 'http/h2', 'http/node', 'tcp'];
 
@@ -140,6 +144,14 @@ describe('layers of lib/', () => {
     for (const part of graph.keys()) reach(part, part, new Set([part]));
 
     assert.deepEqual(cycles, []);
+  });
+
+  it(`keeps every lib file at ${MAX_LINES} lines or fewer, tables aside`, () => {
+    const long = libFiles()
+      .map((file) => ({ file: path.relative(LIB, file), lines: fs.readFileSync(file, 'utf8').split('\n').length - 1 }))
+      .filter(({ file, lines }) => lines > MAX_LINES && !TABLES.includes(file));
+
+    assert.deepEqual(long.map(({ file, lines }) => `${file}: ${lines} lines`), []);
   });
 
   it('keeps process.exit out of lib/ (examples in comments aside)', () => {
