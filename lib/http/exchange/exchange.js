@@ -9,6 +9,7 @@ const { logAnswer } = require('../outcomes');
 const { proxyHeaderFor } = require('../../net/backend-connect');
 const { bodyTimeoutError } = require('../body-watch');
 const UpstreamStream = require('../upstream/stream');
+const LocalUpstream = require('./local-upstream');
 
 /**
  * One request of the fast engine (an HTTP/1.1 request, or an h2 client's
@@ -76,6 +77,20 @@ class Exchange extends ResponseRelay {
   /** Sends it to the backend acquired for it. */
   attempt() {
     this.send(null);
+  }
+
+  /**
+   * Its answer is lila's own, made here (a file): relayed as a backend's
+   * response is, from a local answer in the place of an upstream. What the
+   * client still sends of a body is held, then dropped with the connection.
+   *
+   * @param {import('../lifecycle/local-response')} local
+   */
+  answerLocally(local) {
+    const upstream = new LocalUpstream(local, this);
+    this.upstream = upstream;
+    this.received = true;
+    this.respond(upstream.head());
   }
 
   /**
@@ -288,9 +303,9 @@ class Exchange extends ResponseRelay {
     this.emit(out);
   }
 
-  // Closes an upstream socket (or cancels a stream) whose exchange is cut short.
+  // Closes an upstream socket (or cancels a stream, or a local answer's body) whose exchange is cut short.
   dropUpstream(upstream) {
-    if (upstream.h2 !== true) this.binding.sockets.unclaim(upstream);
+    if (upstream.h2 !== true && upstream.local !== true) this.binding.sockets.unclaim(upstream);
     upstream.destroy();
   }
 

@@ -105,14 +105,18 @@ class ResponseRelay extends Passage {
     }
   }
 
+  /** The final response head: a backend's (its balancer and health told), or a local answer's (`backend` null). */
   respond(head) {
     const { balancer, health, settings } = this.binding;
     const request = this.request;
+    const backend = this.backend;
     this.responseHead = head;
     const status = head.status;
-    balancer.observe(this.backend, balancer.now() - this.sentAt);
-    if (status >= 500 && health.settings.failOn5xx) health.failed(this.backend, `answered ${status}`);
-    else health.succeeded(this.backend);
+    if (backend !== null) {
+      balancer.observe(backend, balancer.now() - this.sentAt);
+      if (status >= 500 && health.settings.failOn5xx) health.failed(backend, `answered ${status}`);
+      else health.succeeded(backend);
+    }
 
     const bodiless = request.method === 'HEAD' || status === 204 || status === 304 || head.ended === true;
     this.framing = bodiless ? NONE : head.streamed === true ? STREAM : head.chunked ? CHUNKED : head.closeDelimited ? CLOSE : LENGTH;
@@ -132,13 +136,14 @@ class ResponseRelay extends Passage {
     // goes to an HTTP/1.1 client chunked, keeping its connection.
     const unframed = this.framing === CLOSE || (this.framing === STREAM && head.contentLength < 0);
     this.rechunk = unframed && !http10 && !h2;
+    // A local answer leaves a body the client still sends unread: the connection closes after it.
     let keepAlive = this.connection.mayKeepAlive(request) &&
       !(http10 && (unframed || this.framing === CHUNKED)) &&
-      !(request.expectContinue && !this.continued);
+      !(request.expectContinue && !this.continued) && (backend !== null || this.requestRead);
     let headers = forwardResponseHeaders(head.rawHeaders);
-    if (settings.locationRewrite) headers = rewriteLocation(headers, this.backend, this.connection.scheme, request.host);
-    if (settings.stickyCookie !== null) {
-      headers = withStickyCookie(headers, settings.stickyCookie, this.stickyId, this.backend.stickyId, this.connection.scheme === 'https');
+    if (backend !== null && settings.locationRewrite) headers = rewriteLocation(headers, backend, this.connection.scheme, request.host);
+    if (backend !== null && settings.stickyCookie !== null) {
+      headers = withStickyCookie(headers, settings.stickyCookie, this.stickyId, backend.stickyId, this.connection.scheme === 'https');
     }
     const actions = this.actions;
     if (actions !== null) headers = actions.responseHeaders(headers, this.requestView());
@@ -351,7 +356,7 @@ class ResponseRelay extends Passage {
     const socket = this.upstream;
     if (socket !== null) {
       this.upstream = null;
-      if (socket.h2 === true) {
+      if (socket.h2 === true || socket.local === true) {
         socket.destroy();
       } else {
         const sockets = this.binding.sockets;

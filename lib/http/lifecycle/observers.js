@@ -15,12 +15,20 @@
  * user's code on the request and the answer: above the cache, below
  * compression), traces (time every step: first of all).
  *
+ * A feature may answer a request itself, before any backend: its
+ * `answer(passage)` (a file under `--root`; next a stored answer, a hook's)
+ * gives a `LocalResponse` (local-response.js), a `LilaError` refusing the
+ * request, or null to let the next feature (then the pool) have it, maybe
+ * as a promise; features are asked in FEATURES' order, as the request goes
+ * to its pool, and the first answer wins.
+ *
  * The points, each optional on an observer:
  * - `forwarded`: the feature's `open(passage)`, once, as the request goes
  *   to its pool (after the limits and the route's actions let it through,
- *   before a backend is picked): its observer for this request, or null
- *   when it has nothing to do with it. Not for requests lila answers
- *   before the pool, nor for upgrades.
+ *   and the features' answers were asked; `passage.local` is the local answer
+ *   it gets, if any), before a backend is picked: its observer for this
+ *   request, or null when it has nothing to do with it. Not for requests
+ *   lila answers before the pool, nor for upgrades.
  * - `requestBody(chunk)`: each piece of the request body as the engine has
  *   it (an HTTP/1.1 client's chunked framing included on the fast engine:
  *   `passage.outgoingHead().framed` says so), pieces that came before the
@@ -81,6 +89,26 @@ function featuresOf(route) {
 }
 
 /**
+ * The first answer a feature of the route makes for a request (see above),
+ * from feature `from` on.
+ *
+ * @param {object[]} features its route's
+ * @param {import('./passage')} passage
+ * @param {number} [from]
+ * @returns {object | null | Promise<object | null>} a `LocalResponse`, a `LilaError`, or null: none
+ */
+function answerOf(features, passage, from = 0) {
+  for (let i = from; i < features.length; i++) {
+    if (features[i].answer === undefined) continue;
+    const answer = features[i].answer(passage);
+    if (answer === null) continue;
+    if (typeof answer.then !== 'function') return answer;
+    return answer.then((result) => (result === null && !passage.gone() ? answerOf(features, passage, i + 1) : result));
+  }
+  return null;
+}
+
+/**
  * A request's observers, as it goes to its pool.
  *
  * @param {object[]} features its route's
@@ -96,4 +124,4 @@ function openObservers(features, passage) {
   return observers;
 }
 
-module.exports = { featuresOf, openObservers, FEATURES };
+module.exports = { featuresOf, answerOf, openObservers, FEATURES };

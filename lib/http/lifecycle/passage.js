@@ -4,11 +4,11 @@ const { readCookie } = require('../sticky-cookie');
 const { refusalBeforeForwarding, queueRefusal } = require('../limits');
 const { noRoute } = require('../route-request');
 const { CLIENT_LEFT, noBackendLeft, localShortage } = require('../outcomes');
-const { openObservers } = require('./observers');
+const { answerOf, openObservers } = require('./observers');
 const RequestView = require('../../actions/request-view');
 const { RequestIds } = require('../../actions/request-id');
 const { clientCertificateOf } = require('../../net/client-certificate');
-const { describeError } = require('../../errors');
+const { LilaError, codes, describeError } = require('../../errors');
 
 /**
  * One http request's way through lila, the same on every engine (the fast
@@ -18,11 +18,10 @@ const { describeError } = require('../../errors');
  * 1. `start(contentLength)`: the limits (429, 413), the 404 of no route,
  *    then its route's actions (an answer or a refusal before any pool; maybe
  *    a promise, `--forward-auth`, a shared rate limit);
- * 2. `forward()`: its route's features observe it from now on
- *    (observers.js), and it takes a backend slot: acquired at once, or
- *    waited for in the balancer's queue (a full queue, a wait too long or no
- *    backend at all get lila's own answer); `use(backend)` sends it there;
- *    a failed connect goes to the next backend (`connectFailed`);
+ * 2. `forward()`: its route's features may answer it (a file), else observe
+ *    it (observers.js) while it takes a backend slot: acquired at once or
+ *    after a wait in the balancer's queue (else lila's own answer), then
+ *    `use(backend)`; a failed connect goes to the next backend.
  * 3. `settle(status)`: over (answered, cut short, or its client left): out
  *    of the queue, its slot given back once, its observers told, and the
  *    one record `Traffic#request` counts and logs.
@@ -30,7 +29,8 @@ const { describeError } = require('../../errors');
  * The engines extend it with wire code only: reading the client, writing
  * to it, sending to a backend. They provide `host`, `scheme`, `clientSocket`
  * (the request's Host as received, the client's scheme and connection),
- * `attempt()` (send it to `this.backend`), `fail(error, detail)` (lila's own
+ * `attempt()` (send it to `this.backend`), `answerLocally(local)` (relay a
+ * feature's own answer as a backend's), `fail(error, detail)` (lila's own
  * answer, or the response cut short once begun) and `outgoingHead()` (the
  * request as its backend gets it, for observers).
  *
@@ -72,6 +72,8 @@ class Passage {
     this.stickyId = cookie === null ? null : readCookie(request.rawHeaders, cookie);
     // Its route's features' observers, once it goes to its pool (null: none); a body filter one of them put on its response.
     this.observers = null;
+    // What a feature answered it with itself (a LocalResponse), or null.
+    this.local = null;
     this.filter = null;
     // Response body bytes the client was sent (nginx's $body_bytes_sent).
     this.bytesSent = 0;
@@ -164,10 +166,46 @@ class Passage {
     this.fail(refusal, `client ${this.clientAddress}`);
   }
 
-  /** Step 2: its route's features observe it from now on, and it takes a backend slot. */
+  /**
+   * Step 2: its route's features may answer it themselves (a file), else
+   * observe it from now on; then it takes a backend slot, or gets the local answer.
+   */
   forward() {
-    if (this.route.features !== null) this.openObservers();
-    this.takeBackend();
+    const features = this.route.features;
+    if (features === null) {
+      this.takeBackend();
+      return;
+    }
+    const answer = answerOf(features, this);
+    if (answer === null || typeof answer.then !== 'function') {
+      this.answerWith(answer);
+      return;
+    }
+    answer.then(
+      (result) => {
+        if (!this.gone()) this.answerWith(result);
+      },
+      (err) => {
+        if (err instanceof LilaError) {
+          if (!this.gone()) this.answerWith(err);
+          return;
+        }
+        this.engine.logger.error(`route "${this.route.text}": ${err.stack || err.message}`);
+        if (!this.gone()) this.answerWith(new LilaError(codes.RESOURCES, 'the answer could not be made', 500));
+      }
+    );
+  }
+
+  /** Goes on with what the features answered: a `LocalResponse`, a `LilaError`, or null (to its pool). */
+  answerWith(answer) {
+    if (answer instanceof LilaError) {
+      this.refuse(answer);
+      return;
+    }
+    this.local = answer;
+    this.openObservers();
+    if (answer === null) this.takeBackend();
+    else this.answerLocally(answer);
   }
 
   /** Its route's features' observers of it (the lifecycle's `forwarded` point); an engine adds what they must see already. */
@@ -307,12 +345,7 @@ class Passage {
     return headers;
   }
 
-  /**
-   * Puts a filter on the response body: its bytes go through it, and what it
-   * gives goes to the client instead (observers.js, `BodyFilter`).
-   *
-   * @param {import('./observers').BodyFilter} filter
-   */
+  /** @param {import('./observers').BodyFilter} filter the response body goes through it, what it gives to the client */
   filterBody(filter) {
     this.filter = filter;
   }
@@ -361,3 +394,4 @@ class Passage {
 }
 
 module.exports = Passage;
+

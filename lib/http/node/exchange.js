@@ -13,6 +13,7 @@ const { LilaError, codes } = require('../../errors');
 const { bodyTimeoutError } = require('../body-watch');
 const { attachClient, detachClient, abandonRequests, isIdle } = require('./client-side');
 const { send, abandon } = require('./upstream-attempt');
+const { respond } = require('./response');
 
 /**
  * One client request of the node engine and its way to a backend of its
@@ -96,6 +97,17 @@ class Exchange extends Passage {
   /** Sends it to the backend acquired for it, on that backend's keep-alive agent. */
   attempt() {
     send(this, this.binding.agents.get(this.backend));
+  }
+
+  /**
+   * Its answer is lila's own, made here (a file): passed on as a backend's
+   * response is (a local answer reads as core http's response does).
+   *
+   * @param {import('../lifecycle/local-response')} local
+   */
+  answerLocally(local) {
+    this.upstream = local;
+    respond(this, local);
   }
 
   /**

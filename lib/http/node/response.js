@@ -29,10 +29,11 @@ function respond(exchange, upstreamResponse) {
   response.sendDate = false;
   if (exchange.engine.settings.draining) response.shouldKeepAlive = false;
   let headers = forwardResponseHeaders(upstreamResponse.rawHeaders);
-  // The client's scheme: this listener speaks plain http.
-  if (settings.locationRewrite) headers = rewriteLocation(headers, exchange.backend, exchange.scheme, exchange.request.headers.host);
-  if (settings.stickyCookie !== null) {
-    headers = withStickyCookie(headers, settings.stickyCookie, exchange.stickyId, exchange.backend.stickyId, exchange.scheme === 'https');
+  const backend = exchange.backend;
+  // The client's scheme: this listener speaks plain http. (A local answer has no backend.)
+  if (backend !== null && settings.locationRewrite) headers = rewriteLocation(headers, backend, exchange.scheme, exchange.request.headers.host);
+  if (backend !== null && settings.stickyCookie !== null) {
+    headers = withStickyCookie(headers, settings.stickyCookie, exchange.stickyId, backend.stickyId, exchange.scheme === 'https');
   }
   if (exchange.ids !== null) headers = withResponseId(headers, exchange.ids.requestId);
   const actions = exchange.actions;
@@ -47,17 +48,22 @@ function respond(exchange, upstreamResponse) {
   try {
     response.writeHead(status, upstreamResponse.statusMessage || undefined, headers);
   } catch (err) {
-    const what = `backend ${exchange.backend.name}: ${err.message}`;
-    health.failed(exchange.backend, 'invalid response head');
     exchange.upstream.destroy();
+    if (backend === null) {
+      exchange.fail(new LilaError(codes.RESOURCES, 'the answer could not be written', 500), `a local answer: ${err.message}`);
+      return;
+    }
+    health.failed(backend, 'invalid response head');
     exchange.release();
-    exchange.fail(new LilaError(codes.UPSTREAM, 'the backend sent an invalid response', 502), what);
+    exchange.fail(new LilaError(codes.UPSTREAM, 'the backend sent an invalid response', 502), `backend ${backend.name}: ${err.message}`);
     return;
   }
   // Counted once the head is through: an invalid one is a failure.
-  balancer.observe(exchange.backend, balancer.now() - exchange.sentAt);
-  if (status >= 500 && health.settings.failOn5xx) health.failed(exchange.backend, `answered ${status}`);
-  else health.succeeded(exchange.backend);
+  if (backend !== null) {
+    balancer.observe(backend, balancer.now() - exchange.sentAt);
+    if (status >= 500 && health.settings.failOn5xx) health.failed(backend, `answered ${status}`);
+    else health.succeeded(backend);
+  }
   if (exchange.filter !== null) filterBody(exchange, upstreamResponse);
   else upstreamResponse.pipe(response, { end: false });
 }
