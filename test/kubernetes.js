@@ -5,15 +5,16 @@
 // controller manager, scheduler or kubelet: what they would write, EndpointSlices for one, the
 // tests write). Tokens stand for the users: `admin` (system:masters) and `lila`, bound to the
 // ClusterRole of deploy/kubernetes/rbac.yaml, so a permission the manifest lacks fails a test.
-// .ci/run builds kube-apiserver and kubectl v1.34.3 from .ci/kubernetes and sets the variables
-// on one Node version; locally:
+// The suites of a run share one (useCluster), each leaving it as new. .ci/run builds
+// kube-apiserver and kubectl v1.34.3 from .ci/kubernetes and sets the variables on one Node
+// version; locally, as root (the suites run in a network namespace of their own):
 //
 //   (cd .ci/kubernetes && go build -o /tmp/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver &&
 //     go build -o /tmp/kubectl k8s.io/kubernetes/cmd/kubectl)
 //   (cd .ci/etcd && go build -o /tmp/etcd go.etcd.io/etcd/server/v3)
 //   LILA_KUBE_APISERVER=/tmp/kube-apiserver LILA_KUBECTL=/tmp/kubectl LILA_ETCD=/tmp/etcd \
 //   LILA_GATEWAY_CRDS="$(cd .ci/kubernetes && go mod download -json sigs.k8s.io/gateway-api@v1.4.1 |
-//     sed -n 's/.*"Dir": "\(.*\)",/\1/p')" npx mocha test/kubernetes-harness.test.js
+//     sed -n 's/.*"Dir": "\(.*\)",/\1/p')" npx mocha --no-package --timeout 60000 test/kubernetes.test.js
 
 const crypto = require('node:crypto');
 const fs = require('node:fs');
@@ -44,11 +45,26 @@ const STOP_WITHIN = 20000;
 const KUBECTL_WITHIN = 120000;
 const REQUEST_WITHIN = 30000;
 const POLL = 100;
+// What the tests make, which reset() deletes: [API group path, plural], namespaced (outside the
+// namespaces kube-apiserver keeps for itself; the Service `default/kubernetes` kept too), then
+// cluster-scoped; and the namespaces the tests made.
+const MADE_BY_TESTS = [
+  ['/apis/gateway.networking.k8s.io/v1', 'gateways'], ['/apis/gateway.networking.k8s.io/v1', 'httproutes'],
+  ['/apis/gateway.networking.k8s.io/v1', 'grpcroutes'], ['/apis/gateway.networking.k8s.io/v1beta1', 'referencegrants'],
+  ['/apis/gateway.networking.k8s.io/v1alpha2', 'tlsroutes'], ['/apis/gateway.networking.k8s.io/v1alpha2', 'tcproutes'],
+  ['/apis/networking.k8s.io/v1', 'ingresses'], ['/api/v1', 'services'], ['/apis/discovery.k8s.io/v1', 'endpointslices'],
+  ['/api/v1', 'secrets'], ['/api/v1', 'configmaps'], ['/api/v1', 'serviceaccounts'], ['/apis/coordination.k8s.io/v1', 'leases'],
+  ['/apis/apps/v1', 'deployments']
+];
+const CLUSTER_MADE_BY_TESTS = [['/apis/gateway.networking.k8s.io/v1', 'gatewayclasses'], ['/apis/networking.k8s.io/v1', 'ingressclasses']];
+const SYSTEM_NAMESPACES = new Set(['kube-system', 'kube-public', 'kube-node-lease']);
 const KEEP_OUTPUT = 64 * 1024;
 // Every process and directory still there: killed and removed when mocha exits, should a cleanup
 // step before theirs have thrown.
 const running = new Set();
 const directories = new Set();
+// useCluster()'s cluster (a promise of it), or null before the first suite asks.
+let sharedCluster = null;
 process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
   for (const dir of directories) fs.rmSync(dir, { recursive: true, force: true });
@@ -93,7 +109,42 @@ async function startCluster({ shared = false } = {}) {
   }
 }
 
-module.exports = { KUBE_APISERVER, KUBECTL, ETCD, GATEWAY_CRDS, needKubernetes, startCluster };
+/**
+ * The run's one cluster, shared by the suites that ask for it: started by the first (in its
+ * `before`, as startCluster starts one), kept for the next, stopped by stopSharedCluster() at the
+ * end of the run (test/kubernetes/hooks.js) or, failing that, when mocha exits. Each caller's
+ * cleanup puts the cluster back as a new one was (`reset()`): what the suite made is deleted, so
+ * the next suite's lila sees none of it. A start that failed is tried again by the next caller.
+ *
+ * @returns {Promise<Cluster>}
+ */
+async function useCluster() {
+  if (sharedCluster === null) {
+    const began = Date.now();
+    const starting = startCluster({ shared: true }).then((cluster) => {
+      console.log(`      (the run's cluster started in ${Date.now() - began} ms)`);
+      return cluster;
+    });
+    sharedCluster = starting;
+    starting.catch(() => {
+      if (sharedCluster === starting) sharedCluster = null;
+    });
+  }
+  const cluster = await sharedCluster;
+  onCleanup(() => cluster.reset());
+  return cluster;
+}
+
+/** Stops the cluster useCluster() shares, if one was started; for the end of the run. */
+async function stopSharedCluster() {
+  const starting = sharedCluster;
+  sharedCluster = null;
+  if (starting === null) return;
+  const cluster = await starting.catch(() => null);
+  if (cluster !== null) await cluster.close();
+}
+
+module.exports = { KUBE_APISERVER, KUBECTL, ETCD, GATEWAY_CRDS, needKubernetes, startCluster, useCluster, stopSharedCluster };
 
 /**
  * @typedef {object} Cluster
@@ -118,6 +169,8 @@ module.exports = { KUBE_APISERVER, KUBECTL, ETCD, GATEWAY_CRDS, needKubernetes, 
  * @property {() => Promise<void>} restart stops kube-apiserver and starts it again on the same port (etcd is kept)
  * @property {(options?: {kill?: boolean}) => Promise<void>} stopApiServer SIGTERM (SIGKILL with kill), and waits for its end
  * @property {() => Promise<void>} startApiServer starts it again and waits for /readyz
+ * @property {() => Promise<void>} reset deletes what tests make (see MADE_BY_TESTS), the namespaces they made with it,
+ *   and starts kube-apiserver if it was left stopped: as a new cluster, for the next suite (useCluster)
  * @property {() => Promise<void>} close kills both and removes the files
  * @property {() => string} output the last 64 KB kube-apiserver wrote, for failure messages
  * @property {() => string} etcdOutput the same of etcd
@@ -243,6 +296,20 @@ async function launchCluster(shared) {
     return answer;
   }
 
+  // request(), asked again while the answer is 429: a kube-apiserver just started serves a CRD's
+  // resources only once their watch cache is filled ("storage is (re)initializing").
+  async function untilServed(method, pathname, body, options) {
+    const deadline = Date.now() + API_READY_WITHIN;
+    for (;;) {
+      try {
+        return await request(method, pathname, body, options);
+      } catch (err) {
+        if (err.status !== 429 || Date.now() > deadline) throw err;
+      }
+      await sleep(POLL);
+    }
+  }
+
   async function revision() {
     const answer = JSON.parse((await call({ url: `${etcdUrl}/v3/kv/range`, method: 'POST', body: JSON.stringify({ key: 'AA==' }) })).text);
     return Number(answer.header.revision);
@@ -285,6 +352,31 @@ async function launchCluster(shared) {
     },
     stopApiServer,
     startApiServer,
+    async reset() {
+      // A suite that failed between stopApiServer() and startApiServer() left it stopped.
+      await startApiServer();
+      const request = untilServed;
+      const gone = (err) => {
+        if (err.status !== 404) throw err;
+      };
+      for (const [group, plural] of MADE_BY_TESTS) {
+        const { items } = await request('GET', `${group}/${plural}`);
+        const made = items.filter(({ metadata }) => !SYSTEM_NAMESPACES.has(metadata.namespace) &&
+          !(plural === 'services' && metadata.namespace === 'default' && metadata.name === 'kubernetes'));
+        await Promise.all(made.map(({ metadata }) => request('DELETE', `${group}/namespaces/${metadata.namespace}/${plural}/${metadata.name}`).catch(gone)));
+      }
+      for (const [group, plural] of CLUSTER_MADE_BY_TESTS) {
+        const { items } = await request('GET', `${group}/${plural}`);
+        await Promise.all(items.map(({ metadata }) => request('DELETE', `${group}/${plural}/${metadata.name}`).catch(gone)));
+      }
+      // No namespace controller runs: a namespace deleted stays Terminating until its finalizer
+      // is taken off, as that controller does once the namespace is empty.
+      const { items } = await request('GET', '/api/v1/namespaces');
+      await Promise.all(items.filter(({ metadata }) => !SYSTEM_NAMESPACES.has(metadata.name) && metadata.name !== 'default').map(async ({ metadata }) => {
+        const deleted = await request('DELETE', `/api/v1/namespaces/${metadata.name}`).catch(gone);
+        if (deleted !== undefined) await request('PUT', `/api/v1/namespaces/${metadata.name}/finalize`, { ...deleted, spec: { finalizers: [] } }).catch(gone);
+      }));
+    },
     async close() {
       if (closed) return;
       closed = true;

@@ -2,8 +2,9 @@
 
 // The Kubernetes suites, test/kubernetes/*.k8s.js, run by a mocha of their own inside a network
 // namespace (test/fixtures/netns.js), where 192.0.2.0/24 is local: the API server refuses
-// loopback addresses in EndpointSlices, and there a backend binds one it accepts. Their reporter
-// writes straight to this one's output, so the CI log shows each of their tests.
+// loopback addresses in EndpointSlices, and there a backend binds one it accepts. They share one
+// cluster, started by the first suite and stopped after the last (test/kubernetes/hooks.js).
+// Their reporter writes straight to this one's output, so the CI log shows each of their tests.
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -36,7 +37,7 @@ describe('Kubernetes', function () {
     const files = fs.readdirSync(SUITES).filter((name) => name.endsWith('.k8s.js')).sort().map((name) => path.join('test', 'kubernetes', name));
     assert.notEqual(files.length, 0, `no *.k8s.js in ${SUITES}`);
     const child = spawn('unshare', ['-n', process.execPath, NETNS, '--', process.execPath, MOCHA,
-      '--no-package', '--throw-deprecation', '--require', 'test/root-hooks.js', '--exit', '--timeout', '60000', ...files], {
+      '--no-package', '--throw-deprecation', '--require', 'test/kubernetes/hooks.js', '--require', 'test/root-hooks.js', '--exit', '--timeout', '60000', ...files], {
       cwd: ROOT,
       env: process.env,
       stdio: 'inherit'

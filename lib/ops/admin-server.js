@@ -202,7 +202,7 @@ function getStatus(admin) {
   const { listener, pool } = view;
   return ok(200, {
     mode: pool === null ? null : pool.balancer.mode,
-    layer: listener.layer,
+    layer: listener === null ? null : listener.layer,
     uptime_seconds: (Date.now() - view.traffic.startedAt) / 1000,
     backends: pool === null ? [] : pool.balancer.backends.map((backend) => describeBackend(backend, pool.health)),
     connections: view.traffic.connections,
@@ -265,6 +265,7 @@ function limitStatus(listener, pool) {
       full: queue.refused
     };
   }
+  if (listener === null) return status;
   const limiter = listener.settings.rateLimiter;
   if (limiter !== null) status.rate_limit = rateLimitStatus(limiter);
   if (listener.gate !== null) {
@@ -292,7 +293,8 @@ function discoveryStatus(pool) {
 
 // A TLS listener's handshakes and the serials of its certificates.
 function tlsStatus(listener, traffic) {
-  if (listener.certificates === null) return {};
+  // No listener: --kubernetes before a Gateway or an Ingress says one.
+  if (listener === null || listener.certificates === null) return {};
   return {
     tls: {
       handshakes: traffic.tlsHandshakes,

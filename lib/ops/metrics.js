@@ -4,6 +4,7 @@
 const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 // The balancer a config without any pool is read as: no backend, nothing queued.
 const NO_BALANCER = { backends: [], panicPicks: 0, limited: false, queue: undefined };
+const NO_LISTENER = { layer: 'http', settings: null, gate: null, certificates: null, acceptProxy: false };
 // One function per family, in the order they are rendered.
 const HTTP_FAMILIES = [
   requestsTotal, requestDuration, backendActive, backendUp, backendWeight, backendFailuresTotal,
@@ -29,7 +30,9 @@ const TCP_FAMILIES = [
  * @returns {string}
  */
 function renderMetrics(view, stats) {
-  const { listener, pool } = view;
+  const { pool } = view;
+  // No listener (--kubernetes before a Gateway or an Ingress says one): http's families, all 0.
+  const listener = view.listener === null ? NO_LISTENER : view.listener;
   const families = listener.layer === 'tcp' ? TCP_FAMILIES : HTTP_FAMILIES;
   // What the families read: the first listener's limits and layer, the first pool's balancer.
   const scope = {

@@ -12,7 +12,7 @@ const { cleanup, onCleanup } = require('../helpers');
 const { needKubernetes } = require('../kubernetes');
 const { needMachines } = require('../fleet-machines');
 const {
-  startWorld, answerOf, gatewayOn, startCluster, startPods, publish, gatewayClass, get, eventually, conditionOf, gatewayPath, admin,
+  startWorld, answerOf, gatewayOn, useCluster, startPods, publish, gatewayClass, get, eventually, conditionOf, gatewayPath, admin,
   podAddress, selfSigned, tlsSecret, startReplicaOn
 } = require('./world');
 
@@ -169,7 +169,7 @@ describe('Kubernetes: replicas', function () {
     needKubernetes(this);
     needMachines(this);
     this.timeout(240000);
-    cluster = await startCluster();
+    cluster = await useCluster();
     await gatewayClass(cluster);
   });
   after(cleanup);

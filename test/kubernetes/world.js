@@ -13,7 +13,7 @@ const path = require('node:path');
 const { once } = require('node:events');
 const { setTimeout: sleep } = require('node:timers/promises');
 const { freePorts, onCleanup, spawnLila, nextLine } = require('../helpers');
-const { needKubernetes, startCluster } = require('../kubernetes');
+const { needKubernetes, useCluster } = require('../kubernetes');
 const { startMachine } = require('../fleet-machines');
 const { bridge } = require('../fixtures/socket-bridge');
 
@@ -29,8 +29,9 @@ const REPLICA_ADMIN = 9000;
 let nextHost = 10;
 
 /**
- * In a suite's before(): a cluster (skipped without one, see needKubernetes), the GatewayClass
- * `lila`, and lila --kubernetes against it, with `args`; all closed by the suite's cleanup.
+ * In a suite's before(): the run's cluster (skipped without one, see needKubernetes), the
+ * GatewayClass `lila`, and lila --kubernetes against it, with `args`; lila stopped and the
+ * cluster put back as new by the suite's cleanup.
  *
  * @param {Mocha.Context} context
  * @param {{args?: string[]}} [options]
@@ -39,19 +40,19 @@ let nextHost = 10;
 async function startWorld(context, { args = [] } = {}) {
   needKubernetes(context);
   context.timeout(240000);
-  const cluster = await startCluster();
+  const cluster = await useCluster();
   await gatewayClass(cluster);
   const lila = await startLilaOn(cluster, { args });
   return { cluster, lila };
 }
 
-/** The Gateway `gw` of a namespace, of class lila: one HTTP listener on the port (with `listener`'s fields). */
-function gatewayOn(cluster, namespace, port, listener = {}) {
+/** The Gateway `gw` of a namespace, of class lila: one HTTP listener on the port (with `listener`'s fields), and `more`. */
+function gatewayOn(cluster, namespace, port, listener = {}, more = []) {
   return put(cluster, {
     apiVersion: GATEWAY_API_VERSION,
     kind: 'Gateway',
     metadata: { name: 'gw', namespace },
-    spec: { gatewayClassName: 'lila', listeners: [{ name: 'http', port, protocol: 'HTTP', ...listener }] }
+    spec: { gatewayClassName: 'lila', listeners: [{ name: 'http', port, protocol: 'HTTP', ...listener }, ...more] }
   });
 }
 
@@ -63,7 +64,7 @@ function httpRoute(cluster, namespace, name, spec) {
 /**
  * Starts lila --kubernetes against the cluster.
  *
- * @param {Awaited<ReturnType<typeof startCluster>>} cluster
+ * @param {Awaited<ReturnType<typeof useCluster>>} cluster
  * @param {{args?: string[]}} [options]
  * @returns {Promise<ReturnType<typeof spawnLila> & {admin: number, stateDir: string}>}
  */
@@ -344,4 +345,4 @@ async function startReplicaOn(cluster, { name, ports = [], args = [] }) {
   return replica;
 }
 
-module.exports = { startWorld, gatewayOn, httpRoute, answerOf, startCluster, startLilaOn, startPods, publish, setEndpoints, put, gatewayClass, get, tally, eventually, conditionOf, gatewayPath, admin, podAddress, selfSigned, tlsSecret, startReplicaOn };
+module.exports = { startWorld, gatewayOn, httpRoute, answerOf, useCluster, startLilaOn, startPods, publish, setEndpoints, put, gatewayClass, get, tally, eventually, conditionOf, gatewayPath, admin, podAddress, selfSigned, tlsSecret, startReplicaOn };

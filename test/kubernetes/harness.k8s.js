@@ -1,13 +1,13 @@
 'use strict';
 
+// test/kubernetes.js's cluster itself: the CRDs, RBAC for the user lila, restart() and compact().
+
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const https = require('node:https');
-const path = require('node:path');
-const { cleanup } = require('./helpers');
-const { needKubernetes, startCluster } = require('./kubernetes');
+const { cleanup } = require('../helpers');
+const { needKubernetes, useCluster } = require('../kubernetes');
 
-const DEPLOY = path.join(__dirname, '..', 'deploy', 'kubernetes');
 const GATEWAY_API = '/apis/gateway.networking.k8s.io/v1';
 
 describe('Kubernetes harness', function () {
@@ -15,14 +15,9 @@ describe('Kubernetes harness', function () {
   before(async function () {
     needKubernetes(this);
     this.timeout(180000);
-    const start = Date.now();
-    cluster = await startCluster({ shared: true });
-    console.log(`      (cluster started in ${Date.now() - start} ms)`);
+    cluster = await useCluster();
   });
-  after(async function () {
-    if (cluster !== null) await cluster.close();
-  });
-  afterEach(cleanup);
+  after(cleanup);
 
   it('installs the Gateway API CRDs, TLSRoute and TCPRoute among them', async function () {
     const crds = await cluster.request('GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions');
@@ -47,17 +42,6 @@ describe('Kubernetes harness', function () {
     const config = JSON.parse(fs.readFileSync(cluster.kubeconfig(), 'utf8'));
     assert.equal(config.clusters[0].cluster.server, cluster.url);
     assert.equal(config.clusters[0].cluster['certificate-authority'], cluster.caFile);
-  });
-
-  it('accepts deploy/kubernetes/ in a server-side dry run', async function () {
-    const namespace = await cluster.kubectl(['apply', '-f', path.join(DEPLOY, '00-namespace.yaml')]);
-    assert.equal(namespace.code, 0, namespace.stderr);
-    const dryRun = await cluster.kubectl(['apply', '--dry-run=server', '-f', DEPLOY]);
-    assert.equal(dryRun.code, 0, dryRun.stderr);
-    for (const kind of ['serviceaccount/lila', 'clusterrole.rbac.authorization.k8s.io/lila', 'gatewayclass.gateway.networking.k8s.io/lila',
-      'ingressclass.networking.k8s.io/lila', 'deployment.apps/lila', 'service/lila']) {
-      assert.match(dryRun.stdout, new RegExp(`^${kind.replace(/\./g, '\\.')} .*\\(server dry run\\)$`, 'm'));
-    }
   });
 
   it('creates an HTTPRoute', async function () {
