@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const net = require('node:net');
 const { cleanup, collect, request, startHttpBackend, refusingPort } = require('./helpers');
-const { ETCD, needEtcd, startEtcd } = require('./etcd');
+const { ETCD, etcdPerSuite, needEtcd, startEtcd } = require('./etcd');
 const { needMachines, startMachine } = require('./fleet-machines');
 
 // An http server on the machine's 127.0.0.1:8080 answering its hostname; SIGTERM ends it with 3.
@@ -86,6 +86,28 @@ describe('etcd harness', function () {
     await etcd.startAll();
     assert.equal(await etcd.get('/lila/d'), 'D');
   });
+});
+
+describe('etcd shared by a suite', function () {
+  const sharedEtcd = etcdPerSuite();
+  const seen = [];
+  afterEach(cleanup);
+
+  for (const test of ['one test', 'another test']) {
+    it(`gives ${test} the suite's etcd under a prefix of its own, which its url names`, async function () {
+      const etcd = sharedEtcd();
+      assert.match(etcd.prefix, /^\/lila-\d+$/);
+      assert.equal(etcd.url, `etcd://${etcd.endpoints[0]}${etcd.prefix}`);
+      await etcd.put(`${etcd.prefix}/config`, test);
+      assert.equal(await etcd.get(`${etcd.prefix}/config`), test);
+      for (const other of seen) {
+        assert.equal(other.endpoints[0], etcd.endpoints[0]);
+        assert.notEqual(other.prefix, etcd.prefix);
+        assert.notEqual(await etcd.get(`${other.prefix}/config`), test);
+      }
+      seen.push(etcd);
+    });
+  }
 });
 
 describe('test machines', function () {

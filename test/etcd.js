@@ -47,39 +47,74 @@ function needEtcd(context) {
 
 /**
  * Starts an etcd cluster on free 127.0.0.1 ports and resolves once every member is healthy;
- * everything is killed, and the data removed, on cleanup. Elections are fast (heartbeat 50 ms,
- * election timeout 500 ms) and nothing is fsynced: a killed process loses nothing, a machine would.
+ * everything is killed, and the data removed, on cleanup (or by `close()` alone, with `suite`).
+ * Elections are fast (heartbeat 50 ms, election timeout 500 ms) and nothing is fsynced: a killed
+ * process loses nothing, a machine would.
  *
- * @param {{members?: number}} [options] members: 1 or 3 (default 1)
+ * @param {{members?: number, suite?: boolean, hosts?: string[]}} [options] members: 1 or 3 (default 1);
+ *   suite: outlives the test's cleanup, for `etcdPerSuite` (its `after` closes it); hosts: more
+ *   addresses of this machine its members serve clients on, beside 127.0.0.1 (same port)
  * @returns {Promise<{endpoints: string[], url: string, members: {name: string, clientPort: number,
  *   peerPort: number, process: import('node:child_process').ChildProcess | null}[],
  *   leader: () => Promise<number>, kill: (i: number) => Promise<void>, stop: (i: number) => Promise<void>,
  *   start: (i: number) => Promise<void>, stopAll: () => Promise<void>, startAll: () => Promise<void>,
  *   put: (key: string, value: string) => Promise<void>, get: (key: string) => Promise<string | null>,
- *   close: () => Promise<void>, output: (i: number) => string}>} url: `etcd://127.0.0.1:p1,127.0.0.1:p2,...`,
- *   as lila's --store takes it; leader(): the index of the member that leads; start(i): again, on its
+ *   close: () => Promise<void>, output: (i: number) => string, prefix: string}>} url: `etcd://127.0.0.1:p1,127.0.0.1:p2,...`,
+ *   as lila's --store takes it; prefix: where a fleet named by url keeps its keys (`/lila`); leader(): the index of the member that leads; start(i): again, on its
  *   data and ports; put and get: through whichever member answers; output(i): what member i wrote
  */
-async function startEtcd({ members: count = 1 } = {}) {
+async function startEtcd({ members: count = 1, suite = false, hosts = [] } = {}) {
   if (count !== 1 && count !== 3) throw new TypeError(`"members" must be 1 or 3, received ${count}`);
   if (ETCD === null) throw new Error('startEtcd: LILA_ETCD does not name an executable (call needEtcd first)');
   // The ports are found free and let go before etcd binds them: another test process may take
   // one in between, and then the cluster starts again on others.
   for (let attempt = 1; ; attempt++) {
     try {
-      return await launchCluster(count);
+      return await launchCluster(count, { suite, hosts });
     } catch (err) {
       if (attempt === 3 || !/address already in use/.test(err.message)) throw err;
     }
   }
 }
 
-module.exports = { ETCD, needEtcd, startEtcd };
+/**
+ * One etcd for every test of a mocha suite, each test under a prefix of its own: call it in a
+ * `describe`; it starts etcd in a `before` (skipping the suite as `needEtcd` does) and kills it in
+ * an `after`. A test that stops or kills etcd starts its own with `startEtcd` instead.
+ *
+ * @param {{members?: number}} [options] as `startEtcd`'s
+ * @returns {() => ReturnType<typeof scoped>} in a test (or a `beforeEach`): the etcd under a prefix
+ *   no other test of the run uses
+ */
+function etcdPerSuite(options = {}) {
+  let etcd = null;
+  before(async function () {
+    this.timeout(READY_WITHIN * 3);
+    needEtcd(this);
+    etcd = await startEtcd({ ...options, suite: true });
+  });
+  after(() => (etcd === null ? undefined : etcd.close()));
+  return () => scoped(etcd, `/lila-${++prefixes}`);
+}
+
+/**
+ * A started etcd seen under `prefix`, as a fleet named by `url` sees it: `url` names the prefix,
+ * `prefix` is what the store's keys start with (`${prefix}/config`), and the rest is the cluster's.
+ *
+ * @param {Awaited<ReturnType<typeof startEtcd>>} etcd
+ * @param {string} prefix
+ */
+function scoped(etcd, prefix) {
+  return { ...etcd, url: `${etcd.url}${prefix}`, prefix };
+}
+
+module.exports = { ETCD, needEtcd, startEtcd, etcdPerSuite };
+
+let prefixes = 0;
 
 // startEtcd on ports found free now.
-async function launchCluster(count) {
+async function launchCluster(count, { suite, hosts }) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-etcd-'));
-  onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
   const ports = await freePorts(2 * count);
   const members = Array.from({ length: count }, (_, i) => ({
     name: `etcd${i}`,
@@ -94,11 +129,12 @@ async function launchCluster(count) {
   function launch(i) {
     const member = members[i];
     const client = `http://127.0.0.1:${member.clientPort}`;
+    const clients = [client, ...hosts.map((host) => `http://${host}:${member.clientPort}`)].join(',');
     const peer = `http://127.0.0.1:${member.peerPort}`;
     // Flags that only count on the first start (initial-*) are ignored once the data directory holds a member.
     const child = spawn(ETCD, [
       '--name', member.name, '--data-dir', path.join(dir, member.name),
-      '--listen-client-urls', client, '--advertise-client-urls', client,
+      '--listen-client-urls', clients, '--advertise-client-urls', client,
       '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
       '--initial-cluster', initialCluster, '--initial-cluster-state', 'new',
       '--initial-cluster-token', path.basename(dir),
@@ -176,6 +212,8 @@ async function launchCluster(count) {
   const cluster = {
     endpoints: members.map((m) => `127.0.0.1:${m.clientPort}`),
     url: `etcd://${members.map((m) => `127.0.0.1:${m.clientPort}`).join(',')}`,
+    // What a fleet named by `url` keeps its keys under: lila's default.
+    prefix: '/lila',
     members,
     async leader() {
       const deadline = Date.now() + ANSWER_WITHIN;
@@ -207,11 +245,11 @@ async function launchCluster(count) {
       const { kvs } = await ask('/v3/kv/range', { key: base64(key) });
       return kvs === undefined ? null : Buffer.from(kvs[0].value || '', 'base64').toString();
     },
-    close: () => all((i) => signal(i, 'SIGKILL')).then(() => {}),
+    close: () => all((i) => signal(i, 'SIGKILL')).then(() => fs.rmSync(dir, { recursive: true, force: true })),
     // What member i wrote, for failure messages.
     output: (i) => state[i].output
   };
-  onCleanup(() => cluster.close());
+  if (!suite) onCleanup(() => cluster.close());
   try {
     members.forEach((_, i) => launch(i));
     await all(untilHealthy);

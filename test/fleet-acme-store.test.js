@@ -8,33 +8,33 @@ const AcmeStore = require('../lib/fleet/acme-store');
 const { caDirectoryName } = require('../lib/acme/state-paths');
 const { selfSignedCertificate } = require('../lib/acme/alpn-certificate');
 const { cleanup, onCleanup } = require('./helpers');
-const { needEtcd, startEtcd } = require('./etcd');
+const { etcdPerSuite, startEtcd } = require('./etcd');
 
-const PREFIX = '/lila-test';
 const CA = 'https://127.0.0.1:14000/dir';
-const CA_KEYS = `${PREFIX}/acme/${caDirectoryName(CA)}`;
 const POLL_MS = 20;
 
+// Where the store keeps CA's account and certificates, under a fleet's prefix.
+const caKeys = (etcd) => `${etcd.prefix}/acme/${caDirectoryName(CA)}`;
+
+// One etcd for the suite, each test under a prefix of its own; a test that kills etcd starts its own.
 describe('AcmeStore (etcd)', function () {
   this.timeout(30000);
-  before(function () {
-    needEtcd(this);
-  });
+  const sharedEtcd = etcdPerSuite();
   afterEach(cleanup);
 
   it('keeps a certificate, its key and meta as one value, checked when read; a corrupt one reads as none', async () => {
-    const etcd = await startEtcd();
+    const etcd = sharedEtcd();
     const { store, logged } = await acmeStore(etcd);
     const pair = certificate('a.lila.test');
     await store.writeCertificate(CA, 'a.lila.test', { ...pair, meta: { challenge: 'http-01' } });
     assert.deepEqual(await store.readCertificate(CA, 'a.lila.test'), { ...pair, meta: { challenge: 'http-01' } });
-    assert.deepEqual(Object.keys(JSON.parse(await etcd.get(`${CA_KEYS}/certificates/a.lila.test`))), ['cert', 'key', 'meta']);
+    assert.deepEqual(Object.keys(JSON.parse(await etcd.get(`${caKeys(etcd)}/certificates/a.lila.test`))), ['cert', 'key', 'meta']);
     assert.equal(await store.readCertificate(CA, 'b.lila.test'), null);
     await assert.rejects(store.writeCertificate(CA, 'b.lila.test', pair), /does not cover b\.lila\.test/);
     // Another name's certificate under this name, then a value that is not JSON.
-    await etcd.put(`${CA_KEYS}/certificates/b.lila.test`, JSON.stringify({ ...pair, meta: {} }));
+    await etcd.put(`${caKeys(etcd)}/certificates/b.lila.test`, JSON.stringify({ ...pair, meta: {} }));
     assert.equal(await store.readCertificate(CA, 'b.lila.test'), null);
-    await etcd.put(`${CA_KEYS}/certificates/c.lila.test`, '{');
+    await etcd.put(`${caKeys(etcd)}/certificates/c.lila.test`, '{');
     assert.equal(await store.readCertificate(CA, 'c.lila.test'), null);
     assert.deepEqual(logged.warn.map((line) => line.replace(/ \(.*?\) is corrupt \((.*)\):.*/, ': $1')), [
       'acme: the certificate for b.lila.test in the store: the certificate does not cover b.lila.test',
@@ -43,20 +43,20 @@ describe('AcmeStore (etcd)', function () {
   });
 
   it('keeps the account, checked when read', async () => {
-    const etcd = await startEtcd();
+    const etcd = sharedEtcd();
     const { store, logged } = await acmeStore(etcd);
     assert.equal(await store.readAccount(CA), null);
     const { privateKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
     await store.writeAccount(CA, { url: 'https://ca/acct/1', email: 'admin@lila.test', key: privateKey });
     const account = await store.readAccount(CA);
     assert.deepEqual([account.url, account.email, account.key.equals(privateKey)], ['https://ca/acct/1', 'admin@lila.test', true]);
-    await etcd.put(`${CA_KEYS}/account`, '{"url": "https://ca/acct/1", "key": "no key"}');
+    await etcd.put(`${caKeys(etcd)}/account`, '{"url": "https://ca/acct/1", "key": "no key"}');
     assert.equal(await store.readAccount(CA), null);
     assert.match(logged.warn[0], /^acme: the account in the store \(.*\) is corrupt \(its key does not parse: .*\): a new one is registered$/);
   });
 
   it('answers tokens from memory, and tells of certificates, tokens and tls-alpn-01 answers as they are stored', async () => {
-    const etcd = await startEtcd();
+    const etcd = sharedEtcd();
     const { store: orderer } = await acmeStore(etcd);
     const { store: other } = await acmeStore(etcd);
     const told = [];
@@ -107,11 +107,11 @@ describe('AcmeStore (etcd)', function () {
   });
 
   it('locks a name for one holder at a time: the next waits through a watch, and takes it at the release', async () => {
-    const etcd = await startEtcd();
+    const etcd = sharedEtcd();
     const { store: a } = await acmeStore(etcd);
     const { store: b } = await acmeStore(etcd);
     const release = await a.waitForLock('a.lila.test');
-    assert.equal(await etcd.get(`${PREFIX}/acme/locks/a.lila.test`), `${a.id}/1`);
+    assert.equal(await etcd.get(`${etcd.prefix}/acme/locks/a.lila.test`), `${a.id}/1`);
     let taken = false;
     const waiting = b.waitForLock('a.lila.test').then((releaseB) => {
       taken = true;
@@ -121,17 +121,17 @@ describe('AcmeStore (etcd)', function () {
     assert.equal(taken, false);
     await release();
     const releaseB = await waiting;
-    const holder = await etcd.get(`${PREFIX}/acme/locks/a.lila.test`);
+    const holder = await etcd.get(`${etcd.prefix}/acme/locks/a.lila.test`);
     assert.ok(holder.startsWith(`${b.id}/`), holder);
     // A release of a lock that is another's now deletes nothing.
     await release();
-    assert.equal(await etcd.get(`${PREFIX}/acme/locks/a.lila.test`), holder);
+    assert.equal(await etcd.get(`${etcd.prefix}/acme/locks/a.lila.test`), holder);
     await releaseB();
-    assert.equal(await etcd.get(`${PREFIX}/acme/locks/a.lila.test`), null);
+    assert.equal(await etcd.get(`${etcd.prefix}/acme/locks/a.lila.test`), null);
   });
 
   it('frees a lock when its holder\'s lease goes, and stops waiting when told to', async () => {
-    const etcd = await startEtcd();
+    const etcd = sharedEtcd();
     const { store: a, lease } = await acmeStore(etcd);
     const { store: b } = await acmeStore(etcd);
     await a.waitForLock('a.lila.test');
@@ -143,7 +143,7 @@ describe('AcmeStore (etcd)', function () {
     await assert.rejects(aborted, /^Error: stopped$/);
     await lease.revoke();
     await waiting;
-    assert.ok((await etcd.get(`${PREFIX}/acme/locks/a.lila.test`)).startsWith(`${b.id}/`));
+    assert.ok((await etcd.get(`${etcd.prefix}/acme/locks/a.lila.test`)).startsWith(`${b.id}/`));
   });
 
   it('rejects with storeDown when the store does not answer, and when the watch of a lock breaks', async () => {
@@ -170,7 +170,7 @@ async function acmeStore(etcd, members = [0]) {
   onCleanup(() => clearInterval(timer));
   const logged = { warn: [], info: [] };
   const logger = { info: (line) => logged.info.push(line), warn: (line) => logged.warn.push(line), error() {}, debug() {} };
-  const store = new AcmeStore({ client, prefix: PREFIX, lease: async () => id, logger });
+  const store = new AcmeStore({ client, prefix: etcd.prefix, lease: async () => id, logger });
   onCleanup(() => store.close());
   return { store, logged, lease: { revoke: () => client.revoke(id) } };
 }

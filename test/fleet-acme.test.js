@@ -11,10 +11,9 @@ const EtcdClient = require('../lib/store/etcd-client');
 const AcmeStore = require('../lib/fleet/acme-store');
 const { cleanup, freePorts, onCleanup, startHttpBackend, tcpFront } = require('./helpers');
 const { needPebble, startPebble } = require('./pebble');
-const { needEtcd, startEtcd } = require('./etcd');
+const { etcdPerSuite, startEtcd } = require('./etcd');
 
 const EMAIL = 'admin@lila.test';
-const PREFIX = '/lila-test';
 const NAMES = ['one.lila.test', 'two.lila.test', 'three.lila.test'];
 // The fleet's lease, as a member keeps it: 10 s, renewed every 2 s.
 const LEASE_TTL = 10;
@@ -24,17 +23,18 @@ const SERVE_MS = 2000;
 const OBTAIN_MS = 30000;
 const POLL_MS = 25;
 
+// One etcd for the suite, each fleet under a prefix of its own; the test that stops etcd starts its own.
 describe('ACME in a fleet (etcd) against Pebble', function () {
   this.timeout(90000);
   before(function () {
-    needEtcd(this);
     needPebble(this);
   });
+  const sharedEtcd = etcdPerSuite();
   afterEach(cleanup);
 
   for (const type of ['http-01', 'tls-alpn-01']) {
     it(`orders each name once for three members, validated (${type}) by a member that did not order it; every member serves it within 2 s`, async () => {
-      const fleet = await startFleet({ count: 3, type });
+      const fleet = await startFleet({ etcd: sharedEtcd(), count: 3, type });
       await Promise.all(fleet.members.map((member) => member.start()));
       const obtained = await Promise.all(NAMES.map((name) => fleet.obtained(name)));
       for (const [i, name] of NAMES.entries()) {
@@ -55,7 +55,7 @@ describe('ACME in a fleet (etcd) against Pebble', function () {
   }
 
   it('gives a dead member\'s lock to another once its lease is gone, which orders the name then', async () => {
-    const fleet = await startFleet({ count: 2, type: 'http-01', names: ['dies.lila.test'] });
+    const fleet = await startFleet({ etcd: sharedEtcd(), count: 2, type: 'http-01', names: ['dies.lila.test'] });
     const [a, b] = fleet.members;
     let revokedAt = null;
     // A's validation comes: A dies mid-order, holding the name's lock (its lease revoked, the process gone).
@@ -77,7 +77,7 @@ describe('ACME in a fleet (etcd) against Pebble', function () {
   });
 
   it('waits for the store before ordering, counts no failure, and orders once the store is back', async () => {
-    const fleet = await startFleet({ count: 2, type: 'http-01', names: ['later.lila.test'] });
+    const fleet = await startFleet({ etcd: await startEtcd(), count: 2, type: 'http-01', names: ['later.lila.test'] });
     await fleet.etcd.stopAll();
     await Promise.all(fleet.members.map((member) => member.start()));
     await fleet.members[0].waitFor(/acme: the certificate of later\.lila\.test waits for the store: /);
@@ -94,7 +94,9 @@ describe('ACME in a fleet (etcd) against Pebble', function () {
   it('serves a renewal on every member within 2 s of it', async function () {
     this.timeout(120000);
     // 15 s certificates: renewed in the CA's window (their whole life) or when 5 s are left.
-    const fleet = await startFleet({ count: 2, type: 'http-01', names: ['renew.lila.test'], pebble: { validityPeriod: 15, shortlivedValidityPeriod: 15 } });
+    const fleet = await startFleet({
+      etcd: sharedEtcd(), count: 2, type: 'http-01', names: ['renew.lila.test'], pebble: { validityPeriod: 15, shortlivedValidityPeriod: 15 }
+    });
     await Promise.all(fleet.members.map((member) => member.start()));
     const first = await fleet.obtained('renew.lila.test');
     const renewed = await fleet.renewed('renew.lila.test');
@@ -104,17 +106,16 @@ describe('ACME in a fleet (etcd) against Pebble', function () {
 });
 
 /**
- * Pebble, etcd, a backend and `count` lila services (not started), each with a plain and an
- * HTTPS listener of its own and an AcmeStore on one prefix; Pebble validates through `front`.
+ * Pebble, a backend and `count` lila services (not started), each with a plain and an HTTPS
+ * listener of its own and an AcmeStore on etcd's prefix; Pebble validates through `front`.
  */
-async function startFleet({ count, type, names = NAMES, pebble: pebbleOptions = {} }) {
-  const etcd = await startEtcd();
+async function startFleet({ etcd, count, type, names = NAMES, pebble: pebbleOptions = {} }) {
   const backend = await startHttpBackend('A');
   const [httpFront, tlsFront, ...ports] = await freePorts(2 + 2 * count);
   const inspector = storeClient(etcd);
   const members = [];
   const holderOf = async (name) => {
-    const { value } = await inspector.get(`${PREFIX}/acme/locks/${name}`);
+    const { value } = await inspector.get(`${etcd.prefix}/acme/locks/${name}`);
     if (value === null) return null;
     const found = members.find((member) => value.startsWith(`${member.store.id}/`));
     return found === undefined ? null : found.index;
@@ -146,7 +147,7 @@ async function member(index, { etcd, backend, type, names, ca, pebble, plainPort
   const client = storeClient(etcd);
   const lease = await memberLease(client);
   const { logger, lines, text } = capturingLogger();
-  const store = new AcmeStore({ client, prefix: PREFIX, lease: lease.id, logger });
+  const store = new AcmeStore({ client, prefix: etcd.prefix, lease: lease.id, logger });
   onCleanup(() => store.close());
   const service = createService({
     config: [

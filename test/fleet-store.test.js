@@ -1,18 +1,21 @@
 'use strict';
 
 // lila members on one machine sharing a configuration through a real etcd: pushes, seeds,
-// conflicts, the watch, the member's record, and what a member does when the store is gone.
-// The stored configurations listen on port 0, so that several members share one machine here;
-// test/fleet-machines.test.js runs members on machines of their own, with one port for all.
+// conflicts, the watch, the member's record, the admin API's backend changes, and what a member
+// does when the store is gone. The stored configurations listen on port 0, so that several
+// members share one machine here; test/fleet.test.js runs members on machines of their own, with
+// one port for all. One etcd serves the suite, each test under a prefix of its own; a test that
+// stops etcd starts its own.
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { cleanup, request, runLila, startHttpBackend, nextLine } = require('./helpers');
-const { needEtcd, startEtcd } = require('./etcd');
+const { etcdPerSuite, startEtcd } = require('./etcd');
 const { startMember: startFleetMember, temporaryDirectory } = require('./fleet-members');
 
 const TOKEN = 'fleet-token';
+const PENDING = /^pending: the store is unreachable \(.+\); applied here now, written to the store when it answers$/;
 
 function writeConfig(dir, name, lines) {
   const file = path.join(dir, name);
@@ -25,9 +28,9 @@ function configLines(...backends) {
   return ['pool web round-robin ' + backends.map((backend) => backend.address).join(' '), 'listen 127.0.0.1:0', '  route * web'];
 }
 
-// A member with the admin token the tests send.
-function startMember(etcd, { dir, args = [] } = {}) {
-  return startFleetMember(etcd, { stateDir: dir, token: TOKEN, args });
+// A member with the admin token the tests send; `url` names another store than the test's etcd.
+function startMember(etcd, { dir, args = [], url = etcd.url } = {}) {
+  return startFleetMember({ url }, { stateDir: dir, token: TOKEN, args });
 }
 
 async function adminCall(member, method, target, { body, headers = {} } = {}) {
@@ -39,14 +42,54 @@ async function adminCall(member, method, target, { body, headers = {} } = {}) {
   return response;
 }
 
+// The admin API's path to a backend of pool "web", and to an action on it.
+function backendPath(backend, action = '') {
+  return `/pools/web/backends/${encodeURIComponent(backend.address)}${action}`;
+}
+
+// A backend that counts the requests it is sent, from its start.
+async function countingBackend(name) {
+  const backend = await startHttpBackend(name);
+  backend.requests = 0;
+  backend.on('request', () => backend.requests++);
+  return backend;
+}
+
+// The bodies of `count` requests to a member, one after the other.
+async function bodies(member, count) {
+  const seen = [];
+  for (let i = 0; i < count; i++) seen.push((await request(member.port, { path: '/' })).body);
+  return seen;
+}
+
+// Resolves with what a member keeps in --state-dir once `holds(kept)` is true of it. It is written
+// beside the log, not in it: looked at until then.
+async function untilKept(stateDir, holds) {
+  const file = path.join(stateDir, 'fleet-config.json');
+  for (let waited = 0; ; waited += 50) {
+    let kept = null;
+    try {
+      kept = JSON.parse(fs.readFileSync(file, 'utf8'));
+    } catch {
+      // Not there yet, or being replaced.
+    }
+    if (kept !== null && holds(kept)) return kept;
+    assert.ok(waited < 5000, `${file} did not hold what the test waits for within 5 s: ${JSON.stringify(kept)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+// A backend's record, as a member kept it (`records`: the file's `backends`, or `pending`'s records).
+function recordOf(records, prefix, backend) {
+  return records[`${prefix}/backends/web/${encodeURIComponent(backend.address)}`];
+}
+
 describe('a fleet on etcd, on one machine', function () {
   this.timeout(60000);
+  const sharedEtcd = etcdPerSuite();
   let etcd;
-  before(function () {
-    needEtcd(this);
-  });
-  beforeEach(async () => {
-    etcd = await startEtcd();
+  beforeEach(() => {
+    etcd = sharedEtcd();
   });
   afterEach(cleanup);
 
@@ -57,7 +100,7 @@ describe('a fleet on etcd, on one machine', function () {
     const pushed = await runLila(['push', first, '--store', etcd.url]);
     assert.equal(pushed.code, 0, pushed.stderr);
     const revision = Number(/as revision (\d+)$/m.exec(pushed.stdout)[1]);
-    assert.equal(await etcd.get('/lila/config'), fs.readFileSync(first, 'utf8'));
+    assert.equal(await etcd.get(`${etcd.prefix}/config`), fs.readFileSync(first, 'utf8'));
 
     const member = await startMember(etcd);
     assert.equal((await request(member.port, { path: '/' })).body, 'A');
@@ -71,8 +114,8 @@ describe('a fleet on etcd, on one machine', function () {
     const second = writeConfig(dir, 'second.conf', configLines(b));
     const stale = await runLila(['push', second, '--store', etcd.url, '--if-revision', String(revision - 1)]);
     assert.equal(stale.code, 1);
-    assert.match(stale.stderr, /^lila: \/lila\/config is at revision \d+, not \d+: someone wrote it meanwhile; nothing was written\n$/);
-    assert.equal(await etcd.get('/lila/config'), fs.readFileSync(first, 'utf8'));
+    assert.match(stale.stderr, new RegExp(`^lila: ${etcd.prefix}/config is at revision \\d+, not \\d+: someone wrote it meanwhile; nothing was written\n$`));
+    assert.equal(await etcd.get(`${etcd.prefix}/config`), fs.readFileSync(first, 'utf8'));
     assert.equal((await request(member.port, { path: '/' })).body, 'A');
 
     // A good push reaches the running member through its watch.
@@ -84,7 +127,7 @@ describe('a fleet on etcd, on one machine', function () {
 
   it('takes PUT /config on any member only over the revision its editor read (ETag, If-Match), and every member applies it', async () => {
     const [a, b] = await Promise.all([startHttpBackend('A'), startHttpBackend('B')]);
-    await etcd.put('/lila/config', configLines(a).join('\n') + '\n');
+    await etcd.put(`${etcd.prefix}/config`, configLines(a).join('\n') + '\n');
     const one = await startMember(etcd);
     const two = await startMember(etcd);
     const got = await adminCall(one, 'GET', '/config');
@@ -121,12 +164,14 @@ describe('a fleet on etcd, on one machine', function () {
   it('exits 1 with one line when the store holds no configuration and none is given', async () => {
     const result = await runLila(['--store', etcd.url, '--state-dir', temporaryDirectory()]);
     assert.equal(result.code, 1);
-    assert.match(result.stderr, /^lila: the store holds no configuration at \/lila\/config: push one .*\n$/);
+    assert.match(result.stderr, new RegExp(`^lila: the store holds no configuration at ${etcd.prefix}/config: push one .*\n$`));
   });
 
   it('keeps serving while etcd is down, says so once, and catches up on what was pushed when it is back', async () => {
+    // An etcd of its own, which it stops.
+    const etcd = await startEtcd();
     const [a, b] = await Promise.all([startHttpBackend('A'), startHttpBackend('B')]);
-    await etcd.put('/lila/config', configLines(a).join('\n') + '\n');
+    await etcd.put(`${etcd.prefix}/config`, configLines(a).join('\n') + '\n');
     const member = await startMember(etcd);
     const lost = nextLine(member, /lila: warn: store: lost .*/, 10000);
     await etcd.stopAll();
@@ -140,37 +185,95 @@ describe('a fleet on etcd, on one machine', function () {
     const back = nextLine(member, /lila: store: .* answers again; .*/, 15000);
     await back;
     const applied = nextLine(member, /lila: store revision \d+: .*/, 5000);
-    await etcd.put('/lila/config', configLines(b).join('\n') + '\n');
+    await etcd.put(`${etcd.prefix}/config`, configLines(b).join('\n') + '\n');
     await applied;
     assert.equal((await request(member.port, { path: '/' })).body, 'B');
     assert.equal(member.stderr.match(/store: lost/g).length, 1, member.stderr);
   });
 
-  it('starts on the configuration it last applied when etcd is unreachable, and exits 1 with one line when it never had one', async () => {
-    const a = await startHttpBackend('A');
-    await etcd.put('/lila/config', configLines(a).join('\n') + '\n');
+  it('starts on the configuration and backend changes it last applied when etcd is unreachable (a drained backend gets no request, ' +
+    'from the first), and exits 1 with one line when it never had one', async () => {
+    const etcd = await startEtcd();
+    const [a, b] = await Promise.all([countingBackend('A'), countingBackend('B')]);
+    await etcd.put(`${etcd.prefix}/config`, configLines(a, b).join('\n') + '\n');
     const stateDir = temporaryDirectory();
     const first = await startMember(etcd, { dir: stateDir });
-    // Written beside the log, not in it: looked at until it is there.
-    const kept = path.join(stateDir, 'fleet-config.json');
-    for (let waited = 0; !fs.existsSync(kept); waited += 50) {
-      assert.ok(waited < 5000, `no ${kept} within 5 s`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    const drained = await adminCall(first, 'POST', backendPath(a, '/drain'));
+    assert.equal(JSON.parse(drained.body).fleet, 'shared', drained.body);
+    await untilKept(stateDir, (kept) => recordOf(kept.backends, etcd.prefix, a)?.weight === 0);
     first.child.kill('SIGTERM');
     await first.closed;
     await etcd.stopAll();
+    a.requests = 0;
     const again = await startMember(etcd, { dir: stateDir });
     assert.match(again.stderr, /lila: warn: store: cannot reach it \(.*\); running revision \d+, the last one applied here/);
-    assert.equal((await request(again.port, { path: '/' })).body, 'A');
+    assert.deepEqual([...new Set(await bodies(again, 6))], ['B']);
+    assert.equal(a.requests, 0);
     const none = await runLila(['--store', etcd.url, '--state-dir', temporaryDirectory()]);
     assert.equal(none.code, 1);
     assert.match(none.stderr, /^lila: cannot reach the store \(.*\), and no configuration from it was applied here before .*: nothing to run\n$/);
   });
 
+  it('runs the backend changes the store holds from the first request of a member that starts', async () => {
+    const [a, b] = await Promise.all([countingBackend('A'), countingBackend('B')]);
+    await etcd.put(`${etcd.prefix}/config`, configLines(a, b).join('\n') + '\n');
+    // As a member's drain leaves it: weight 0, and the weight to give back.
+    await etcd.put(`${etcd.prefix}/backends/web/${encodeURIComponent(a.address)}`,
+      JSON.stringify({ address: a.address, weight: 0, backup: false, added: false, removed: false, drained_weight: 1 }));
+    const member = await startMember(etcd);
+    assert.deepEqual([...new Set(await bodies(member, 6))], ['B']);
+    assert.equal(a.requests, 0);
+    assert.match(member.stderr, /^lila: backend 127\.0\.0\.1:\d+ in pool "web" drained through the fleet$/m);
+  });
+
+  it('keeps a change made while it cannot reach the store, says it is pending, and writes it there when it can, ' +
+    'over a change another member made meanwhile, across a restart', async () => {
+    // Three etcd members; member one names the first alone, member two the others: stopping the
+    // first cuts member one off, while the store answers member two.
+    const etcd = await startEtcd({ members: 3 });
+    const [a, b] = await Promise.all([countingBackend('A'), countingBackend('B')]);
+    await etcd.put(`${etcd.prefix}/config`, configLines(a, b).join('\n') + '\n');
+    const alone = `etcd://${etcd.endpoints[0]}`;
+    const stateDir = temporaryDirectory();
+    let one = await startMember(etcd, { url: alone, dir: stateDir });
+    const two = await startMember(etcd, { url: `etcd://${etcd.endpoints.slice(1).join(',')}` });
+    const lost = nextLine(one, /lila: warn: store: lost .*/, 10000);
+    await etcd.stop(0);
+    await lost;
+
+    const weighted = await adminCall(two, 'PATCH', backendPath(a), { body: { weight: 3 } });
+    assert.equal(JSON.parse(weighted.body).fleet, 'shared', weighted.body);
+    const drained = await adminCall(one, 'POST', backendPath(a, '/drain'));
+    assert.equal(drained.status, 200, drained.body);
+    assert.match(JSON.parse(drained.body).fleet, PENDING);
+    assert.equal(JSON.parse(drained.body).weight, 0);
+    const pending = JSON.parse((await adminCall(one, 'GET', '/status')).body).store.pending_changes;
+    assert.deepEqual(pending.map(({ pool, backend }) => [pool, backend]), [['web', a.address]]);
+
+    // Restarted while it still cannot reach the store: the change kept in --state-dir runs.
+    await untilKept(stateDir, (kept) => recordOf(kept.pending, etcd.prefix, a)?.record.weight === 0);
+    one.child.kill('SIGTERM');
+    await one.closed;
+    a.requests = 0;
+    one = await startMember(etcd, { url: alone, dir: stateDir });
+    assert.deepEqual([...new Set(await bodies(one, 6))], ['B']);
+
+    const written = nextLine(one, /lila: store: backend .* in pool "web", changed here at .* while the store was unreachable, is written to it now: every member applies it/, 20000);
+    const onTwo = nextLine(two, /lila: backend .* drained through the fleet/, 20000);
+    await etcd.start(0);
+    await Promise.all([written, onTwo]);
+    assert.equal(JSON.parse(await etcd.get(`${etcd.prefix}/backends/web/${encodeURIComponent(a.address)}`)).weight, 0);
+    const three = await startMember(etcd);
+    for (const member of [one, two, three]) assert.deepEqual([...new Set(await bodies(member, 6))], ['B'], `member on ${member.port}`);
+    assert.equal(a.requests, 0);
+    assert.deepEqual(JSON.parse((await adminCall(one, 'GET', '/status')).body).store.pending_changes, []);
+    // Nothing undid it: no line said A changed again on member one.
+    assert.doesNotMatch(one.stderr, /weight set to|enabled, weight/);
+  });
+
   it('shares a drain made through one member with the others, and keeps it for a member started afterwards', async () => {
     const [a, b] = await Promise.all([startHttpBackend('A'), startHttpBackend('B')]);
-    await etcd.put('/lila/config', configLines(a, b).join('\n') + '\n');
+    await etcd.put(`${etcd.prefix}/config`, configLines(a, b).join('\n') + '\n');
     const one = await startMember(etcd);
     const two = await startMember(etcd);
     const name = a.address;
@@ -192,11 +295,11 @@ describe('a fleet on etcd, on one machine', function () {
 
   it('keeps what runs when a revision cannot run on this machine, and says why in its record', async () => {
     const [a, b] = await Promise.all([startHttpBackend('A'), startHttpBackend('B')]);
-    await etcd.put('/lila/config', configLines(a).join('\n') + '\n');
+    await etcd.put(`${etcd.prefix}/config`, configLines(a).join('\n') + '\n');
     const member = await startMember(etcd);
     // Written by another machine, whose certificate files this one lacks.
     const refused = nextLine(member, /lila: error: store revision \d+: .*/, 5000);
-    await etcd.put('/lila/config', [`pool web round-robin ${b.address}`, 'listen 127.0.0.1:0 --tls-cert /nonexistent/site.pem', '  route * web'].join('\n') + '\n');
+    await etcd.put(`${etcd.prefix}/config`, [`pool web round-robin ${b.address}`, 'listen 127.0.0.1:0 --tls-cert /nonexistent/site.pem', '  route * web'].join('\n') + '\n');
     const { line } = await refused;
     assert.match(line, /\/nonexistent\/site\.pem/);
     assert.equal((await request(member.port, { path: '/' })).body, 'A');

@@ -12,7 +12,7 @@ const http2 = require('node:http2');
 const os = require('node:os');
 const path = require('node:path');
 const { cleanup, onCleanup, request, runLila, startHttpBackend } = require('./helpers');
-const { needEtcd, startEtcd } = require('./etcd');
+const { etcdPerSuite, startEtcd } = require('./etcd');
 const { needMachines, startMachine } = require('./fleet-machines');
 
 const LILA = path.join(__dirname, '..', 'lila');
@@ -28,12 +28,11 @@ function temporaryDirectory() {
   return dir;
 }
 
-// The fleet: etcd (three members), backends A and B, and three lila machines that reach both.
-async function startFleet({ members = 3 } = {}) {
-  const etcd = await startEtcd({ members: 3 });
+// The fleet: backends A and B, and three lila machines that reach both and `etcd` (three members).
+async function startFleet(etcd, { members = 3 } = {}) {
   const backends = await Promise.all(['A', 'B'].map((name) => startHttpBackend(name)));
   const config = [`pool web round-robin ${backends.map((b) => b.address).join(' ')}`, `listen 127.0.0.1:${PORT}`, '  route * web'].join('\n') + '\n';
-  await etcd.put('/lila/config', config);
+  await etcd.put(`${etcd.prefix}/config`, config);
   const fleet = { etcd, backends, config, machines: [] };
   fleet.start = async (i) => {
     const stateDir = fleet.machines[i] === undefined ? temporaryDirectory() : fleet.machines[i].stateDir;
@@ -117,16 +116,17 @@ async function bodies(machine, count) {
   return seen;
 }
 
+// One etcd cluster for the suite, each fleet under a prefix of its own; the test that stops etcd starts its own.
 describe('a fleet of three lila on machines of their own, sharing a configuration through etcd', function () {
   this.timeout(120000);
   before(function () {
-    needEtcd(this);
     needMachines(this);
   });
+  const sharedEtcd = etcdPerSuite({ members: 3 });
   afterEach(cleanup);
 
   it('runs a configuration pushed to one member on all three, and a conflicting or invalid push changes nothing', async () => {
-    const fleet = await startFleet();
+    const fleet = await startFleet(sharedEtcd());
     const [one, two, three] = fleet.machines;
     const etag = (await admin(one, 'GET', '/config')).headers.etag;
     const onlyB = `pool web round-robin ${fleet.backends[1].address}\nlisten 127.0.0.1:${PORT}\n  route * web\n`;
@@ -152,7 +152,7 @@ describe('a fleet of three lila on machines of their own, sharing a configuratio
   });
 
   it('fails no request, HTTP/1.1 or h2, while the etcd leader is killed, while all of etcd is stopped for 10 s, and while a configuration is pushed as it comes back', async () => {
-    const fleet = await startFleet();
+    const fleet = await startFleet(await startEtcd({ members: 3 }));
     const running = load(fleet.machines);
     const leader = await fleet.etcd.leader();
     await fleet.etcd.kill(leader);
@@ -177,7 +177,7 @@ describe('a fleet of three lila on machines of their own, sharing a configuratio
   });
 
   it('stops traffic to a backend drained through one member on all three, and keeps it drained when every member restarts', async () => {
-    const fleet = await startFleet();
+    const fleet = await startFleet(sharedEtcd());
     const [one] = fleet.machines;
     const name = encodeURIComponent(fleet.backends[0].address);
     const started = performance.now();
@@ -196,7 +196,7 @@ describe('a fleet of three lila on machines of their own, sharing a configuratio
   });
 
   it('lists three members in GET /cluster, then two once a killed member\'s lease has expired', async () => {
-    const fleet = await startFleet();
+    const fleet = await startFleet(sharedEtcd());
     const [one, two, three] = fleet.machines;
     const list = async () => JSON.parse((await admin(one, 'GET', '/cluster')).body).members.map((member) => member.host);
     const deadline = Date.now() + DEADLINE_MS;

@@ -11,7 +11,8 @@ const CACHE_FILE = 'fleet-config.json';
  * that starts while the store is unreachable runs it (and says so), rather
  * than nothing. One file per store and prefix, written atomically, mode 0600
  * (a configuration may hold tokens); the shared backend changes go with it,
- * so that a drain made through the fleet holds there too.
+ * so that a drain made through the fleet holds there too, and so do the
+ * changes made here that the store has not taken yet (pending).
  */
 class ConfigCache {
   /**
@@ -26,7 +27,8 @@ class ConfigCache {
   }
 
   /**
-   * @returns {{text: string, revision: number, backends: Record<string, object>} | null}
+   * @returns {{text: string, revision: number, backends: Record<string, object>,
+   *   pending: Record<string, {record: object, since: string}>} | null}
    *   null when nothing was kept for this store (or the file does not read)
    */
   read() {
@@ -38,17 +40,18 @@ class ConfigCache {
     }
     if (kept === null || typeof kept !== 'object' || kept.store !== this.storeKey) return null;
     if (typeof kept.text !== 'string' || !Number.isInteger(kept.revision)) return null;
-    return { text: kept.text, revision: kept.revision, backends: kept.backends !== null && typeof kept.backends === 'object' ? kept.backends : {} };
+    return { text: kept.text, revision: kept.revision, backends: objectOr(kept.backends), pending: objectOr(kept.pending) };
   }
 
   /**
    * Keeps what runs now; a failure to write is the caller's to log.
    *
-   * @param {{text: string, revision: number, backends: Record<string, object>}} applied
+   * @param {{text: string, revision: number, backends: Record<string, object>,
+   *   pending?: Record<string, {record: object, since: string}>}} applied
    * @returns {Promise<void>}
    */
-  write({ text, revision, backends }) {
-    const data = JSON.stringify({ store: this.storeKey, revision, text, backends });
+  write({ text, revision, backends, pending = {} }) {
+    const data = JSON.stringify({ store: this.storeKey, revision, text, backends, pending });
     const run = async () => {
       await makeDirectory(path.dirname(this.file));
       await writeAtomic(this.file, data);
@@ -60,3 +63,7 @@ class ConfigCache {
 }
 
 module.exports = ConfigCache;
+
+function objectOr(value) {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? value : {};
+}

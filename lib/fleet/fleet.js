@@ -25,7 +25,8 @@ const CALL_TIMEOUT_MS = 2000;
  * the store is followed beside them. When it is lost, the member keeps what
  * it runs, says so once, retries with backoff, and catches up with one
  * complete read when it is back (a resumed watch could miss a compacted
- * revision; a read cannot).
+ * revision; a read cannot). An admin change made meanwhile runs here, is
+ * kept as pending, wins over that read, and is written to the store then.
  */
 class Fleet {
   /**
@@ -50,7 +51,9 @@ class Fleet {
     this.applied = { revision: 0, text: null, at: null, error: null };
     // The stored configuration's revision, as last seen; the admin API's backend changes, shared.
     this.storeRevision = 0;
-    this.backends = new SharedBackends({ client: this.client, prefix: this.prefix, logger: this.logger });
+    this.backends = new SharedBackends({
+      client: this.client, prefix: this.prefix, logger: this.logger, changed: () => this.keep(), up: () => this.up === true
+    });
     this.seed = null;
     // --acme's state, when it runs: kept in the store.
     this.acme = null;
@@ -77,7 +80,9 @@ class Fleet {
   /**
    * The configuration to start with: the store's; with none there, `seed` (a
    * --config file) written as its first revision; with the store unreachable,
-   * the last one applied here.
+   * the last one applied here. The backend changes go with it (the store's, or
+   * those kept here), for `prime()`; so do the changes made here that the
+   * store had not taken when this member stopped.
    *
    * @param {{text: string, file: string} | null} seed
    * @returns {Promise<{text: string, revision: number, origin: 'store' | 'seed' | 'kept'}>}
@@ -85,12 +90,14 @@ class Fleet {
    */
   async bootstrap(seed) {
     this.seed = seed;
+    const kept = this.cache.read();
+    if (kept !== null) this.backends.restorePending(kept.pending);
     let stored;
+    let records;
     try {
-      stored = await this.client.get(this.configKey);
+      [stored, records] = await Promise.all([this.client.get(this.configKey), this.client.getPrefix(`${this.prefix}/backends/`)]);
     } catch (err) {
       if (!(err instanceof LilaError)) throw err;
-      const kept = this.cache.read();
       if (kept === null) {
         throw new LilaError(codes.STORE, `cannot reach the store (${err.message}), and no configuration from it was applied here before ` +
           `(${this.cache.file}): nothing to run`);
@@ -100,6 +107,7 @@ class Fleet {
       this.applied = { revision: kept.revision, text: kept.text, at: null, error: null };
       return { text: kept.text, revision: kept.revision, origin: 'kept' };
     }
+    this.backends.replace(records.kvs.map((kv) => [kv.key, kv.value]));
     if (stored.value !== null) {
       if (seed !== null) this.logger.info(`store: ${seed.file} is not used: the store holds a configuration (revision ${stored.modRevision}), which runs`);
       this.applied = { revision: stored.modRevision, text: stored.value, at: new Date(), error: null };
@@ -130,6 +138,16 @@ class Fleet {
   }
 
   /**
+   * Applies the backend changes `bootstrap` found to the pools of what it gave, before they take a
+   * request: a backend drained in the fleet gets none, from the first.
+   *
+   * @param {Map<string, {pool: import('../pool')}>} pools the service's plan's, by name
+   */
+  prime(pools) {
+    this.backends.applyTo(pools);
+  }
+
+  /**
    * Follows the store from now on, for a service that runs what `bootstrap` gave.
    *
    * @param {import('../service/service')} service
@@ -145,11 +163,12 @@ class Fleet {
     return this.session.up;
   }
 
-  // A session runs, or runs again: said once each time.
+  // A session runs, or runs again: said once each time; what the store did not take is written now.
   sessionUp(again) {
     const { text } = this.store;
     if (again) this.logger.info(`store: ${text} answers again; running revision ${this.applied.revision}`);
     else this.logger.info(`store: following ${text} as member ${this.members.self.id} (revision ${this.applied.revision})`);
+    this.backends.writePending();
   }
 
   // The store is lost: what runs keeps running.
@@ -242,10 +261,15 @@ class Fleet {
   applyRecords() {
     if (this.service === null) return;
     this.backends.applyTo(this.service.configuration.pools);
-    if (this.applied.text !== null) {
-      this.cache.write({ text: this.applied.text, revision: this.applied.revision, backends: this.backends.toJSON() })
-        .catch((err) => this.logger.warn(`store: cannot keep the configuration in ${this.cache.file}: ${err.message}`));
-    }
+    this.keep();
+  }
+
+  // What runs, kept in --state-dir for a start without the store: the configuration, the records, the pending changes.
+  keep() {
+    if (this.applied.text === null) return;
+    const { text, revision } = this.applied;
+    this.cache.write({ text, revision, backends: this.backends.toJSON(), pending: this.backends.pendingJSON() })
+      .catch((err) => this.logger.warn(`store: cannot keep the configuration in ${this.cache.file}: ${err.message}`));
   }
 
   // The member's record, under its session's lease: what it runs, since when, and its last error.
@@ -322,6 +346,7 @@ class Fleet {
       applied_revision: this.applied.revision,
       applied_at: this.applied.at === null ? null : this.applied.at.toISOString(),
       last_error: this.applied.error,
+      pending_changes: this.backends.pendingList(),
       self: this.members.self.id,
       members: this.memberList()
     };
@@ -344,6 +369,7 @@ class Fleet {
 
   /** Leaves the fleet: the member's record goes at once (its lease revoked), or when its lease expires. */
   async close() {
+    this.backends.close();
     if (this.acme !== null) this.acme.close();
     await this.session.close();
     this.client.close();

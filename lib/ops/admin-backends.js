@@ -145,12 +145,14 @@ async function changeBackend(admin, params) {
 }
 
 // A change made here, as the reply says it; with --store, shared with every member first (its
-// record written to the store, within the store's deadline), and the reply says whether it was.
+// record written to the store, within the store's deadline), and the reply says whether it was,
+// or that it is pending: the member writes it once the store answers.
 async function shared(admin, target, change, status = 200) {
   const body = describeBackend(change.backend, target.pool.health);
   if (admin.fleet === null) return ok(status, body);
   const result = await admin.fleet.shareBackend(target.pool.name, change);
-  return ok(status, { ...body, fleet: result.shared ? 'shared' : `this member only: ${result.why}` });
+  const fleet = result.shared ? 'shared' : `pending: the store is unreachable (${result.why}); applied here now, written to the store when it answers`;
+  return ok(status, { ...body, fleet });
 }
 
 // The pool a change is for, and how messages name it (` in pool "api"` with a config file), or

@@ -136,8 +136,7 @@ class Service {
   }
 
   /**
-   * Opens every listener (in each worker, with workers), and logs the
-   * startup lines (the primary's, once every worker listens).
+   * Opens every listener (in each worker, with workers), and logs the startup lines (the primary's, once every worker listens).
    *
    * @returns {Promise<{address: string, port: number}>} where the first listener listens
    * @throws {LilaError} `LILA_ERR_LISTEN` when a listener or the admin API cannot listen;
@@ -150,8 +149,9 @@ class Service {
     if (this.role !== WORKER) for (const warning of plan.model.warnings) this.logger.warn(warning);
     if (this.role === PRIMARY) return this.workerSide.startPrimary(plan);
     if (plan.listeners.some((item) => item.listener.certificates !== null)) this.shareTicketKeys();
-    // Stored certificates are in place before the first handshake; orders go on after.
+    // Stored certificates are in place before the first handshake (orders go on after), a fleet's drains before the first request.
     if (this.acme !== null && this.role !== WORKER) await this.acme.start(this.configuration.certified(plan));
+    if (this.fleet !== null) this.fleet.prime(plan.pools);
     try {
       await this.configuration.commit(plan, { reusePort: workerReusesPort() });
     } catch (err) {
