@@ -30,6 +30,9 @@ const MAY_IMPORT = {
   // Features on a request's lifecycle, each written once for every engine: --mirror, --compress.
   'http/mirror': ['http/wire', 'http', 'balancing/strategies', 'net', 'errors'],
   'http/compression': ['errors'],
+  // What a file request is answered (a route's --root): the file a path names, its type, validators,
+  // ranges, listing; no socket. Accept-Encoding is read by --compress's one parser.
+  files: ['http/compression'],
   // Upgrades (WebSocket and others), from either engine: a passage whose sockets are then joined.
   'http/upgrade': ['http/lifecycle', 'http', 'actions', 'net', 'errors'],
   // One request on its way to a backend of its pool, for HTTP/1.1 and h2 clients alike.

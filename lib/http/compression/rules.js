@@ -12,6 +12,8 @@ const COMPRESSIBLE = new Set([
   'application/xml', 'application/wasm', 'image/svg+xml'
 ]);
 const QVALUE = /^(?:0(?:\.\d{0,3})?|1(?:\.0{0,3})?)$/;
+// identity's weight when a client names neither it nor `*`: acceptable (RFC 9110 §12.5.3), below any q a client can write.
+const IDENTITY_UNNAMED = 0.0001;
 // Clients send a few Accept-Encoding values over and over: the last one and its coding are remembered.
 let lastAccept;
 let lastCoding = null;
@@ -42,43 +44,37 @@ function shouldCompress(status, headers, request) {
 }
 
 /**
- * The coding a client's Accept-Encoding prefers among lila's (RFC 9110
- * §12.5.3): the highest weight wins, `*` stands for codings not named,
- * `q=0` refuses; on equal weights br, then zstd, then gzip.
+ * The coding a client's Accept-Encoding prefers among those offered (RFC
+ * 9110 §12.5.3): the highest weight wins, `*` stands for codings not named,
+ * `q=0` refuses; on equal weights the one offered first. `identity` may be
+ * offered: unnamed, it weighs what `*` does, or less than any coding the
+ * client names (so that `gzip` picks gzip over identity and
+ * `gzip;q=0.5, identity` identity).
  *
  * @param {string | undefined} acceptEncoding
- * @returns {string | null} `br`, `zstd` or `gzip`; null: send the body as it is
+ * @param {string[]} [offered] lower case, preferred first; lila's `CODINGS` by default
+ * @returns {string | null} one of `offered`; null: none is acceptable, or no Accept-Encoding
  */
-function negotiate(acceptEncoding) {
+function negotiate(acceptEncoding, offered = CODINGS) {
   if (acceptEncoding === undefined || acceptEncoding === '') return null;
-  if (acceptEncoding === lastAccept) return lastCoding;
-  const weights = new Map();
-  for (const element of acceptEncoding.split(',')) {
-    const parts = element.split(';');
-    let coding = parts[0].trim().toLowerCase();
-    if (coding === '') continue;
-    if (coding === 'x-gzip') coding = 'gzip';
-    let q = 1;
-    for (let i = 1; i < parts.length; i++) {
-      const param = parts[i].trim();
-      if (param.length < 2 || (param[0] !== 'q' && param[0] !== 'Q') || param[1] !== '=') continue;
-      const text = param.slice(2);
-      q = QVALUE.test(text) ? Number(text) : 0;
-    }
-    if (!weights.has(coding)) weights.set(coding, q);
-  }
+  const remembered = offered === CODINGS;
+  if (remembered && acceptEncoding === lastAccept) return lastCoding;
+  const weights = codingWeights(acceptEncoding);
   const any = weights.get('*');
   let best = null;
   let bestQ = 0;
-  for (const coding of CODINGS) {
-    const q = weights.has(coding) ? weights.get(coding) : any === undefined ? 0 : any;
+  for (const coding of offered) {
+    const unnamed = any !== undefined ? any : coding === 'identity' ? IDENTITY_UNNAMED : 0;
+    const q = weights.has(coding) ? weights.get(coding) : unnamed;
     if (q > bestQ) {
       best = coding;
       bestQ = q;
     }
   }
-  lastAccept = acceptEncoding;
-  lastCoding = best;
+  if (remembered) {
+    lastAccept = acceptEncoding;
+    lastCoding = best;
+  }
   return best;
 }
 
@@ -139,6 +135,26 @@ function announcedLength(headers) {
 }
 
 module.exports = { shouldCompress, negotiate, compressedHeaders, withVary, announcedLength, CODINGS, MIN_LENGTH };
+
+// Each coding's weight, by lower-case name (x-gzip is gzip); the first mention of a coding counts.
+function codingWeights(acceptEncoding) {
+  const weights = new Map();
+  for (const element of acceptEncoding.split(',')) {
+    const parts = element.split(';');
+    let coding = parts[0].trim().toLowerCase();
+    if (coding === '') continue;
+    if (coding === 'x-gzip') coding = 'gzip';
+    let q = 1;
+    for (let i = 1; i < parts.length; i++) {
+      const param = parts[i].trim();
+      if (param.length < 2 || (param[0] !== 'q' && param[0] !== 'Q') || param[1] !== '=') continue;
+      const text = param.slice(2);
+      q = QVALUE.test(text) ? Number(text) : 0;
+    }
+    if (!weights.has(coding)) weights.set(coding, q);
+  }
+  return weights;
+}
 
 function compressibleType(value) {
   const semicolon = value.indexOf(';');
