@@ -40,7 +40,13 @@ const codes = {
   MEMBER_START: 'LILA_ERR_MEMBER_START',
   MEMBER_STOP: 'LILA_ERR_MEMBER_STOP',
   // A call to a store (etcd: --store; Redis: --rate-limit-store) failed: refused, or no answer (`err.unavailable`).
-  STORE: 'LILA_ERR_STORE'
+  STORE: 'LILA_ERR_STORE',
+  // --root: no file for the path (404), a method files do not answer (405), a precondition that fails (412),
+  // ranges the file does not have (416).
+  NO_FILE: 'LILA_ERR_NO_FILE',
+  METHOD_NOT_ALLOWED: 'LILA_ERR_METHOD_NOT_ALLOWED',
+  PRECONDITION_FAILED: 'LILA_ERR_PRECONDITION_FAILED',
+  RANGE_NOT_SATISFIABLE: 'LILA_ERR_RANGE_NOT_SATISFIABLE'
 };
 
 const USAGE_CODES = new Set([

@@ -289,7 +289,7 @@ describe('the config file', function () {
         name: 'a route without a pool',
         lines: () => [...POOLS, 'listen 127.0.0.1:9100', '  route a.test'],
         line: 4,
-        message: 'a route names what it matches and its pool: route MATCH POOL (or answers itself: --redirect, --respond)'
+        message: 'a route names what it matches and its pool: route MATCH POOL (or answers itself: --redirect, --respond, --root)'
       },
       {
         name: 'a split with a target without a weight',

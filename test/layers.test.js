@@ -32,7 +32,7 @@ const MAY_IMPORT = {
   'http/compression': ['errors'],
   // What a file request is answered (a route's --root): the file a path names, its type, validators,
   // ranges, listing; no socket. Accept-Encoding is read by --compress's one parser.
-  files: ['http/compression'],
+  files: ['http/lifecycle', 'http/compression', 'errors'],
   // Upgrades (WebSocket and others), from either engine: a passage whose sockets are then joined.
   'http/upgrade': ['http/lifecycle', 'http', 'actions', 'net', 'errors'],
   // One request on its way to a backend of its pool, for HTTP/1.1 and h2 clients alike.
@@ -54,7 +54,7 @@ const MAY_IMPORT = {
   // A rate limit counts by --hash-key's grammar and reader (--rate-limit-key).
   limits: ['balancing/strategies', 'errors'],
   // Routes choose a pool (and --mirror's pools); they know pools only as the objects they are handed.
-  routing: ['http/lifecycle', 'http/mirror', 'http/compression', 'balancing', 'balancing/strategies', 'actions', 'errors'],
+  routing: ['files', 'http/lifecycle', 'http/mirror', 'http/compression', 'balancing', 'balancing/strategies', 'actions', 'errors'],
   pool: ['balancing', 'balancing/strategies', 'config', 'discovery', 'health', 'tls', 'ops', 'errors'],
   // A listener knows pools only as what its routes name and its engine binds.
   listener: ['engines', 'routing', 'tls', 'limits', 'config', 'ops', 'net', 'errors'],

@@ -216,9 +216,9 @@ function readListener(block, at) {
   for (const route of routes) {
     // A listen line's route options are each route's, unless the route gives its own; lists add up.
     route.actions = withDefaults(route.actions, options.actions);
-    const answers = route.actions.redirect !== undefined || route.actions.respond !== undefined;
+    const answers = route.actions.redirect !== undefined || route.actions.respond !== undefined || route.actions.root !== undefined;
     if (route.targets.length === 0 && !answers) {
-      throw at(route.line)('a route names what it matches and its pool: route MATCH POOL (or answers itself: --redirect, --respond)');
+      throw at(route.line)('a route names what it matches and its pool: route MATCH POOL (or answers itself: --redirect, --respond, --root)');
     }
   }
   for (const route of routes) {

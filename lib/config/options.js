@@ -5,7 +5,7 @@ const Logger = require('../ops/logger');
 const { MIN_VERSIONS } = require('../tls/certificate-store');
 const { CLIENT_VERIFY_MODES } = require('../tls/client-verification');
 const { validateCiphers, validateCurves } = require('../tls/profile');
-const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers } = require('./validate');
+const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers, validateDirectory, validateNames } = require('./validate');
 const { parseRateLimit, parseRateLimitName, validateSize, parseSticky } = require('./traffic-values');
 const { parseMirror } = require('./mirror-values');
 const { DEFAULTS, DEFAULT_DRAIN_MS, LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS } = require('./defaults');
@@ -619,6 +619,32 @@ const OPTIONS = [
     read: validateSize
   },
   {
+    name: 'root', arg: '<dir>', group: 'files', scope: 'route', default: 'off', action: 'root',
+    help: 'answer GET and HEAD from the files under this directory, the request path appended (after --strip-prefix and ' +
+      'the other path edits), before the route\'s pool if it has one: what is no file goes there (without a pool: 404)',
+    read: (value, flag) => validateDirectory(value, flag)
+  },
+  {
+    name: 'index', arg: '<name[,name...]>', group: 'files', scope: 'route', default: 'index.html', action: 'index',
+    help: 'the file a directory is answered with, the first of these that exists',
+    read: (value, flag) => validateNames(value, flag)
+  },
+  {
+    name: 'browse', group: 'files', scope: 'route', default: 'off', action: 'browse',
+    help: 'list a directory that has no index file (an HTML page, names linked, dotfiles left out)'
+  },
+  {
+    name: 'fallback', arg: '<path>', group: 'files', scope: 'route', default: 'none', action: 'fallback',
+    help: 'answer a GET for a path that is no file with this file under --root (200), as a single-page app needs ' +
+      '(route * --root /srv/app --fallback /index.html)',
+    read: validatePath
+  },
+  {
+    name: 'precompressed', group: 'files', scope: 'route', default: 'off', action: 'precompressed',
+    help: 'serve FILE.br, FILE.zst or FILE.gz beside FILE to a client that accepts that coding (Caddy\'s precompressed, ' +
+      "nginx's gzip_static); without one, --compress applies"
+  },
+  {
     name: 'endpoint', short: 'e', arg: '<host:port>', group: 'equilibrio', scope: 'command', default: '', multiple: true,
     help: "a server, as equilibrio gives it (repeat -e for each); the mode is then --type, the layer tcp and the port 9080 " +
       'unless given'
@@ -674,6 +700,7 @@ const GROUPS = {
   workers: 'Workers',
   match: 'What a route takes, besides its host and path (route lines only; all must hold)',
   route: 'What a route does to a request (route and listen lines, or the command line)',
+  files: 'Serving files (route and listen lines, or the command line)',
   equilibrio: "equilibrio's command line (lila -e host:port -e host:port -t ip-hash)"
 };
 

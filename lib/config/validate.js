@@ -1,5 +1,7 @@
 'use strict';
 
+const fs = require('node:fs');
+const path = require('node:path');
 const net = require('node:net');
 const { LilaError, codes } = require('../errors');
 
@@ -104,6 +106,44 @@ function validatePath(value, name) {
 }
 
 /**
+ * Checks a directory option: a directory that exists, given as an absolute
+ * path or one relative to where lila runs (the path returned absolute).
+ *
+ * @param {unknown} value
+ * @param {string} name the option as the user knows it, e.g. `--root`
+ * @returns {string} the absolute path
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
+ */
+function validateDirectory(value, name) {
+  if (typeof value !== 'string' || value === '') throw new LilaError(codes.INVALID_OPTION, `"${name}" needs a directory, received "${value}"`);
+  const dir = path.resolve(value);
+  let stat;
+  try {
+    stat = fs.statSync(dir);
+  } catch (err) {
+    throw new LilaError(codes.INVALID_OPTION, `"${name}" ${value}: ${err.code === 'ENOENT' ? 'no such directory' : err.message}`);
+  }
+  if (!stat.isDirectory()) throw new LilaError(codes.INVALID_OPTION, `"${name}" ${value} is not a directory`);
+  return dir;
+}
+
+/**
+ * Checks a comma-separated list of file names (no slash, no dot segment).
+ *
+ * @param {unknown} value
+ * @param {string} name the option as the user knows it, e.g. `--index`
+ * @returns {string[]}
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
+ */
+function validateNames(value, name) {
+  const names = typeof value === 'string' ? value.split(',').map((part) => part.trim()) : [];
+  if (names.length === 0 || names.some((part) => part === '' || part === '.' || part === '..' || /[/\\\u0000]/.test(part))) {
+    throw new LilaError(codes.INVALID_OPTION, `"${name}" must be file names separated by commas, as in index.html,index.htm, received "${value}"`);
+  }
+  return names;
+}
+
+/**
  * Checks a list of DNS servers, each an IP address with an optional port
  * (`10.0.0.2`, `127.0.0.1:8600`, `[::1]:8600`, `::1`), given as a list or
  * as the text the user typed, comma-separated.
@@ -127,7 +167,7 @@ function validateResolvers(value, name) {
   });
 }
 
-module.exports = { validatePort, validateChoice, validateDuration, validateCount, validatePath, validateResolvers };
+module.exports = { validatePort, validateChoice, validateDuration, validateCount, validatePath, validateResolvers, validateDirectory, validateNames };
 
 function badResolver(value, name) {
   return new LilaError(

@@ -40,4 +40,31 @@ async function openFile(found) {
   return null;
 }
 
-module.exports = { openFile };
+/**
+ * `openFile` with its calls made on the calling thread (as nginx opens
+ * files: no threadpool round trips, a slow disk stalls the event loop).
+ *
+ * @param {{file: string, stat: import('node:fs').Stats}} found
+ * @returns {{fd: number, stat: import('node:fs').Stats} | null} null: gone or replaced since; the caller closes `fd`
+ */
+function openFileSync(found) {
+  let fd;
+  try {
+    fd = fs.openSync(found.file, FLAGS);
+  } catch (err) {
+    if (GONE.has(err.code)) return null;
+    throw err;
+  }
+  let stat;
+  try {
+    stat = fs.fstatSync(fd);
+  } catch (err) {
+    fs.closeSync(fd);
+    throw err;
+  }
+  if (stat.isFile() && stat.ino === found.stat.ino && stat.dev === found.stat.dev) return { fd, stat };
+  fs.closeSync(fd);
+  return null;
+}
+
+module.exports = { openFile, openFileSync };

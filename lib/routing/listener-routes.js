@@ -6,6 +6,7 @@ const { parseHashKey, parseHashKeyOn, keyReader } = require('../balancing/strate
 const RouteActions = require('../actions/route-actions');
 const MirrorPolicy = require('../http/mirror/policy');
 const { Compression } = require('../http/compression/compression');
+const StaticFiles = require('../files/static-files');
 const RouteConditions = require('./route-conditions');
 const { featuresOf } = require('../http/lifecycle/observers');
 const ChallengeActions = require('../actions/acme-challenge');
@@ -27,7 +28,7 @@ class Route {
     // --mirror comes as `spec.mirror`, its pools found (service/configuration.js).
     // --rate-limit comes as `spec.rateLimiter`, made by the listener (listener/listener.js).
     const { matchMethod, matchHeader, matchQuery, matchCookie, mirror: _mirror, mirrorBodyLimit: _limit, rateLimit, rateLimitKey: _key,
-      rateLimitName: _name, compress, ...actions } = spec.actions || {};
+      rateLimitName: _name, compress, root, index, browse, fallback, precompressed, ...actions } = spec.actions || {};
     /** What it asks of a request besides its host and path (--match-*); null: nothing. */
     this.conditions = RouteConditions.from({ matchMethod, matchHeader, matchQuery, matchCookie }, `route "${spec.text}"`);
     /** Its match and conditions as the config file writes them: its name in /status, /metrics and access lines. */
@@ -53,7 +54,12 @@ class Route {
     if ((this.actions !== null || this.conditions !== null || compress !== undefined) && layer === 'tcp') {
       throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": route options such as --strip-prefix or --match-header act on http requests; a tcp listener's routes only choose a pool`);
     }
-    if (spec.targets.length === 0 && !(this.actions !== null && this.actions.answersAll)) {
+    /** `--root`: the files it answers from before its pool (without one: alone); null: none. */
+    this.files = StaticFiles.from({ root, index, browse, fallback, precompressed }, `route "${spec.text}"`, spec.targets.length > 0);
+    if (this.files !== null && layer === 'tcp') {
+      throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": --root serves files over http; a tcp listener's routes only choose a pool`);
+    }
+    if (spec.targets.length === 0 && this.files === null && !(this.actions !== null && this.actions.answersAll)) {
       throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}" names no pool`);
     }
     for (const { pool } of spec.targets) {

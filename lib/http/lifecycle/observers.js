@@ -9,8 +9,9 @@
  * onion: on the way in (`forwarded`, the request's body) it sees the
  * request first; on the way out (the response head and body) it sees the
  * response last, after what every feature below it did. So `--compress`,
- * first, compresses what the others made of the answer, and `--mirror`
- * copies the request as it came. What comes next goes here: the cache
+ * first, compresses what the others made of the answer (a file too), `--mirror`
+ * copies the request as it came (when it goes to the pool), and `--root`,
+ * innermost, answers from files what it can. What comes next goes here: the cache
  * (stores the backend's identity answer: below compression), hooks (a
  * user's code on the request and the answer: above the cache, below
  * compression), traces (time every step: first of all).
@@ -23,7 +24,7 @@
  * to its pool, and the first answer wins.
  *
  * The points, each optional on an observer:
- * - `forwarded`: the feature's `open(passage)`, once, as the request goes
+ * - `forwarded`: the feature's `open(passage)` (if it has one), once, as the request goes
  *   to its pool (after the limits and the route's actions let it through,
  *   and the features' answers were asked; `passage.local` is the local answer
  *   it gets, if any), before a backend is picked: its observer for this
@@ -47,7 +48,9 @@ const FEATURES = [
   // --compress: the response body compressed as the client accepts (http/compression/).
   (route) => route.compression,
   // --mirror: a copy of the request to other pools, its answer thrown away (http/mirror/).
-  (route) => route.mirror
+  (route) => route.mirror,
+  // --root: files answered before the pool (files/static-files.js).
+  (route) => route.files
 ];
 
 /**
@@ -118,7 +121,7 @@ function answerOf(features, passage, from = 0) {
 function openObservers(features, passage) {
   let observers = null;
   for (let i = 0; i < features.length; i++) {
-    const observer = features[i].open(passage);
+    const observer = features[i].open === undefined ? null : features[i].open(passage);
     if (observer !== null) (observers ??= []).push(observer);
   }
   return observers;

@@ -51,6 +51,8 @@ class MirrorPolicy {
    * @returns {MirrorCopy | null}
    */
   open(passage) {
+    // A request answered by lila itself (a file) goes to no backend: there is nothing to compare.
+    if (passage.local !== null) return null;
     const targets = this.choose(passage.request, passage.clientAddress);
     if (targets === null) return null;
     const context = { request: passage.request, clientAddress: passage.clientAddress };

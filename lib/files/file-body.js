@@ -1,0 +1,86 @@
+'use strict';
+
+const fs = require('node:fs');
+const { Readable } = require('node:stream');
+
+// A body this long or shorter is read whole at once (one read, one write); a longer one is streamed.
+const WHOLE_LIMIT = 64 * 1024;
+// What a streamed body reads at a time: as much as a socket write takes well.
+const READ_SIZE = 64 * 1024;
+
+/**
+ * The body of a file's answer from its open descriptor, which it owns (and
+ * closes, whatever becomes of the answer): the bytes `start` to `end`
+ * (inclusive), read whole when short, else streamed with backpressure (the
+ * reader pauses while the client takes no more: memory stays flat however
+ * large the file); or, for several ranges, `multipart/byteranges`' parts
+ * between the file's slices.
+ *
+ * @param {number} fd
+ * @param {number} start
+ * @param {number} end inclusive; below `start` for an empty body
+ * @returns {Buffer | Readable}
+ */
+function fileBody(fd, start, end) {
+  const length = end - start + 1;
+  if (length <= WHOLE_LIMIT) {
+    try {
+      return readWhole(fd, start, Math.max(length, 0));
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+  return fs.createReadStream(null, { fd, start, end, autoClose: true, highWaterMark: READ_SIZE });
+}
+
+/**
+ * The parts of a `multipart/byteranges` answer (`ranges.js`'s
+ * `multipartByteranges`), each part's head then its slice of the file, and
+ * the closing delimiter; the descriptor closed at the end or when the
+ * answer is dropped.
+ *
+ * @param {number} fd
+ * @param {{parts: {head: Buffer, start: number, end: number}[], tail: Buffer}} multipart
+ * @returns {Readable}
+ */
+function multipartBody(fd, { parts, tail }) {
+  return Readable.from(multipartPieces(fd, parts, tail), { objectMode: false });
+}
+
+module.exports = { fileBody, multipartBody, WHOLE_LIMIT };
+
+function readWhole(fd, start, length) {
+  const buffer = Buffer.allocUnsafe(length);
+  let read = 0;
+  while (read < length) {
+    const n = fs.readSync(fd, buffer, read, length - read, start + read);
+    // A file that shrank since its stat: what is left of it, and the answer ends short.
+    if (n === 0) return buffer.subarray(0, read);
+    read += n;
+  }
+  return buffer;
+}
+
+async function* multipartPieces(fd, parts, tail) {
+  try {
+    for (const part of parts) {
+      yield part.head;
+      for (let at = part.start; at <= part.end;) {
+        const size = Math.min(READ_SIZE, part.end - at + 1);
+        const { bytesRead, buffer } = await readAt(fd, Buffer.allocUnsafe(size), at);
+        if (bytesRead === 0) return;
+        yield bytesRead === size ? buffer : buffer.subarray(0, bytesRead);
+        at += bytesRead;
+      }
+    }
+    yield tail;
+  } finally {
+    fs.close(fd, () => {});
+  }
+}
+
+function readAt(fd, buffer, position) {
+  return new Promise((resolve, reject) => {
+    fs.read(fd, buffer, 0, buffer.length, position, (err, bytesRead) => (err ? reject(err) : resolve({ bytesRead, buffer })));
+  });
+}
