@@ -199,6 +199,7 @@ describe('admin API', () => {
         weight: 1,
         effective_weight: 1,
         backup: false,
+        drained: false,
         state: 'up',
         reason: 'started',
         since: stateA.since,
@@ -695,11 +696,17 @@ describe('admin API', () => {
 
       assert.equal(status, 200);
       assert.deepEqual([json.name, json.weight, json.effective_weight, json.active], ['A', 0, 0, 1]);
+      // Drained, and healthy: the two are told apart, as HAProxy's DRAIN and UP.
+      assert.deepEqual([json.drained, json.state], [true, 'up']);
+      const listed = (await api(adminPort, 'GET', '/status')).json.backends.map((backend) => [backend.name, backend.drained, backend.state]);
+      assert.deepEqual(listed, [['A', true, 'up'], ['B', false, 'up']]);
       assert.deepEqual(await namesVia(proxy, 4), ['B', 'B', 'B', 'B']);
       release.resolve();
       const finished = await inFlight;
       assert.deepEqual([finished.status, finished.body], [200, 'A']);
       await until(() => proxy.backends[0].active === 0, 'the drained backend is idle');
+      const enabled = (await api(adminPort, 'POST', '/backends/A/enable')).json;
+      assert.deepEqual([enabled.weight, enabled.drained, enabled.state], [1, false, 'up']);
     });
 
     it('answers 404 for an unknown backend', async () => {

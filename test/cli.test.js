@@ -1,10 +1,13 @@
 'use strict';
 
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
 const net = require('node:net');
 const { once } = require('node:events');
 const { version } = require('../package.json');
-const { configHelpText } = require('../lib/cli/help');
+const { configHelpText, helpOfTopic, HELP_TOPICS } = require('../lib/cli/help');
+const { PUSH_OPTIONS } = require('../lib/cli/push');
 const {
   onCleanup,
   deferred,
@@ -230,7 +233,7 @@ describe('lila (command line)', () => {
       {
         name: 'help on a topic there is none of',
         args: ['help', 'modes'],
-        line: 'lila: no help on "modes": "lila help" shows the options, "lila help config" the config file'
+        line: 'lila: no help on "modes": "lila help" shows the options, and knows config, push, hash-password and help'
       },
       {
         name: 'help on a mistyped topic',
@@ -321,6 +324,45 @@ describe('lila (command line)', () => {
         assert.deepEqual({ code: result.code, signal: result.signal }, { code: 0, signal: null });
       });
     }
+
+    // The subcommands `lila` answers before reading a command line (lib/cli/index.js's `args[0] === '...'`).
+    const SUBCOMMANDS = [...fs.readFileSync(path.join(__dirname, '..', 'lib', 'cli', 'index.js'), 'utf8').matchAll(/args\[0\] === '([a-z-]+)'/g)]
+      .map((match) => match[1]);
+
+    it('names every subcommand in --help\'s usage lines, and has a help for each', async () => {
+      const { stdout } = await runLila(['--help']);
+      const usage = stdout.slice(0, stdout.indexOf('\n\n'));
+
+      assert.deepEqual([...SUBCOMMANDS].sort(), ['hash-password', 'help', 'push']);
+      for (const name of SUBCOMMANDS) {
+        assert.match(usage, new RegExp(`^ +lila ${name}\\b`, 'm'), `the usage names lila ${name}`);
+        assert.ok(Object.hasOwn(HELP_TOPICS, name), `lila help ${name}`);
+      }
+    });
+
+    for (const topic of ['push', 'hash-password', 'help']) {
+      const ways = [['help', topic], ['--help', topic], ...(topic === 'help' ? [] : [[topic, '--help'], [topic, '-h']])];
+      it(`prints the help of ${topic} for ${ways.map((args) => `lila ${args.join(' ')}`).join(', ')}`, async () => {
+        const results = await Promise.all(ways.map((args) => runLila(args)));
+
+        for (const result of results) {
+          assert.equal(result.stdout, helpOfTopic(topic));
+          assert.equal(result.stderr, '');
+          assert.deepEqual({ code: result.code, signal: result.signal }, { code: 0, signal: null });
+        }
+        assert.match(results[0].stdout, new RegExp(`^Usage: lila ${topic} `));
+      });
+    }
+
+    it('lists in lila push\'s help every option it takes, and its exit codes', () => {
+      const text = helpOfTopic('push');
+
+      // --state-dir is taken (a member's command line may be reused as it is) and changes nothing.
+      for (const name of [...PUSH_OPTIONS].filter((option) => option !== 'state-dir')) {
+        assert.match(text, new RegExp(`^ +--${name}\\b`, 'm'), `--${name}`);
+      }
+      assert.match(text, /^Exit status:\n {2}0 .*\n {2}1 .*\n {2}2 /m);
+    });
 
     for (const flag of ['--version', '-V']) {
       it(`prints the package version and exits 0 for ${flag}`, async () => {

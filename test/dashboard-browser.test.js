@@ -336,6 +336,29 @@ describe('dashboard in a browser', function () {
       assert.deepEqual(problems, []);
     });
 
+    it('says where a route\'s requests are mirrored, and heads the mirror pool with the copies it was sent', async () => {
+      const [main, shadow] = await Promise.all(['MAIN', 'SHADOW'].map((name) => startHttpBackend(name)));
+      const lila = await startConfiguredAdmin([
+        `pool main round-robin ${main.address}`,
+        `pool shadow round-robin ${shadow.address}`,
+        'listen 127.0.0.1:0',
+        '  route * main --mirror shadow=50'
+      ]);
+      for (let i = 0; i < 4; i++) await request(lila.port, { agent: false });
+      await eventually(async () => ((await status(lila.adminPort)).pools[1].mirrored.answered === 2 ? true : null), 'the copies are answered');
+
+      const { page, problems } = await open(lila.url, { before: holdEvents });
+
+      const [route] = (await listenersShown(page))[0].routes;
+      assert.deepEqual(route, ['*', 'pool main 1 of 1 up · mirrored to pool shadow (50%)', '4 requests']);
+      const headings = await page.$$eval('#backends tr.pool th', (cells) => cells.map((cell) => cell.textContent));
+      assert.deepEqual(headings, [
+        'pool main · round-robin · http · 1 backend',
+        'pool shadow · round-robin · http · 1 backend · mirror: 2 copies (2 answered)'
+      ]);
+      assert.deepEqual(problems, []);
+    });
+
     it('is readable in a window 360 px wide: no sideways scroll, every address whole', async () => {
       const lila = await startSites();
 
@@ -495,7 +518,7 @@ describe('dashboard in a browser', function () {
     await page.click('#backends tbody tr:nth-child(2) button[type=submit]');
     await page.waitForFunction(() => document.getElementById('message').textContent === 'set the weight of B to 5: done');
     const weights = (await status(admin)).backends.map((backend) => [backend.name, backend.weight]);
-    await page.waitForFunction(() => document.querySelector('#backends tbody tr:nth-child(1) .state').textContent === 'draining');
+    await page.waitForFunction(() => document.querySelector('#backends tbody tr:nth-child(1) .state').textContent === 'drained');
     await page.click('#backends tbody tr:nth-child(1) button[data-action=enable]');
     await page.waitForFunction(() => document.getElementById('message').textContent === 'enable A: done');
 

@@ -11,10 +11,25 @@ const { cleanup, onCleanup, request, refusingPort, keepAliveAgent, until, sha256
 const { startConfiguredAdmin } = require('./configured-admin');
 const { startRecorder, copiesArrived, startMain, startMirrored, outcomes } = require('./mirror-backends');
 const { parseConfig } = require('../lib/config/config-file');
+const { mergeStatus } = require('../lib/cluster/merge-answers');
 const { createService, Logger } = require('../lib');
 
 // Traffic mirroring (issue 38): --mirror POOL[=PERCENT] on a route sends a copy of its requests
 // to another pool, whose answers, failures and slowness never reach the client.
+
+// What /status says of the copies the first test's mirror pools were sent.
+const expectedCopies = {
+  slow: { answered: 0, failed: 0, timeout: 2, too_large: 0, dropped: 0 },
+  down: { answered: 0, failed: 2, timeout: 0, too_large: 0, dropped: 0 },
+  error: { answered: 2, failed: 0, timeout: 0, too_large: 0, dropped: 0 }
+};
+
+// The figures the dashboard's page is served with.
+function figuresOf(body) {
+  const match = /<script type="application\/json" id="figures">([\s\S]*?)<\/script>/.exec(body);
+  assert.ok(match !== null, 'the page has its figures');
+  return JSON.parse(match[1]);
+}
 
 describe('--mirror', function () {
   this.timeout(30000);
@@ -50,6 +65,9 @@ describe('--mirror', function () {
             'listen 127.0.0.1:0',
             '  route * main --mirror slow --mirror down --mirror error'
           ]);
+          // A mirror pool is one from the start: its copies, none yet.
+          const first = JSON.parse((await request(adminPort, { path: '/status' })).body);
+          assert.deepEqual(first.pools.find((pool) => pool.name === 'slow').mirrored, { answered: 0, failed: 0, timeout: 0, too_large: 0, dropped: 0 });
           const body = crypto.randomBytes(20000);
           let answers;
           if (protocol === 'h2') {
@@ -83,6 +101,16 @@ describe('--mirror', function () {
           const [backend] = status.pools.find((pool) => pool.name === 'main').backends;
           assert.deepEqual([backend.state, backend.failures, backend.requests], ['up', 0, 2]);
           assert.deepEqual(main.bodies, [0, body.length]);
+          // The copies, where each mirror pool is shown: its backends count only what was routed to them.
+          const copies = { main: undefined, ...expectedCopies };
+          assert.deepEqual(Object.fromEntries(status.pools.map((pool) => [pool.name, pool.mirrored])), copies);
+          assert.deepEqual(status.backends.map((each) => [each.pool, each.requests]), [['main', 2], ['slow', 0], ['down', 0], ['error', 0]]);
+          const { snapshot } = figuresOf((await request(adminPort, { path: '/' })).body);
+          assert.deepEqual(Object.fromEntries(snapshot.pools.map((pool) => [pool.name, pool.mirrored])), copies);
+          assert.deepEqual(snapshot.listeners[0].routes[0].mirror, status.listeners[0].routes[0].mirror);
+          // With --workers, the primary's /status adds up every worker's copies.
+          const merged = mergeStatus([status, status]);
+          assert.deepEqual(merged.pools.find((pool) => pool.name === 'error').mirrored, { answered: 4, failed: 0, timeout: 0, too_large: 0, dropped: 0 });
         });
       }
     }

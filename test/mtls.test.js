@@ -4,6 +4,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const http2 = require('node:http2');
 const https = require('node:https');
+const net = require('node:net');
 const path = require('node:path');
 const tls = require('node:tls');
 const { createHash, randomBytes, X509Certificate } = require('node:crypto');
@@ -518,6 +519,88 @@ describe('Client certificates (mutual TLS)', function () {
       assert.equal(afterOther, 200);
       assert.deepEqual(afterOptional, [200, 200, 200]);
       assert.ok(lines.some((line) => /reload: reloaded 1 certificate, 1 client CA and 1 CRL /.test(line)), lines.join('\n'));
+    });
+  });
+
+  describe('the log of refused handshakes', () => {
+    // lila with --tls-client-ca and the CRL, logging at `level`.
+    async function startVerifying(level = 'info') {
+      const backend = await echoClientCert();
+      return startLila(['round-robin', backend.address, '-a', '127.0.0.1', '-p', '0', '--tls-cert', main.certFile, '--tls-key', main.keyFile,
+        '--tls-client-ca', pki.caFile, '--tls-client-crl', crlFile, '--log-level', level]);
+    }
+
+    // A handshake with this client certificate (none: undefined), to its end; resolves with the client's address.
+    function handshake(port, client, options = {}) {
+      return new Promise((resolve) => {
+        const socket = tls.connect({ host: '127.0.0.1', port, servername: 'lila.test', ca: pki.ca, ...options, cert: client?.cert, key: client?.key });
+        let address = null;
+        socket.on('connect', () => { address = `127.0.0.1:${socket.localPort}`; });
+        socket.on('error', () => {});
+        socket.resume();
+        socket.on('close', () => resolve(address));
+      });
+    }
+
+    it('says at info level who was refused and why: no certificate, expired, of another CA, revoked; and who refused lila\'s', async () => {
+      const lila = await startVerifying();
+      const clients = [];
+      for (const client of [undefined, expired, stranger, revoked]) clients.push(await handshake(lila.port, client));
+      const refusedLila = nextLine(lila, /lila: client 127\.0\.0\.1:\d+: TLS handshake failed: it refused lila's certificate \(alert unknown ca\)/);
+      // curl trusts its system's CAs, not lila's test CA: it ends the handshake with an alert.
+      const curlError = await new Promise((resolve) => execFile('curl', ['-sS', '--max-time', '10', `https://127.0.0.1:${lila.port}/`], resolve));
+      await refusedLila;
+
+      assert.notEqual(curlError, null, 'curl refuses the certificate');
+      const lines = lila.stderr.split('\n').filter((line) => line.includes('TLS handshake refused'));
+      assert.deepEqual(lines, [
+        `lila: client ${clients[0]}: TLS handshake refused: it sent no client certificate`,
+        `lila: client ${clients[1]}: TLS handshake refused: its certificate has expired`,
+        `lila: client ${clients[2]}: TLS handshake refused: its certificate is from a CA not in --tls-client-ca`,
+        `lila: client ${clients[3]}: TLS handshake refused: its certificate is revoked (--tls-client-crl)`
+      ]);
+      assert.doesNotMatch(lila.stderr, /undefined/);
+    });
+
+    it('says a reason at most once every 10 s, then the last client and how many more there were', async function () {
+      this.timeout(40000);
+      const lila = await startVerifying();
+      const clients = [];
+      for (let i = 0; i < 4; i++) clients.push(await handshake(lila.port, undefined));
+      const expiredSaid = nextLine(lila, /lila: client \S+: TLS handshake refused: its certificate has expired/);
+      const other = await handshake(lila.port, expired);
+      await expiredSaid;
+      const said = lila.stderr.split('\n').filter((line) => line.includes('TLS handshake refused'));
+
+      const summary = await nextLine(lila, /lila: client \S+: TLS handshake refused: it sent no client certificate \(and 2 more like it in the last 10 s\)/, 15000);
+
+      assert.deepEqual(said, [
+        `lila: client ${clients[0]}: TLS handshake refused: it sent no client certificate`,
+        `lila: client ${other}: TLS handshake refused: its certificate has expired`
+      ]);
+      assert.equal(summary.line, `lila: client ${clients[3]}: TLS handshake refused: it sent no client certificate (and 2 more like it in the last 10 s)`);
+    });
+
+    it('says the other failed handshakes at debug level only, each with its client: plain http, a TLS version refused', async () => {
+      const quiet = await startVerifying('info');
+      await handshake(quiet.port, ops, { maxVersion: 'TLSv1.1', minVersion: 'TLSv1' });
+      const lila = await startVerifying('debug');
+      const plain = await new Promise((resolve) => {
+        const socket = net.connect(lila.port, '127.0.0.1', () => {
+          address = `127.0.0.1:${socket.localPort}`;
+          socket.end('GET / HTTP/1.1\r\nHost: lila.test\r\n\r\n');
+        });
+        let address = null;
+        socket.on('error', () => {});
+        socket.resume();
+        socket.on('close', () => resolve(address));
+      });
+      const old = nextLine(lila, /lila: debug: client 127\.0\.0\.1:\d+: TLS handshake failed: its TLS version is refused \(--tls-min-version\)/);
+      await handshake(lila.port, ops, { maxVersion: 'TLSv1.1', minVersion: 'TLSv1' });
+      await old;
+
+      assert.match(lila.stderr, new RegExp(`^lila: debug: client ${plain.replaceAll('.', '\\.')}: TLS handshake failed: it sent plain http to a TLS port$`, 'm'));
+      assert.doesNotMatch(quiet.stderr, /TLS handshake/);
     });
   });
 

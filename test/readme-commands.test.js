@@ -91,6 +91,27 @@ describe('README commands', () => {
     assert.ok(https.line <= 60, `first HTTPS command on line ${https.line}`);
   });
 
+  it('takes in the quick start none of the ports the demo holds, so that it runs beside `npm start`', () => {
+    // bench/demo.js's defaults: lila, its dashboard, and the backends the quick start sends to.
+    const demo = fs.readFileSync(path.join(__dirname, '..', 'bench', 'demo.js'), 'utf8');
+    const [, lila, admin] = /const DEFAULTS = \{ port: (\d+), admin: (\d+),/.exec(demo).map(Number);
+    const start = README.indexOf('\n## Quick start\n');
+    const end = README.indexOf('\n## ', start + 1);
+    const [first, last] = [start, end].map((at) => README.slice(0, at).split('\n').length + 1);
+    const ports = [];
+    for (const entry of COMMANDS.filter((each) => each.line > first && each.line < last)) {
+      const { values } = parseArgs({ args: entry.args, options: parseArgsOptions(), allowPositionals: true, strict: false });
+      if (values.port !== undefined) ports.push(Number(values.port));
+      if (values.admin !== undefined) ports.push(Number(String(values.admin).split(':').at(-1)));
+      if (values.config !== undefined) {
+        for (const [, port] of readmeFile(values.config, entry.line).matchAll(/^listen (?:\S+:)?(\d+)/gm)) ports.push(Number(port));
+      }
+    }
+
+    assert.ok(ports.length >= 4, `ports ${ports.join(', ')}`);
+    assert.deepEqual(ports.filter((port) => port === lila || port === admin), []);
+  });
+
   it('refuses what lila refuses: a mode it does not know, a certificate that is not there', async () => {
     await assert.rejects(check(commandOf('lila least-conn 10.0.0.1:8080 10.0.0.2:8080 -p 443', SHELL_VARIABLES)), {
       code: 'LILA_ERR_UNKNOWN_MODE', message: /unknown mode "least-conn"/

@@ -373,6 +373,8 @@ describe('routing by a config file, end to end', function () {
           ['api.test', '/api/v2/users', 'V2'],
           ['api.test', '/api/v2x', 'API'],
           ['api.test', '/apix', noRoute('api.test', '/apix')],
+          // The 404 names the host as routes compare it: no port, lower case.
+          [`API.Test:${port}`, '/apix?q=1', noRoute('api.test', '/apix')],
           ['api.test', '/', noRoute('api.test', '/')],
           ['example.com', '/static', 'STATIC'],
           ['example.com', '/static/app.js', 'STATIC'],

@@ -7,11 +7,17 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
+const http = require('node:http');
+const https = require('node:https');
+const net = require('node:net');
+const { spawn, spawnSync } = require('node:child_process');
 const { DEFAULT_DRAIN_MS } = require('../lib/config/defaults');
 const { validateDuration } = require('../lib/config/validate');
 const { defaultStateDir } = require('../lib/acme/state-paths');
-const { runLila, onCleanup, cleanup } = require('./helpers');
+const { hashPassword } = require('../lib/actions/password-hash');
+const { runLila, onCleanup, cleanup, startHttpBackend, startTcpBackend, freePorts, request, untilWritten } = require('./helpers');
+const { connectH2, fetchH2 } = require('./h2');
+const { Pki } = require('./pki');
 
 const ROOT = path.join(__dirname, '..');
 const UNIT_FILE = path.join(ROOT, 'packaging', 'systemd', 'lila.service');
@@ -106,6 +112,32 @@ describe('systemd unit (packaging/systemd/lila.service)', () => {
     assert.equal(result.status, 0);
   });
 
+  it('filters system calls to a service\'s, with V8\'s memory keys, without @privileged and @resources, EPERM for the others', () => {
+    assert.deepEqual(service.SystemCallFilter, ['@system-service @pkey', '~@privileged @resources']);
+    assert.equal(one('SystemCallErrorNumber'), 'EPERM');
+    assert.equal(one('PrivateMounts'), 'yes');
+  });
+
+  it('lets lila make every system call it makes serving: lila under strace -f, none outside SystemCallFilter=', async function () {
+    this.timeout(180000);
+    const missing = ['strace', 'systemd-analyze'].filter((tool) => {
+      const probe = spawnSync(tool, ['--version'], { encoding: 'utf8' });
+      return probe.error !== undefined || probe.status !== 0;
+    });
+    if (missing.length > 0) {
+      if (process.env.LILA_REQUIRE_STRACE === '1') assert.fail(`LILA_REQUIRE_STRACE=1 but ${missing.join(' and ')} cannot run; install it (apt-get install strace systemd)`);
+      this.skip();
+    }
+    const allowed = filterOf(service.SystemCallFilter, syscallSets());
+    assert.ok(allowed.has('epoll_pwait') && !allowed.has('setuid') && !allowed.has('mount'), 'the sets are read');
+
+    const calls = await straceServing(temporaryDirectory(), temporaryDirectory());
+
+    // It served (accept4), followed its file (inotify_add_watch), ran and reaped its workers (execve, wait4).
+    for (const call of ['accept4', 'inotify_add_watch', 'execve', 'wait4']) assert.ok(calls.includes(call), `${call} in ${calls.join(' ')}`);
+    assert.deepEqual(calls.filter((call) => !allowed.has(call)), []);
+  });
+
   it('gives lila options it accepts: lila --check with ExecStart\'s and ExecReload\'s', async () => {
     const directory = temporaryDirectory();
     const config = path.join(directory, 'etc', 'lila', 'lila.conf');
@@ -136,12 +168,159 @@ describe('systemd unit (packaging/systemd/lila.service)', () => {
     return service[key][0];
   }
 
-  function temporaryDirectory() {
-    const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-systemd-'));
-    onCleanup(() => fs.rmSync(directory, { recursive: true, force: true }));
-    return directory;
-  }
 });
+
+function temporaryDirectory() {
+  const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-systemd-'));
+  onCleanup(() => fs.rmSync(directory, { recursive: true, force: true }));
+  return directory;
+}
+
+/**
+ * Runs lila (the executable) under `strace -f -c` as a service runs it, until it has served all
+ * a service does: HTTPS with HTTP/1.1 and h2, a tcp listener, --workers 2 (fork, the primary's
+ * messages), health checks, a name looked up in DNS, --basic-auth (its hash checked in a worker
+ * thread), the admin API (status, metrics, the dashboard and its events), a handshake refused,
+ * a --watch reload, a SIGHUP reload, then SIGTERM's drain and exit.
+ *
+ * @param {string} directory the config file's, which --watch follows
+ * @param {string} traceDirectory where strace writes (not followed: its writes are no change)
+ * @returns {Promise<string[]>} the system calls made, by every process and thread
+ */
+async function straceServing(directory, traceDirectory) {
+  const pki = new Pki();
+  onCleanup(() => pki.remove());
+  const site = pki.issue({ names: ['lila.test', 'localhost'], ips: ['127.0.0.1'] });
+  const web = await startHttpBackend('WEB');
+  const pg = await startTcpBackend('TCP');
+  const [secure, tcp, admin] = await freePorts(3);
+  const users = path.join(directory, 'users');
+  fs.writeFileSync(users, `ops:${await hashPassword('secret')}\n`);
+  const config = path.join(directory, 'lila.conf');
+  const text = [
+    `--admin 127.0.0.1:${admin}`,
+    '--workers 2',
+    '--watch',
+    '--access-log',
+    `pool web round-robin ${web.address} --health-check --health-interval 100ms`,
+    `pool named round-robin localhost:${web.port},resolve`,
+    `pool pg least-connections ${pg.address} --layer tcp`,
+    `listen 127.0.0.1:${secure} --tls-cert ${site.certFile} --tls-key ${site.keyFile}`,
+    `  route named.test named`,
+    `  route /private web --basic-auth ${users}`,
+    '  route * web',
+    `listen 127.0.0.1:${tcp} --layer tcp`,
+    '  route * pg',
+    ''
+  ].join('\n');
+  fs.writeFileSync(config, text);
+  const trace = path.join(traceDirectory, 'trace.txt');
+  const child = spawn('strace', ['-f', '-qq', '-c', '-o', trace, process.execPath, LILA, '--config', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const lila = { child, stderr: '', closed: null };
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (chunk) => { lila.stderr += chunk; });
+  lila.closed = new Promise((resolve) => child.once('close', resolve));
+  onCleanup(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    return lila.closed;
+  });
+  const written = (pattern, what, count = 1) => untilWritten(lila, () => ((lila.stderr.match(pattern) || []).length >= count ? true : null), what, 60000);
+  await written(/listening on \S+: \d+ routes? -> .*\n/g, 'both listeners listening', 2);
+  const [pid] = fs.readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+
+  const tls = { ca: pki.ca, servername: 'lila.test', rejectUnauthorized: true };
+  const get = (target, headers = {}) => new Promise((resolve, reject) => {
+    https.get({ host: '127.0.0.1', port: secure, path: target, agent: false, headers: { host: 'lila.test', ...headers }, ...tls }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    }).on('error', reject);
+  });
+  assert.equal(await get('/'), 200);
+  assert.equal(await get('/private', { authorization: `Basic ${Buffer.from('ops:secret').toString('base64')}` }), 200);
+  await get('/', { host: 'named.test' });
+  const session = await connectH2(`https://127.0.0.1:${secure}`, tls);
+  assert.equal((await fetchH2(session, { ':authority': 'lila.test' })).status, 200);
+  session.close();
+  assert.equal(await exchange(tcp, ''), 'TCP');
+  await exchange(secure, 'GET / HTTP/1.1\r\nHost: lila.test\r\n\r\n');
+  for (const target of ['/status', '/metrics', '/']) assert.equal((await request(admin, { agent: false, path: target })).status, 200);
+  await firstEvent(admin);
+
+  fs.writeFileSync(config, `${text}# changed\n`);
+  await written(/reloaded .*lila\.conf/g, 'the --watch reload');
+  process.kill(pid, 'SIGHUP');
+  await written(/reloaded .*lila\.conf/g, 'the SIGHUP reload', 2);
+  process.kill(pid, 'SIGTERM');
+  await lila.closed;
+  return fs.readFileSync(trace, 'utf8').split('\n')
+    .map((line) => line.trim().split(/\s+/).at(-1))
+    .filter((name) => /^[a-z0-9_]+$/.test(name) && name !== 'total' && name !== 'syscall');
+}
+
+// What a tcp connection to lila gets back for `bytes` (sent, then its end), as text.
+function exchange(port, bytes) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.end(bytes));
+    let text = '';
+    socket.on('data', (chunk) => { text += chunk; });
+    socket.on('error', () => {});
+    socket.on('close', () => resolve(text));
+  });
+}
+
+// Opens the dashboard's events and resolves with their first chunk, closing them.
+function firstEvent(port) {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path: '/events', agent: false }, (res) => {
+      res.once('data', (chunk) => {
+        req.destroy();
+        resolve(String(chunk));
+      });
+    });
+    req.on('error', (err) => (err.code === 'ECONNRESET' ? undefined : reject(err)));
+  });
+}
+
+/**
+ * systemd's sets of system calls, as `systemd-analyze syscall-filter` lists them, each with its
+ * members: names, and the sets it includes.
+ *
+ * @returns {Map<string, string[]>}
+ */
+function syscallSets() {
+  const result = spawnSync('systemd-analyze', ['syscall-filter'], { encoding: 'utf8' });
+  assert.equal(result.status, 0, result.stderr);
+  const sets = new Map();
+  let members = null;
+  for (const raw of result.stdout.split('\n')) {
+    const line = raw.replace(/#.*/, '').trim();
+    if (line === '') continue;
+    if (!/^\s/.test(raw)) sets.set(line, members = []);
+    else members.push(line);
+  }
+  return sets;
+}
+
+/**
+ * The system calls a unit's `SystemCallFilter=` lines allow, read as systemd reads them: the
+ * first line an allow list, `~` lines taken out of it, sets expanded.
+ *
+ * @param {string[]} lines
+ * @param {Map<string, string[]>} sets
+ * @returns {Set<string>}
+ */
+function filterOf(lines, sets) {
+  const expand = (name) => (name.startsWith('@') ? (sets.get(name) || assert.fail(`unknown set ${name}`)).flatMap(expand) : [name]);
+  const allowed = new Set();
+  for (const line of lines) {
+    const deny = line.startsWith('~');
+    for (const name of line.replace(/^~/, '').split(/\s+/).flatMap(expand)) {
+      if (deny) allowed.delete(name);
+      else allowed.add(name);
+    }
+  }
+  return allowed;
+}
 
 /**
  * A unit file's sections, each key with its values in file order (`ExecReload=` may repeat).

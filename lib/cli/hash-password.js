@@ -4,23 +4,10 @@ const { parseArgs } = require('node:util');
 const { StringDecoder } = require('node:string_decoder');
 const { hashPassword } = require('../actions/password-hash');
 const { argumentProblem } = require('../config/options');
+const { HASH_PASSWORD_HELP } = require('./help');
 
 // A line from a pipe longer than this is no password.
 const MAX_LINE = 4096;
-const USAGE = `Usage: lila hash-password [--user <name>]
-
-Reads a password and prints its hash for a --basic-auth file: scrypt, as
-$scrypt$ln=15,r=8,p=1$<salt>$<hash>. On a terminal the password is typed twice,
-without echo; from a pipe, its first line is the password
-(echo "$PASSWORD" | lila hash-password).
-
-Options:
-  -u, --user <name>  print a whole line of the file, <name>:<hash>
-  -h, --help         print this help
-
-Exit codes: 0 printed; 2 a usage error (unknown option, a user name with ":",
-an empty password, two different passwords typed).
-`;
 
 /**
  * `lila hash-password [--user NAME]`: reads a password (no echo on a
@@ -45,7 +32,7 @@ async function runHashPassword(args, io) {
     return usageError(argumentProblem(err));
   }
   if (values.help) {
-    stdout.write(USAGE);
+    stdout.write(HASH_PASSWORD_HELP);
     return 0;
   }
   const user = values.user;

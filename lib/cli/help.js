@@ -6,8 +6,8 @@ const { strategies } = require('../balancing/strategies');
 const WIDTH = 80;
 // Where an option's description starts.
 const INDENT = 24;
-// What `lila help <topic>` and `lila --help <topic>` know.
-const HELP_TOPICS = ['config'];
+// What `push` takes besides its file, in the order its help lists them.
+const PUSH_OPTIONS = ['store-ca', 'store-cert', 'store-key', 'store-insecure', 'if-revision'];
 // Where an option goes in a config file, as `--help` tags it, by its scope (none: the command line only).
 const SCOPE_TAGS = {
   global: '[global]', pool: '[pool]', listener: '[listen]', layer: '[pool, listen]', route: '[route]', 'listener-route': '[listen or route]',
@@ -18,7 +18,10 @@ const HEAD = `Usage: lila <mode> <server> [server ...] [options]
        lila <mode> --hosts <file> [options]
        lila --config <file> [options]
        lila <port>   round-robin over tcp on <port> to the servers of ./hosts
+       lila --check --config <file>   checks a config file whole, starts nothing
+       lila push <file> --store <url>   writes a config file to a fleet's store
        lila hash-password [--user <name>]   hashes a password for --basic-auth
+       lila help [config | push | hash-password]   the help of each
 
 lila puts one address in front of many backends and balances requests (http)
 or connections (tcp) across them.
@@ -171,6 +174,57 @@ to the next one:
 Where options go (their [scope] in lila --help):
 `;
 
+const HASH_PASSWORD_HELP = `Usage: lila hash-password [--user <name>]
+
+Reads a password and prints its hash for a --basic-auth file: scrypt, as
+$scrypt$ln=15,r=8,p=1$<salt>$<hash>. On a terminal the password is typed twice,
+without echo; from a pipe, its first line is the password
+(echo "$PASSWORD" | lila hash-password).
+
+Options:
+  -u, --user <name>  print a whole line of the file, <name>:<hash>
+  -h, --help         print this help
+
+Exit codes: 0 printed; 2 a usage error (unknown option, a user name with ":",
+an empty password, two different passwords typed).
+`;
+
+const PUSH_HEAD = `Usage: lila push <file> --store <url> [--if-revision <n>] [options]
+
+Checks a config file whole, as lila --check does (its pools, listeners,
+routes and certificates), then writes it to the store's <prefix>/config,
+which every member of the fleet (each lila --store <url>) then runs. It
+writes only over the revision it read just before, or over --if-revision's:
+two writers never undo each other without a word. doc/fleet.md tells the
+fleet all.
+
+  lila push lila.conf --store etcd://10.0.0.5:2379
+  lila push lila.conf --store etcds://etcd.internal:2379/lila --store-ca ca.pem
+
+Options:
+  --store <url>         etcd://[user[:pass]@]host:port[,host:port]/prefix
+                        (prefix /lila; etcds:// for TLS; the password also
+                        from LILA_STORE_PASSWORD)
+`;
+
+const PUSH_TAIL = `  -h, --help            print this help
+
+Exit status:
+  0  written: the summary of what it holds, and its revision
+  1  not written: someone wrote it meanwhile, or the store did not answer
+  2  usage error, or a mistake in the file (named by file:line)
+`;
+
+const HELP_HELP = `Usage: lila help [topic]     (or lila --help [topic])
+
+lila help                 every option, by group, and where it goes in a
+                          config file
+lila help config          the config file: pools, listeners and routes
+lila help push            lila push: a config file written to a fleet's store
+lila help hash-password   lila hash-password: a password's hash for --basic-auth
+lila help help            this
+`;
+
 const CONFIG_TAIL = `
 Reload: SIGHUP, or a change with --watch, reads the whole file again, checks
 all of it, and only then swaps it in: pools that did not change keep their
@@ -247,18 +301,48 @@ Try "lila round-robin localhost:8001 localhost:8002", or "lila --help".
 `;
 }
 
-module.exports = { helpText, configHelpText, usageText, optionSignature, HELP_TOPICS };
+/**
+ * The text of `lila push --help` (and `lila help push`): what it checks and
+ * writes, its store options from the option table, and its exit codes.
+ *
+ * @returns {string}
+ */
+function pushHelpText() {
+  let text = PUSH_HEAD;
+  for (const name of PUSH_OPTIONS) text += optionLines(OPTIONS.find((option) => option.name === name), false);
+  return text + PUSH_TAIL;
+}
+
+// What `lila help <topic>` and `lila --help <topic>` know: each subcommand's help, and the config file's.
+const HELP_TOPICS = {
+  config: configHelpText,
+  push: pushHelpText,
+  'hash-password': () => HASH_PASSWORD_HELP,
+  help: () => HELP_HELP
+};
+
+/**
+ * The help of a topic, or the whole help.
+ *
+ * @param {string} [topic] one of `HELP_TOPICS`' names; undefined: `lila --help`'s
+ * @returns {string}
+ */
+function helpOfTopic(topic) {
+  return topic === undefined ? helpText() : HELP_TOPICS[topic]();
+}
+
+module.exports = { helpText, configHelpText, pushHelpText, helpOfTopic, usageText, optionSignature, HELP_TOPICS, HASH_PASSWORD_HELP };
 
 // The signature, then the description wrapped at WIDTH from INDENT; on a line
-// of its own when the signature leaves no room.
-function optionLines(option) {
+// of its own when the signature leaves no room. `tagged`: with where it goes in a config file.
+function optionLines(option, tagged = true) {
   const signature = `  ${optionSignature(option)}`;
   const words = option.help.split(' ');
   // Flags are off unless given; "(default 60s)" is never split over two lines.
   if (option.arg !== undefined && !/^(|none|off.*)$/.test(option.default)) words.push(`(default ${option.default})`);
   // A route line takes --hash-key too, the key of its split (config/config-file.js).
   const tag = option.name === 'hash-key' ? '[pool, route]' : SCOPE_TAGS[option.scope];
-  if (tag !== undefined) words.push(tag);
+  if (tag !== undefined && tagged) words.push(tag);
   const lines = wrap(words, WIDTH - INDENT);
   const pad = ' '.repeat(INDENT);
   let out = signature.length <= INDENT - 2 ? `${signature.padEnd(INDENT)}${lines.shift()}\n` : `${signature}\n`;

@@ -9,7 +9,7 @@ const { strategies } = require('../balancing/strategies');
 const { OPTIONS, LONG_NAMES, parseArgsOptions, readOptions, takeWords, checkDashes, argumentProblem } = require('../config/options');
 const { modeMistake } = require('../config/config-model');
 const { didYouMean } = require('../config/suggest');
-const { helpText, configHelpText, usageText, HELP_TOPICS } = require('./help');
+const { helpOfTopic, usageText, HELP_TOPICS } = require('./help');
 const { readToolCommandLine } = require('./tool-command-lines');
 const { tlsOf } = require('../config/tls-options');
 const { runHashPassword } = require('./hash-password');
@@ -59,7 +59,7 @@ async function run(args, io = {}) {
   try {
     const parsed = parseCommandLine(args, env);
     if (parsed.help) {
-      stdout.write(parsed.topic === 'config' ? configHelpText() : helpText());
+      stdout.write(helpOfTopic(parsed.topic));
       return 0;
     }
     if (parsed.version) {
@@ -195,14 +195,15 @@ function parseCommandLine(args, env = process.env) {
 
 module.exports = { run, parseCommandLine };
 
-// What help was asked for: `lila help config`, `lila --help config`. Other words after --help
+// What help was asked for: `lila help config`, `lila --help push`. Other words after --help
 // are a command line's (lila round-robin a:1 --help), which gets the whole help; after `help`,
 // they are a mistake.
 function helpOf(words, asked) {
   const [topic] = words;
-  if (HELP_TOPICS.includes(topic) && (words.length === 1 || !asked)) return { help: true, topic };
+  const topics = Object.keys(HELP_TOPICS);
+  if (topics.includes(topic) && (words.length === 1 || !asked)) return { help: true, topic };
   if (topic === undefined || !asked) return { help: true };
-  const hint = didYouMean(topic, HELP_TOPICS) || ': "lila help" shows the options, "lila help config" the config file';
+  const hint = didYouMean(topic, topics) || `: "lila help" shows the options, and knows ${topics.slice(0, -1).join(', ')} and ${topics.at(-1)}`;
   throw new LilaError(codes.INVALID_OPTION, `no help on "${words.join(' ')}"${hint}`);
 }
 

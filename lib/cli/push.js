@@ -4,12 +4,13 @@ const { parseArgs } = require('node:util');
 const { OPTIONS, parseArgsOptions, readOptions, argumentProblem, LONG_NAMES } = require('../config/options');
 const { readConfigFile, summary } = require('../config/config-file');
 const { storeOf } = require('./store-command-line');
+const { pushHelpText } = require('./help');
 const EtcdClient = require('../store/etcd-client');
 const { LilaError, codes } = require('../errors');
 
 // What `lila push` takes besides the file: the store and how to reach it.
 const PUSH_OPTIONS = new Set(['store', 'store-ca', 'store-cert', 'store-key', 'store-insecure', 'if-revision', 'state-dir']);
-const USAGE = 'usage: lila push FILE --store URL [--if-revision N]';
+const USAGE = 'usage: lila push FILE --store URL [--if-revision N]; "lila push --help" tells all';
 
 /**
  * `lila push FILE --store URL`: checks a config file whole, as `--check`
@@ -25,7 +26,11 @@ const USAGE = 'usage: lila push FILE --store URL [--if-revision N]';
 async function runPush(args, { stdout, stderr, env, check }) {
   let client = null;
   try {
-    const { file, options } = readPushLine(args);
+    const { file, options, help } = readPushLine(args);
+    if (help) {
+      stdout.write(pushHelpText());
+      return 0;
+    }
     const fleet = storeOf(options, env);
     const model = readConfigFile(file);
     check(model);
@@ -60,6 +65,7 @@ function readPushLine(args) {
   } catch (err) {
     throw new LilaError(codes.INVALID_OPTION, argumentProblem(err, LONG_NAMES));
   }
+  if (values.help === true) return { help: true };
   const stray = OPTIONS.find((option) => values[option.name] !== undefined && !PUSH_OPTIONS.has(option.name));
   if (stray !== undefined) throw new LilaError(codes.INVALID_OPTION, `"--${stray.name}" is not an option of lila push`);
   if (positionals.length !== 1) throw new LilaError(codes.INVALID_OPTION, positionals.length === 0 ? 'push which config file?' : `push one config file, not ${positionals.length}`);
@@ -67,4 +73,4 @@ function readPushLine(args) {
   return { file: positionals[0], options: readOptions(values) };
 }
 
-module.exports = { runPush };
+module.exports = { runPush, PUSH_OPTIONS };

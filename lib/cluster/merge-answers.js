@@ -167,10 +167,15 @@ function mergeBackends(lists) {
 function mergeConfigured(statuses) {
   const [first] = statuses;
   if (first.pools === undefined) return {};
-  const pools = first.pools.map((pool) => ({
-    ...pool,
-    backends: mergeBackends(statuses.map((status) => (status.pools || []).find((other) => other.name === pool.name)?.backends || []))
-  }));
+  const pools = first.pools.map((pool) => {
+    const sames = statuses.map((status) => (status.pools || []).find((other) => other.name === pool.name));
+    const merged = { ...pool, backends: mergeBackends(sames.map((same) => same?.backends || [])) };
+    // --mirror: each worker sends its own copies.
+    if (pool.mirrored !== undefined) {
+      merged.mirrored = Object.fromEntries(Object.keys(pool.mirrored).map((outcome) => [outcome, sames.reduce((sum, same) => sum + (same?.mirrored?.[outcome] || 0), 0)]));
+    }
+    return merged;
+  });
   const listeners = mergeListeners(statuses);
   return { listeners, pools, no_route: statuses.reduce((sum, status) => sum + (status.no_route || 0), 0) };
 }

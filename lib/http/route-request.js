@@ -25,20 +25,19 @@ function routeOf(engine, host, url, request) {
 }
 
 /**
- * The 404 of a request no route matches, naming what it asked for (or the
- * 400 of a path with a dot segment).
+ * The 404 of a request no route matches, naming what it asked for as routes
+ * compare it: the host without its port, in lower case, and the path
+ * without its query (or the 400 of a path with a dot segment).
  *
- * @param {string | undefined} host
+ * @param {string | undefined} host the Host (or :authority) as received
  * @param {string} url
  * @returns {LilaError}
  */
 function noRoute(host, url) {
   if (hasDotSegment(url)) return new LilaError(codes.BAD_REQUEST, 'the path holds a "." or ".." segment', 400);
   const query = url.indexOf('?');
-  let path = query === -1 ? url : url.slice(0, query);
-  // The answer names what was asked, not all of a target as long as --max-header-size.
-  if (path.length > 200) path = `${path.slice(0, 200)}...`;
-  return new LilaError(codes.NO_ROUTE, `no route for host "${host === undefined ? '' : host}" and path "${path}"`, 404);
+  const path = query === -1 ? url : url.slice(0, query);
+  return new LilaError(codes.NO_ROUTE, `no route for host "${shortened(hostName(host))}" and path "${shortened(path)}"`, 404);
 }
 
 /**
@@ -56,6 +55,22 @@ function bindingFor(engine, route, request, clientAddress) {
 }
 
 module.exports = { routeOf, bindingFor, noRoute };
+
+// The host as routes compare it (routing/route-table.js's normalizeHost, which this layer
+// cannot import): without its port and one trailing dot, in lower case; an IPv6 address keeps
+// its brackets.
+function hostName(host) {
+  if (host === undefined) return '';
+  const end = host.startsWith('[') ? host.indexOf(']') + 1 : host.indexOf(':');
+  let name = end <= 0 ? host : host.slice(0, end);
+  if (name.endsWith('.')) name = name.slice(0, -1);
+  return name.toLowerCase();
+}
+
+// The answer names what was asked, not all of a target as long as --max-header-size.
+function shortened(text) {
+  return text.length > 200 ? `${text.slice(0, 200)}...` : text;
+}
 
 // `/./`, `/../` and their percent-encoded forms (%2e), in the path only; a browser or curl resolves them before sending.
 function hasDotSegment(url) {

@@ -6,7 +6,7 @@ const { validateCount } = require('../config/validate');
 const { acceptProxyProtocol } = require('../net/accept-proxy');
 const { divertAlpn } = require('../net/alpn-divert');
 const { readClientCertificate } = require('../net/client-certificate');
-const { describeError } = require('../errors');
+const { HandshakeFailures } = require('./handshake-failures');
 
 // The ALPN protocol of an ACME CA's TLS-ALPN-01 validation (RFC 8737 §6.2).
 const ACME_TLS_PROTOCOL = 'acme-tls/1';
@@ -49,12 +49,16 @@ function terminateTls(listener, options) {
  * true), an ACME CA's TLS-ALPN-01 validations taken aside; and, with TLS,
  * the handshakes counted, the default certificate following reloads, and
  * each client's certificate read once its handshake is done, when clients
- * are asked for one.
+ * are asked for one; a handshake that fails is said with its client and why
+ * (`handshake-failures.js`).
  *
  * @param {import('./listener')} listener with its engine's server and its `acceptProxy`
  */
 function guardConnections(listener) {
   const { server, settings, traffic, logger, certificates, acme } = listener;
+  // First: each connection keeps its client as it came, for a handshake that fails.
+  const failures = certificates === null ? null : new HandshakeFailures(logger);
+  if (failures !== null) failures.watch(server);
   if (acme !== null && certificates !== null && listener.layer === 'http') {
     const challenges = acme.challenges;
     divertAlpn(server, {
@@ -80,7 +84,7 @@ function guardConnections(listener) {
       logger.debug(`client ${socket.remoteAddress}: ${reason}; closed (--accept-proxy)`);
     }
   });
-  if (certificates !== null) countHandshakes(server, certificates, traffic, logger);
+  if (failures !== null) countHandshakes(server, certificates, traffic, failures);
 }
 
 /**
@@ -106,15 +110,17 @@ function limitConnections(listener, maxConnections) {
 
 module.exports = { terminateTls, guardConnections, limitConnections };
 
-// Handshakes counted; the default certificate follows reloads; a client's certificate is read
-// once, before the engine serves the connection (it is the same for every request of it).
-function countHandshakes(server, certificates, traffic, logger) {
+// Handshakes counted, and the failed ones said; the default certificate follows reloads; a
+// client's certificate is read once, before the engine serves the connection (it is the same
+// for every request of it).
+function countHandshakes(server, certificates, traffic, failures) {
   if (certificates.clientVerify !== null) server.prependListener('secureConnection', readClientCertificate);
   server.on('secureConnection', () => traffic.tlsHandshakes++);
   server.on('tlsClientError', (err, socket) => {
     traffic.tlsHandshakeFailures++;
-    logger.debug(`client ${socket.remoteAddress}: TLS handshake failed: ${describeError(err)}`);
+    failures.failed(err, socket);
     socket.destroy();
   });
+  server.once('close', () => failures.close());
   certificates.onChange = () => server.setSecureContext(certificates.defaultOptions());
 }

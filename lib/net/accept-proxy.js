@@ -3,7 +3,7 @@
 const { Duplex } = require('node:stream');
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { parseProxyHeader } = require('./proxy-protocol');
-const { setPeer, localOf } = require('./address');
+const { setPeer, localOf, peerOf } = require('./address');
 
 // The client named by the header of the connection a TLS server is wrapping.
 const wrapping = new AsyncLocalStorage();
@@ -78,6 +78,8 @@ function tlsOverStream(server, listeners, socket, source) {
   socket.allowHalfOpen = true;
   const stream = Duplex.from({ readable: socket, writable: socket });
   stream.allowHalfOpen = false;
+  // Its client for the server's 'connection' listeners too, before any handshake (one may fail).
+  setPeer(stream, source === null ? peerOf(socket) : source);
   stream.on('error', () => socket.destroy());
   const peer = { source, local: localOf(socket), stream };
   wrapping.run(peer, () => {

@@ -21,8 +21,11 @@ const backendChanges = { addBackend, removeBackend, changeBackend, drainBackend,
 /**
  * A backend as `/status`, the dashboard and the admin API's answers describe
  * it: one description, so that they all say the same of why it is down.
- * While it is down, `down_by` says what took it down; with active checks,
- * `check` is its last one.
+ * `state` is its health (`up` or `down`) and `drained` whether it is out of
+ * new picks (weight 0: drained, or so given), apart, as HAProxy keeps a
+ * server's operational and administrative states: a drained backend is
+ * still checked, and still finishes what it holds. While it is down,
+ * `down_by` says what took it down; with active checks, `check` is its last one.
  *
  * @param {import('../balancing/backend')} backend
  * @param {import('../health')} [health] its pool's, for its last active check
@@ -36,6 +39,7 @@ function describeBackend(backend, health) {
     weight: backend.weight,
     effective_weight: backend.effectiveWeight,
     backup: backend.backup,
+    drained: backend.weight === 0,
     state: backend.state,
     reason: backend.reason,
     since: new Date(backend.since).toISOString(),

@@ -204,7 +204,8 @@ function getStatus(admin) {
     mode: pool === null ? null : pool.balancer.mode,
     layer: listener === null ? null : listener.layer,
     uptime_seconds: (Date.now() - view.traffic.startedAt) / 1000,
-    backends: pool === null ? [] : pool.balancer.backends.map((backend) => describeBackend(backend, pool.health)),
+    // A command line's one pool's backends; a config's every pool's, each with its pool.
+    backends: view.single ? backendsOf(pool) : view.pools.flatMap((each) => backendsOf(each, each.name)),
     connections: view.traffic.connections,
     ...tlsStatus(listener, view.traffic),
     ...discoveryStatus(pool),
@@ -220,6 +221,7 @@ function getStatus(admin) {
 // A config's every listener and its routes, every pool and its backends.
 function configuredStatus(view) {
   const { listeners, pools } = view;
+  const mirrors = mirrorCounts(view);
   return {
     listeners: listeners.map((listener) => ({
       address: listener.address,
@@ -232,7 +234,7 @@ function configuredStatus(view) {
         pools: route.targets.map(({ pool, weight }) => ({ pool: pool.name, weight })),
         requests: route.requests,
         // --mirror: where copies of its requests go, and which share of them.
-        ...(route.mirror ? { mirror: route.mirror.targets.map((target) => ({ pool: target.name, percent: target.share / 10000 })) } : {}),
+        ...(route.mirror ? { mirror: route.mirror.describe() } : {}),
         // A route line's --rate-limit, counted apart from the listener's.
         ...(route.rateLimiter ? { rate_limit: rateLimitStatus(route.rateLimiter) } : {})
       }))
@@ -241,11 +243,33 @@ function configuredStatus(view) {
       name: pool.name,
       mode: pool.balancer.mode,
       layer: pool.layer,
-      backends: pool.backends.map((backend) => describeBackend(backend, pool.health)),
-      ...(pool.discovery && pool.discovery.names.length > 0 ? { discovery: pool.discovery.describe() } : {})
+      backends: backendsOf(pool),
+      ...(pool.discovery && pool.discovery.names.length > 0 ? { discovery: pool.discovery.describe() } : {}),
+      // --mirror: the copies meant for it (its backends count only the requests routed to them).
+      ...(mirrors.has(pool.name) ? { mirrored: { ...mirrors.get(pool.name) } } : {})
     })),
     no_route: view.traffic.noRoute
   };
+}
+
+// A pool's backends as /status describes them; with `name`, each with its pool's name first.
+function backendsOf(pool, name) {
+  if (pool === null) return [];
+  const described = pool.balancer.backends.map((backend) => describeBackend(backend, pool.health));
+  return name === undefined ? described : described.map((backend) => ({ pool: name, ...backend }));
+}
+
+// Every pool a running route mirrors to, with the copies counted for it (all 0 before the first).
+function mirrorCounts(view) {
+  const counts = new Map();
+  for (const listener of view.listeners) {
+    for (const route of listener.routes) {
+      if (route.mirror) for (const target of route.mirror.targets) counts.set(target.name, view.traffic.mirrorCounts(target.name));
+    }
+  }
+  // A pool no route mirrors to any more keeps what it was sent.
+  for (const [name, count] of view.traffic.mirrors) counts.set(name, count);
+  return counts;
 }
 
 // What protects the backends, when configured: the limits' queue (the first pool's), the rate

@@ -49,10 +49,21 @@ class Traffic {
   mirrored(pool, outcome) {
     let counts = this.mirrors.get(pool);
     if (counts === undefined) {
-      counts = Object.fromEntries(MIRROR_OUTCOMES.map((name) => [name, 0]));
+      counts = this.mirrorCounts(pool);
       this.mirrors.set(pool, counts);
     }
     counts[outcome]++;
+  }
+
+  /**
+   * The copies meant for a mirror pool so far, by outcome (`MIRROR_OUTCOMES`); every count 0
+   * before its first. The object is the one counted in once the pool has copies: copy it to keep it.
+   *
+   * @param {string} pool
+   * @returns {Record<string, number>}
+   */
+  mirrorCounts(pool) {
+    return this.mirrors.get(pool) || Object.fromEntries(MIRROR_OUTCOMES.map((name) => [name, 0]));
   }
 
   /**

@@ -74,6 +74,11 @@ class MirrorPolicy {
     }
     return chosen;
   }
+
+  /** @returns {{pool: string, percent: number}[]} its pools and their shares, as `/status` and the dashboard give them */
+  describe() {
+    return this.targets.map((target) => ({ pool: target.name, percent: target.share / (MILLION / 100) }));
+  }
 }
 
 /**

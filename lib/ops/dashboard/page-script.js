@@ -324,6 +324,12 @@ function dashboardScript() {
       });
       if (typeof route.hash_key === 'string') to.append(span('small', ` · by ${route.hash_key}`));
     }
+    // --mirror, as the startup line says it: copies go there too, their answers thrown away.
+    if (Array.isArray(route.mirror) && route.mirror.length > 0) {
+      const mirrored = span('small mirror', '');
+      setWrapped(mirrored, ` · mirrored to ${route.mirror.map((target) => `pool ${target.pool}${target.percent === 100 ? '' : ` (${target.percent}%)`}`).join(', ')}`);
+      to.append(mirrored);
+    }
     item.append(match, span('arrow', '→'), to, shown.requests);
     view.routes.push(shown);
     return item;
@@ -564,7 +570,8 @@ function dashboardScript() {
     }
   }
 
-  // The heading of a pool's backends: its name, mode and layer, how many backends it has.
+  // The heading of a pool's backends: its name, mode and layer, how many backends it has, and
+  // for a --mirror pool the copies sent to it (its backends count only the requests routed there).
   function poolRow(pool, size) {
     let tr = view.pools.get(pool.name);
     if (tr === undefined) {
@@ -578,8 +585,23 @@ function dashboardScript() {
     }
     const [title, detail] = tr.firstChild.children;
     setWrapped(title, `pool ${pool.name}`);
-    setText(detail, ` · ${pool.mode} · ${pool.layer} · ${counted(size, 'backend')}`);
+    setText(detail, ` · ${pool.mode} · ${pool.layer} · ${counted(size, 'backend')}${mirroredText(pool.mirrored)}`);
     return tr;
+  }
+
+  // What became of the copies --mirror meant for a pool (/status's `mirrored`), or '' for a pool without.
+  function mirroredText(mirrored) {
+    if (mirrored === null || typeof mirrored !== 'object') return '';
+    const outcomes = [['answered', 'answered'], ['failed', 'failed'], ['timeout', 'timed out'], ['too_large', 'too large'], ['dropped', 'dropped']];
+    let total = 0;
+    const parts = [];
+    for (const [key, word] of outcomes) {
+      const count = typeof mirrored[key] === 'number' ? mirrored[key] : 0;
+      total += count;
+      if (count > 0) parts.push(`${count.toLocaleString('en')} ${word}`);
+    }
+    if (total === 0) return ' · mirror: no copies yet';
+    return ` · mirror: ${total.toLocaleString('en')} ${total === 1 ? 'copy' : 'copies'} (${parts.join(', ')})`;
   }
 
   // The heading of the members of a DNS name: the name, its record type,
@@ -701,6 +723,7 @@ function dashboardScript() {
     setText(row.state, word);
     let reason = backend.reason;
     if (kind === 'draining') reason = `weight 0: no new ${layer === 'tcp' ? 'connections' : 'requests'}`;
+    else if (kind === 'down' && backend.drained === true) reason += '; drained (weight 0)';
     if (workers !== null && typeof backend.up_in_workers === 'number' && backend.up_in_workers < workers) {
       reason += ` (up in ${backend.up_in_workers} of ${workers} workers)`;
     }
@@ -745,10 +768,10 @@ function dashboardScript() {
     }
   }
 
-  // The state in a word and its colour: down, draining (weight 0), at its limit, backup, up.
+  // The state in a word and its colour: down, drained (weight 0), at its limit, backup, up.
   function stateOf(backend) {
     if (backend.state !== 'up') return ['down', 'down'];
-    if (backend.weight === 0) return ['draining', 'draining'];
+    if (backend.drained === true || backend.weight === 0) return ['draining', 'drained'];
     const limit = limitOf(backend);
     if (backend.at_limit === true || (limit > 0 && backend.active >= limit)) return ['limit', 'at its limit'];
     if (backend.backup) return ['backup', 'backup'];

@@ -42,9 +42,10 @@ const STALE_MS = 2500;
  * @property {boolean} tls
  * @property {string} [redirect_http] where its `--redirect-http` answers plain http, when it has one
  * @property {{match: string, pools: {pool: string, weight: number}[], hash_key: string | null,
- *   answers_itself: boolean, requests: number}[]} routes in the order given: `match` as written,
- *   `pools` the pool or the weighted split, `answers_itself` for a route whose every request lila
- *   answers itself (`--redirect`, `--respond`, `--redirect-https`), `requests` those it chose a pool for
+ *   answers_itself: boolean, requests: number, mirror?: {pool: string, percent: number}[]}[]} routes in the
+ *   order given: `match` as written, `pools` the pool or the weighted split, `answers_itself` for a route
+ *   whose every request lila answers itself (`--redirect`, `--respond`, `--redirect-https`), `requests`
+ *   those it chose a pool for, `mirror` (as `/status` has it) the pools `--mirror` copies its requests to
  */
 
 /**
@@ -81,7 +82,7 @@ class Sampler {
    *   command line's one listener too, with its route `*` to the pool `default`), `totals`
    *   ({@link Rates} and `active`) and every backend with its {@link Rates} and `check`; with a
    *   config file, every pool's backends, each with its `pool`, and `pools` (`name`, `mode`,
-   *   `layer`, and `discovery` with servers found through DNS)
+   *   `layer`, `discovery` with servers found through DNS, `mirrored` for a --mirror pool)
    */
   sample(now = Date.now()) {
     return this.frame(now, true);
@@ -281,15 +282,17 @@ function describeListener(listener) {
       hash_key: route.hashKey === undefined ? null : route.hashKey,
       // Its pools are never asked: lila answers every request of it (a redirect, a fixed answer).
       answers_itself: route.actions !== null && route.actions !== undefined && route.actions.answersAll === true,
-      requests: route.requests
+      requests: route.requests,
+      ...(route.mirror ? { mirror: route.mirror.describe() } : {})
     }))
   };
 }
 
-// A pool as the frame lists it (its backends are in the frame's `backends`).
+// A pool as the frame lists it (its backends are in the frame's `backends`), as /status does.
 function describePool(pool) {
   const described = { name: pool.name, mode: pool.mode, layer: pool.layer };
   if (pool.discovery !== undefined) described.discovery = pool.discovery;
+  if (pool.mirrored !== undefined) described.mirrored = pool.mirrored;
   return described;
 }
 
