@@ -8,6 +8,7 @@ const { parseHashKeyOn } = require('./balancing/strategies/hash-key');
 const { validateChoice, validateCount, validateDuration, validatePath, validateResolvers } = require('./config/validate');
 const { parseSticky } = require('./config/traffic-values');
 const { backendTlsSettings } = require('./tls/backend-settings');
+const { DEFAULT_LAYER, layerOf } = require('./layers');
 const { LilaError, codes } = require('./errors');
 const {
   LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS, BACKEND_DEFAULTS, HEALTH_DEFAULTS, DISCOVERY_DEFAULTS, QUEUE_DEFAULTS, POOL_DEFAULTS
@@ -28,18 +29,19 @@ class Pool {
   /**
    * @param {object} options the pool's options of `createProxy` (see config/defaults.js's POOL_OPTIONS), and:
    * @param {string} [options.name] defaults to `default`
-   * @param {'http' | 'tcp'} [options.layer] defaults to `http`
+   * @param {string} [options.layer] its layer's name (layers/); defaults to `http`
    * @param {'fast' | 'node'} [options.engine] the http engine its listeners run: `h2` servers need `fast`
    * @param {Logger} [options.logger]
    * @throws {LilaError} for invalid options or servers
    */
   constructor(options) {
     this.name = options.name === undefined ? 'default' : options.name;
-    this.layer = validateChoice(options.layer === undefined ? LAYERS[0] : options.layer, LAYERS, 'layer');
+    this.layer = validateChoice(options.layer === undefined ? DEFAULT_LAYER : options.layer, LAYERS, 'layer');
+    const layer = layerOf(this.layer);
     // Only read by the h2 check below; a listener's engine is checked where it is made.
     this.engine = options.engine === undefined ? HTTP_ENGINES[0] : options.engine;
     this.logger = options.logger || new Logger();
-    httpOnly(options, this.layer);
+    httpOnly(options, layer);
     /** What the engines read towards this pool's backends. */
     this.settings = backendSettings(options, this.logger);
     const given = options.balancer instanceof Balancer;
@@ -57,13 +59,13 @@ class Pool {
     }
     this.discovery = given ? null : new Discovery(this.balancer, found, discoverySettings(options, this.logger));
     const h2Server = [...this.balancer.backends, ...found].find((server) => server.h2 === true);
-    if (h2Server !== undefined && (this.layer === 'tcp' || this.engine === 'node')) {
+    if (h2Server !== undefined && !layer.h2Engines.includes(this.engine)) {
       throw new LilaError(codes.INVALID_OPTION, `server "${h2Server.name}" speaks h2: that needs the http layer on the fast engine` +
-        (this.layer === 'tcp' ? '; the tcp layer passes any protocol as it is, without "h2"' : ''));
+        (layer.speaksHttp ? '' : `; the ${layer.name} layer passes any protocol as it is, without "h2"`));
     }
-    if (options.hashKey !== undefined) parseHashKeyOn(options.hashKey, this.layer);
+    if (options.hashKey !== undefined) parseHashKeyOn(options.hashKey, layer);
     this.health = new Health(this.balancer, healthSettings(options), this.logger, {
-      layer: this.layer, backendTls: this.settings.backendTls, sendProxy: this.settings.sendProxy
+      layer, backendTls: this.settings.backendTls, sendProxy: this.settings.sendProxy
     });
     // What engines keep of connections to the backends, by kind, made when first asked for.
     this.upstream = new Map();
@@ -122,12 +124,13 @@ class Pool {
 module.exports = Pool;
 module.exports.DEFAULTS = POOL_DEFAULTS;
 
-// --sticky reads cookies: only the http layer has them.
+// --sticky reads cookies: a layer that reads no request has none.
 function httpOnly(options, layer) {
-  if (options.sticky !== undefined && layer === 'tcp') {
-    throw new LilaError(codes.INVALID_OPTION, '"--sticky" needs the http layer; the tcp layer passes bytes it does not read');
+  if (options.sticky !== undefined && !layer.readsRequests) {
+    throw new LilaError(codes.INVALID_OPTION, `"--sticky" needs the http layer; the ${layer.name} layer passes bytes it does not read`);
   }
 }
+
 
 function backendSettings(options, logger) {
   const pick = (name) => (options[name] === undefined ? BACKEND_DEFAULTS[name] : options[name]);

@@ -12,10 +12,12 @@ const MAY_IMPORT = {
   // A subject's bytes past ASCII written \XX: one spelling for the certificate and its patterns.
   'utf8-escape': [],
   net: ['utf8-escape', 'errors'],
+  // What each layer is (http, tcp): data every part asks, importing nothing.
+  layers: [],
   'balancing/strategies': ['errors'],
   balancing: ['balancing/strategies', 'errors'],
   // The config model, its readers and the one option table: data, and what checks it.
-  config: ['balancing', 'balancing/strategies', 'routing', 'tls', 'store', 'ops', 'errors'],
+  config: ['layers', 'balancing', 'balancing/strategies', 'routing', 'tls', 'store', 'ops', 'errors'],
   discovery: ['balancing', 'errors'],
   health: ['net', 'errors'],
   // What a route does to a request: written once, for every engine to call.
@@ -28,7 +30,7 @@ const MAY_IMPORT = {
   // One request's way through lila on every engine: route, limits, backend slot, observers, record.
   'http/lifecycle': ['http', 'actions', 'net', 'errors'],
   // Features on a request's lifecycle, each written once for every engine: --mirror, --compress.
-  'http/mirror': ['http/wire', 'http', 'balancing/strategies', 'net', 'errors'],
+  'http/mirror': ['http/wire', 'http', 'layers', 'balancing/strategies', 'net', 'errors'],
   'http/compression': ['errors'],
   // What a file request is answered (a route's --root): the file a path names, its type, validators,
   // ranges, listing; no socket. Accept-Encoding is read by --compress's one parser.
@@ -45,24 +47,24 @@ const MAY_IMPORT = {
   // lila's etcd client: beside the request path, below whatever reads a stored configuration.
   store: ['net', 'errors'],
   // Each engine's face towards a listener, and the binding of a pool.
-  engines: ['http/fast', 'http/h2', 'http/node', 'http/upstream', 'http', 'tcp', 'config', 'net', 'errors'],
-  ops: ['balancing', 'balancing/strategies', 'ops/dashboard', 'net', 'errors'],
-  cluster: ['ops/dashboard', 'errors'],
-  'ops/dashboard': ['net'],
+  engines: ['http/fast', 'http/h2', 'http/node', 'http/upstream', 'http', 'tcp', 'layers', 'config', 'net', 'errors'],
+  ops: ['balancing', 'balancing/strategies', 'ops/dashboard', 'layers', 'net', 'errors'],
+  cluster: ['ops/dashboard', 'layers', 'errors'],
+  'ops/dashboard': ['layers', 'net'],
   tls: ['errors'],
-  acme: ['tls', 'errors'],
+  acme: ['tls', 'layers', 'errors'],
   // A rate limit counts by --hash-key's grammar and reader (--rate-limit-key).
   limits: ['balancing/strategies', 'errors'],
   // Routes choose a pool (and --mirror's pools); they know pools only as the objects they are handed.
-  routing: ['files', 'http/lifecycle', 'http/mirror', 'http/compression', 'balancing', 'balancing/strategies', 'actions', 'errors'],
-  pool: ['balancing', 'balancing/strategies', 'config', 'discovery', 'health', 'tls', 'ops', 'errors'],
+  routing: ['files', 'http/lifecycle', 'http/mirror', 'http/compression', 'balancing', 'balancing/strategies', 'actions', 'layers', 'errors'],
+  pool: ['balancing', 'balancing/strategies', 'config', 'discovery', 'health', 'tls', 'ops', 'layers', 'errors'],
   // A listener knows pools only as what its routes name and its engine binds.
-  listener: ['engines', 'routing', 'tls', 'limits', 'config', 'ops', 'net', 'errors'],
+  listener: ['engines', 'routing', 'tls', 'limits', 'config', 'ops', 'layers', 'net', 'errors'],
   // A fleet's member: the stored configuration run by a service it is handed, the backend changes shared.
   fleet: ['store', 'acme', 'balancing', 'ops', 'net', 'errors'],
   // --kubernetes: a cluster's resources made into a config text, run by a service it is handed.
   kubernetes: ['store', 'errors'],
-  service: ['listener', 'pool', 'cluster', 'config', 'tls', 'acme', 'limits', 'store', 'ops', 'net', 'errors'],
+  service: ['listener', 'pool', 'cluster', 'config', 'tls', 'acme', 'limits', 'store', 'ops', 'layers', 'net', 'errors'],
   cli: ['service', 'fleet', 'kubernetes', 'store', 'config', 'routing', 'actions', 'acme', 'balancing', 'balancing/strategies', 'tls', 'ops', 'errors'],
   index: ['service', 'config', 'balancing', 'balancing/strategies', 'ops', 'errors']
 };

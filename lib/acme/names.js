@@ -1,10 +1,11 @@
 'use strict';
 
 const { checkNames } = require('./csr');
+const { layerOf } = require('../layers');
 
 /**
  * The names lila obtains certificates for: every exact host routed on an
- * HTTPS listener of the http layer that no certificate file of that
+ * HTTPS listener of a layer that speaks HTTP (http) that no certificate file of that
  * listener covers (a name with a `--tls-cert` keeps it). Wildcard hosts
  * would need DNS-01, and IP addresses or single labels no public CA signs:
  * those are left to the listener's own certificates, each said once.
@@ -17,7 +18,7 @@ function namesToManage(listeners) {
   const names = new Set();
   const skipped = new Map();
   for (const { spec, certificates } of listeners) {
-    if (spec.layer !== 'http' || spec.options.tls === undefined || certificates === null) continue;
+    if (!layerOf(spec.layer).speaksHttp || spec.options.tls === undefined || certificates === null) continue;
     for (const route of spec.routes) {
       const host = route.host;
       if (host === null || names.has(host) || certificates.covers(host)) continue;

@@ -9,6 +9,7 @@ const { alpnCertificate } = require('./alpn-certificate');
 const { defaultStateDir, StateStore } = require('./state-store');
 const { createRedirectServer } = require('../tls/redirect-server');
 const { readError } = require('../tls/certificates');
+const { layerOf } = require('../layers');
 const { LilaError, codes } = require('../errors');
 
 const DEFAULT_DIRECTORY = 'https://acme-v02.api.letsencrypt.org/directory';
@@ -150,7 +151,7 @@ class AcmeRunner {
       this.logger.warn(`acme: no certificate for ${host}: ${why}; it gets the listener's own certificates`);
     }
     if (names.length === 0) this.logger.warn('acme: no route of an HTTPS listener names an exact host: there is no certificate to obtain');
-    this.plainListens = listeners.some(({ spec }) => spec.layer === 'http' && spec.options.tls === undefined);
+    this.plainListens = listeners.some(plainHttp);
     return this.manager === null ? Promise.resolve() : this.manager.setNames(names);
   }
 
@@ -160,10 +161,10 @@ class AcmeRunner {
   async openHttpPort(listeners) {
     const where = this.settings.httpPort || { port: DEFAULT_HTTP_PORT };
     // A plain listener there answers already, as does an HTTPS listener's --redirect-http.
-    const plainThere = listeners.some(({ spec }) => (spec.layer === 'http' && spec.options.tls === undefined && spec.port === where.port) ||
-      (spec.redirectHttp !== undefined && spec.redirectHttp.port === where.port));
+    const plainThere = listeners.some((listener) => (plainHttp(listener) && listener.spec.port === where.port) ||
+      (listener.spec.redirectHttp !== undefined && listener.spec.redirectHttp.port === where.port));
     if (plainThere) return;
-    this.plainListens = listeners.some(({ spec }) => spec.layer === 'http' && spec.options.tls === undefined);
+    this.plainListens = listeners.some(plainHttp);
     const https = listeners.find(({ spec }) => spec.options.tls !== undefined);
     const server = createRedirectServer(https === undefined ? 443 : https.spec.port, this.logger, this.shared.challenges);
     try {
@@ -226,3 +227,8 @@ class AcmeRunner {
 }
 
 module.exports = AcmeRunner;
+
+// A plain listener that speaks HTTP: ACME's HTTP-01 tokens are answered on it.
+function plainHttp({ spec }) {
+  return layerOf(spec.layer).speaksHttp && spec.options.tls === undefined;
+}

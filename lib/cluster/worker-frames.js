@@ -4,6 +4,7 @@ const http = require('node:http');
 const { quantile } = require('../ops/dashboard/quantile');
 const { errorRate, soFar } = require('../ops/dashboard/sampler');
 const { mergeListeners } = require('./merge-answers');
+const { layerOf } = require('../layers');
 
 // A worker's frame older than this is left out: the worker is gone or stuck.
 const FRESH_MS = 2500;
@@ -108,7 +109,8 @@ class WorkerFrames {
 function mergeFrames(frames, mergeStatus, now = Date.now()) {
   const [first] = frames;
   const bounds = first.duration_bounds;
-  const tcp = first.layer === 'tcp';
+  // A layer counted by connection (tcp): its failed connects are apart from its connections.
+  const byConnection = !layerOf(first.layer).countsRequests;
   const byName = new Map();
   for (const frame of frames) {
     for (const backend of frame.backends) {
@@ -123,7 +125,7 @@ function mergeFrames(frames, mergeStatus, now = Date.now()) {
   const status = mergeStatus(frames);
   const backends = status.backends.map((backend) => {
     const { rates, check } = byName.get(backendKey(backend));
-    const merged = { ...backend, ...addRates(rates, bounds, tcp), check };
+    const merged = { ...backend, ...addRates(rates, bounds, byConnection), check };
     // The first worker's since-start figures, which mergeStatus kept, are not every worker's.
     if (merged.so_far === backend.so_far) delete merged.so_far;
     return merged;

@@ -9,8 +9,9 @@ const { tlsOf } = require('./tls-options');
 const { parseServer } = require('../balancing/server-address');
 const { parseMatch } = require('../routing/route-match');
 const ListenerRoutes = require('../routing/listener-routes');
-const { at, check, readAddress, modeMistake, POOL_NAME } = require('./config-model');
+const { at, check, readAddress, modeMistake, pathlessProblem, POOL_NAME } = require('./config-model');
 const { routesLine } = require('./describe');
+const { DEFAULT_LAYER, layerOf, withArticle } = require('../layers');
 const { codes } = require('../errors');
 
 // Where each kind of line takes options, as the option table's `scope` says.
@@ -159,7 +160,7 @@ function readPool(block, at) {
   if (serverLines.length === 0) throw fail(`pool "${name}" has no server: give them after the mode, or one a line below it`);
   const options = readAt(given, fail);
   if (given['hash-key'] !== undefined && mode !== 'hash') throw fail(`pool "${name}": "--hash-key" is for mode "hash"`);
-  const layer = options.proxy.layer || 'http';
+  const layer = options.proxy.layer || DEFAULT_LAYER;
   return {
     name,
     line: block.line,
@@ -203,16 +204,17 @@ function readListener(block, at) {
     const key = tokens.find((token) => token.name === 'tls-key' && err.message.includes(token.value));
     throw at(key === undefined ? block.line : key.line)(err.message);
   }
-  const layer = options.proxy.layer || 'http';
+  const layer = options.proxy.layer || DEFAULT_LAYER;
+  const { speaksHttp, takesRouteOptions } = layerOf(layer);
   if (options['redirect-https'] === true) {
     if (tls !== undefined) throw fail('"--redirect-https" answers plain http requests: this listener has --tls-cert, its requests are https already');
-    if (layer === 'tcp') throw fail('"--redirect-https" answers http requests: this is a tcp listener');
+    if (!speaksHttp) throw fail(`"--redirect-https" answers http requests: this is ${withArticle(layer)} listener`);
     // Every request, whatever its route: a listener of only that needs no route line.
     options.actions.redirect = ['https://{host}{uri}', '308'];
     if (routes.length === 0) routes.push({ line: block.line, text: '*', host: null, path: null, targets: [], actions: {} });
   }
   if (routes.length === 0) throw fail(`listen ${first.positionals[0]} has no route: add "  route * POOL" below it`);
-  if (layer === 'http') checkListenActions(options.actions, `listen ${first.positionals[0]}`, fail);
+  if (takesRouteOptions) checkListenActions(options.actions, `listen ${first.positionals[0]}`, layer, fail);
   for (const route of routes) {
     // A listen line's route options are each route's, unless the route gives its own; lists add up.
     route.actions = withDefaults(route.actions, options.actions);
@@ -222,9 +224,8 @@ function readListener(block, at) {
     }
   }
   for (const route of routes) {
-    if (layer === 'tcp' && route.path !== null) {
-      throw at(route.line)(`route "${route.text}": a tcp listener routes by the TLS server name only, not by path`);
-    }
+    const problem = pathlessProblem(layer, route.text, route.path);
+    if (problem !== null) throw at(route.line)(problem);
   }
   // Where each certificate, client CA or CRL file was named, for a file that does not read.
   const fileLines = tokens.filter((token) => FILE_OPTIONS.has(token.name)).map((token) => [token.value, token.line]);
@@ -292,13 +293,13 @@ function withDefaults(actions, defaults) {
 }
 
 // A listen line's route options, checked as a route's of their own, so that a bad value names that line.
-function checkListenActions(actions, where, fail) {
+function checkListenActions(actions, where, layer, fail) {
   if (Object.keys(actions).length === 0) return;
   // A path for --strip-prefix, and an answer, so that the check needs no pool.
   const answers = actions.redirect !== undefined || actions.respond !== undefined;
   const spec = { text: '*', where, host: null, path: '/', targets: [], actions: answers ? actions : { ...actions, respond: ['204'] } };
   try {
-    new ListenerRoutes([spec], () => null, 'http');
+    new ListenerRoutes([spec], () => null, layer);
   } catch (err) {
     throw fail(err.message);
   }
@@ -313,7 +314,7 @@ function checkListenActions(actions, where, fail) {
 function summary(model) {
   return model.listeners.map((listener) => {
     const tls = listener.options.tls !== undefined;
-    const kind = listener.layer === 'http' ? (tls ? 'https' : 'http') : (tls ? 'tcp+tls' : 'tcp');
+    const kind = layerOf(listener.layer).kind[tls ? 'tls' : 'plain'];
     const where = listener.host === undefined ? `:${listener.port}` : listener.text;
     const { redirectHttp } = listener;
     const redirect = redirectHttp === undefined ? ''

@@ -5,6 +5,7 @@ const { strategies, isModulePath } = require('../balancing/strategies');
 const { validatePort } = require('./validate');
 const { didYouMean } = require('./suggest');
 const { mirrorsOf } = require('./mirror-values');
+const { DEFAULT_LAYER, layerOf, withArticle } = require('../layers');
 const { LilaError, codes } = require('../errors');
 
 const POOL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
@@ -46,7 +47,7 @@ function modelOf(config, name = 'config') {
     if (options === null || typeof options !== 'object' || options.mode === undefined) throw fail(`pool "${poolName}" needs a mode`);
     const mistake = modeMistake(options.mode);
     if (mistake !== null) throw fail(`pool "${poolName}": ${mistake}`);
-    model.pools.push({ name: poolName, layer: options.layer || 'http', options: { ...options } });
+    model.pools.push({ name: poolName, layer: options.layer || DEFAULT_LAYER, options: { ...options } });
   }
   for (const listener of config.listeners) {
     const { routes, redirectHttp, host, port, ...options } = listener || {};
@@ -56,11 +57,11 @@ function modelOf(config, name = 'config') {
       text,
       host,
       port: readAddress(String(port), fail).port,
-      layer: options.layer || 'http',
+      layer: options.layer || DEFAULT_LAYER,
       options,
       redirectHttp,
       fileLines: [],
-      routes: routes.map((route) => routeOf(route, fail, options.layer || 'http'))
+      routes: routes.map((route) => routeOf(route, fail, options.layer || DEFAULT_LAYER))
     });
   }
   check(model, name);
@@ -108,7 +109,22 @@ function modeMistake(mode) {
   return hint === '' ? null : `unknown mode "${mode}"${hint}`;
 }
 
-module.exports = { modelOf, objectOf, check, at, readAddress, modeMistake, POOL_NAME };
+/**
+ * What is wrong with a route's path on a listener of `layer`: its layer may
+ * route by a name only (tcp: the TLS server name).
+ *
+ * @param {string} layer the listener's layer's name; one that is none (not checked yet) has no problem here
+ * @param {string} text the route's match, as given
+ * @param {string | null} path
+ * @returns {string | null} the message, or null
+ */
+function pathlessProblem(layer, text, path) {
+  const facts = layerOf(layer);
+  if (facts === undefined || facts.routesByPath || path === null) return null;
+  return `route "${text}": ${withArticle(layer)} listener routes by ${facts.routesBy} only, not by path`;
+}
+
+module.exports = { modelOf, objectOf, check, at, readAddress, modeMistake, pathlessProblem, POOL_NAME };
 
 // A route of a program's config: { match, to, hashKey }.
 function routeOf(route, fail, layer) {
@@ -120,7 +136,8 @@ function routeOf(route, fail, layer) {
   } catch (err) {
     throw fail(err.message);
   }
-  if (layer === 'tcp' && where.path !== null) throw fail(`route "${match}": a tcp listener routes by the TLS server name only, not by path`);
+  const problem = pathlessProblem(layer, match, where.path);
+  if (problem !== null) throw fail(problem);
   const { to, hashKey, match: _, ...actions } = route;
   const targets = typeof to === 'string'
     ? [{ pool: to, weight: 1 }]
@@ -185,7 +202,7 @@ function check(model, file, { mayServeNothing = false } = {}) {
           throw at(file, route.line)(`route "${route.text}" names pool "${target.pool}", which is not defined${hint}`);
         }
         if (pool.layer !== listener.layer) {
-          throw at(file, route.line)(`route "${route.text}" names pool "${pool.name}", a ${pool.layer} pool, on a${listener.layer === 'http' ? 'n' : ''} ${listener.layer} listener (--layer ${listener.layer} on the pool)`);
+          throw at(file, route.line)(`route "${route.text}" names pool "${pool.name}", a ${pool.layer} pool, on ${withArticle(listener.layer)} listener (--layer ${listener.layer} on the pool)`);
         }
         used.add(pool.name);
       }
@@ -197,7 +214,7 @@ function check(model, file, { mayServeNothing = false } = {}) {
   }
 }
 
-// A route's --mirror pools, read; a tcp listener's routes only choose a pool.
+// A route's --mirror pools, read; a listener whose layer takes no route options (tcp) has none.
 function mirrorPools(route, listener, file) {
   let mirrors;
   try {
@@ -205,8 +222,9 @@ function mirrorPools(route, listener, file) {
   } catch (err) {
     throw at(file, route.line)(err.message);
   }
-  if (mirrors.length > 0 && listener.layer !== 'http') {
-    throw at(file, route.line)(`route "${route.text}": --mirror copies http requests; a tcp listener's routes only choose a pool`);
+  // A layer a program names that is none takes none either (it is refused when built).
+  if (mirrors.length > 0 && layerOf(listener.layer)?.takesRouteOptions !== true) {
+    throw at(file, route.line)(`route "${route.text}": --mirror copies http requests; ${withArticle(listener.layer)} listener's routes only choose a pool`);
   }
   return mirrors;
 }

@@ -1,9 +1,11 @@
 'use strict';
 
-/** The layers a listener and its pools speak; the first is the default. */
-const LAYERS = ['http', 'tcp'];
+const { LAYER_NAMES, DEFAULT_LAYER, layerOf } = require('../layers');
+
+/** The layers a listener and its pools speak (layers/); the first is the default. */
+const LAYERS = LAYER_NAMES;
 /** The implementations of the http layer; the first is the default. */
-const HTTP_ENGINES = ['fast', 'node'];
+const HTTP_ENGINES = layerOf('http').engines;
 /** The Host an http request is sent upstream with: the client's, or the backend's `host:port`. */
 const HOST_HEADERS = ['client', 'backend'];
 /** `--send-proxy`: the PROXY protocol versions. */
@@ -56,7 +58,7 @@ const POOL_OPTIONS = new Set([
 ]);
 
 /** Every default, as `--help` and README name them. */
-const DEFAULTS = Object.freeze({ port: DEFAULT_PORT, layer: LAYERS[0], engine: HTTP_ENGINES[0], ...LISTENER_DEFAULTS, ...POOL_DEFAULTS });
+const DEFAULTS = Object.freeze({ port: DEFAULT_PORT, layer: DEFAULT_LAYER, engine: HTTP_ENGINES[0], ...LISTENER_DEFAULTS, ...POOL_DEFAULTS });
 
 module.exports = {
   LAYERS,

@@ -1,7 +1,8 @@
 'use strict';
 
 const { readHostsFile } = require('./hosts-file');
-const { POOL_OPTIONS, DEFAULT_PORT, LAYERS } = require('./defaults');
+const { POOL_OPTIONS, DEFAULT_PORT } = require('./defaults');
+const { DEFAULT_LAYER } = require('../layers');
 
 // createProxy options that are global in a config: every pool and listener takes them.
 const GLOBAL_OPTIONS = new Set(['engine', 'requestId', 'resolvers', 'backendTls']);
@@ -25,7 +26,7 @@ const RUNTIME_OPTIONS = new Set(['logger', 'traffic', 'acme', 'actions']);
  */
 function onePoolModel(proxy, where = {}) {
   const hostsFile = where.hostsFile === undefined ? null : where.hostsFile;
-  const layer = proxy.layer === undefined ? LAYERS[0] : proxy.layer;
+  const layer = proxy.layer === undefined ? DEFAULT_LAYER : proxy.layer;
   const pool = {};
   const listener = {};
   for (const [name, value] of Object.entries(proxy)) {

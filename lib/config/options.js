@@ -92,7 +92,7 @@ const OPTIONS = [
     help: 'address to listen on', read: notEmpty
   },
   {
-    name: 'layer', short: 'l', arg: '<http|tcp>', group: 'general', scope: 'layer', default: DEFAULTS.layer, key: 'layer',
+    name: 'layer', short: 'l', arg: `<${LAYERS.join('|')}>`, group: 'general', scope: 'layer', default: DEFAULTS.layer, key: 'layer',
     help: 'http (or layer7): balance every request, keep-alive to backends; tcp (or layer4): pass bytes through unchanged, any protocol',
     read: layer
   },

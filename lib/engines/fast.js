@@ -7,6 +7,7 @@ const { BodyWatch } = require('../http/body-watch');
 const UpstreamSockets = require('../http/upstream/sockets');
 const UpstreamSessions = require('../http/upstream/sessions');
 const PoolBinding = require('./pool-binding');
+const StreamEngine = require('./stream-engine');
 
 /**
  * The http layer on lila's fast engine: a `net` server (a `tls` one with
@@ -19,11 +20,12 @@ const PoolBinding = require('./pool-binding');
  * What its connections, exchanges and tunnels read of their listener is
  * here: the settings, logger, traffic counters and routes.
  */
-class FastEngine {
+class FastEngine extends StreamEngine {
   /**
    * @param {import('../listener/listener')} listener
    */
   constructor(listener) {
+    super();
     const settings = listener.settings;
     this.logger = listener.logger;
     this.settings = settings;

@@ -5,12 +5,24 @@ const NodeEngine = require('./node');
 const TcpEngine = require('./tcp');
 const PoolBinding = require('./pool-binding');
 const { validateChoice } = require('../config/validate');
-const { HTTP_ENGINES } = require('../config/defaults');
+const { layerOf } = require('../layers');
+
+/** Every engine by name, as a layer names those it runs on (layers/). */
+const ENGINES = {
+  fast: FastEngine,
+  node: NodeEngine,
+  tcp: TcpEngine
+};
 
 /**
  * The engine of a listener: what serves its connections. Every engine has
  * the same face, which is all a listener knows of it:
- * - `server`: the `net.Server` (a `tls.Server`, an `http.Server`) the listener listens with;
+ * - `listen(host, port, options)`: a promise of its address; `takeOver(engine, options)`:
+ *   listens on the socket another engine listens on, where `handsOver` says it can;
+ *   `address()`; `close()`: stops accepting, a promise of every connection's end
+ *   (`stream-engine.js` is these for the engines whose clients connect);
+ * - `server`: theirs, a `net.Server` (a `tls.Server`, an `http.Server`), on which
+ *   listener/client-side.js hooks what stands before the engine on a connection;
  * - `bind(pool)`: a `PoolBinding`, what its requests use of that pool (the listener's routes
  *   hold one per pool they send to);
  * - `useRoutes(routes)`: routes what arrives from then on;
@@ -21,11 +33,16 @@ const { HTTP_ENGINES } = require('../config/defaults');
  *
  * @param {import('../listener/listener')} listener its `layer` and `engineName` choose
  * @returns {FastEngine | NodeEngine | TcpEngine}
- * @throws {import('../errors').LilaError} `LILA_ERR_INVALID_OPTION` for an unknown engine
+ * @throws {import('../errors').LilaError} `LILA_ERR_INVALID_OPTION` for an engine its layer has not
  */
 function createEngine(listener) {
-  if (listener.layer === 'tcp') return new TcpEngine(listener);
-  return validateChoice(listener.engineName, HTTP_ENGINES, 'engine') === 'fast' ? new FastEngine(listener) : new NodeEngine(listener);
+  return new ENGINES[engineOf(listener.layer, listener.engineName)](listener);
 }
 
 module.exports = { createEngine, PoolBinding };
+
+// The engine a listener of a layer runs: the layer's one, or the one --engine chooses among its several.
+function engineOf(layer, engine) {
+  const { engines } = layerOf(layer);
+  return engines.length === 1 ? engines[0] : validateChoice(engine, engines, 'engine');
+}

@@ -4,17 +4,19 @@ const { createNodeServer, isIdle } = require('../http/node/server');
 const UpstreamAgents = require('../http/upstream-agents');
 const { BodyWatch } = require('../http/body-watch');
 const PoolBinding = require('./pool-binding');
+const StreamEngine = require('./stream-engine');
 
 /**
  * The http layer on core `http`, the reference engine (`--engine node`):
  * `http/node/server.js` serves the listener's connections, each request an
  * exchange through a keep-alive `http.Agent` per backend of its pool.
  */
-class NodeEngine {
+class NodeEngine extends StreamEngine {
   /**
    * @param {import('../listener/listener')} listener
    */
   constructor(listener) {
+    super();
     this.logger = listener.logger;
     this.settings = listener.settings;
     this.traffic = listener.traffic;

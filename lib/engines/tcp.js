@@ -2,17 +2,19 @@
 
 const { createTcpServer } = require('../tcp/server');
 const PoolBinding = require('./pool-binding');
+const StreamEngine = require('./stream-engine');
 
 /**
  * The tcp layer (`tcp/server.js`): every client connection paired with one
  * upstream connection to a backend of its route's pool, bytes moved both
  * ways unchanged.
  */
-class TcpEngine {
+class TcpEngine extends StreamEngine {
   /**
    * @param {import('../listener/listener')} listener
    */
   constructor(listener) {
+    super();
     this.logger = listener.logger;
     this.settings = listener.settings;
     this.traffic = listener.traffic;

@@ -21,7 +21,7 @@ class HealthChecks {
   /**
    * @param {import('./index')} health where results turn into states
    * @param {import('./index').HealthSettings} settings
-   * @param {{layer: 'http' | 'tcp', backendTls: import('../net/backend-connect').BackendTlsSettings, sendProxy?: 0 | 1 | 2}} target
+   * @param {{layer: {healthRequests: boolean}, backendTls: import('../net/backend-connect').BackendTlsSettings, sendProxy?: 0 | 1 | 2}} target
    */
   constructor(health, settings, target) {
     this.health = health;
@@ -111,7 +111,8 @@ class HealthChecks {
       // The next check starts one interval after this one started.
       this.schedule(backend, Math.max(0, this.settings.healthInterval - (Date.now() - started)));
     };
-    run.probe = this.layer === 'tcp' ? this.connect(backend, done)
+    // A layer whose checks send no request (tcp) only connects.
+    run.probe = !this.layer.healthRequests ? this.connect(backend, done)
       : backend.h2 ? checkH2(backend, this.settings, this.backendTls, done) : this.get(backend, done);
   }
 

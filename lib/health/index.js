@@ -34,7 +34,7 @@ class Health {
    * @param {import('../balancing/balancer')} balancer
    * @param {HealthSettings} settings
    * @param {import('../ops/logger')} logger
-   * @param {{layer: 'http' | 'tcp', backendTls: import('../net/backend-connect').BackendTlsSettings, sendProxy?: 0 | 1 | 2}} target
+   * @param {{layer: {healthRequests: boolean}, backendTls: import('../net/backend-connect').BackendTlsSettings, sendProxy?: 0 | 1 | 2}} target
    *   how active checks reach backends
    */
   constructor(balancer, settings, logger, target) {

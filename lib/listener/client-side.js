@@ -7,6 +7,7 @@ const { acceptProxyProtocol } = require('../net/accept-proxy');
 const { divertAlpn } = require('../net/alpn-divert');
 const { readClientCertificate } = require('../net/client-certificate');
 const { HandshakeFailures } = require('./handshake-failures');
+const { layerOf } = require('../layers');
 
 // The ALPN protocol of an ACME CA's TLS-ALPN-01 validation (RFC 8737 §6.2).
 const ACME_TLS_PROTOCOL = 'acme-tls/1';
@@ -14,8 +15,9 @@ const ACME_TLS_PROTOCOL = 'acme-tls/1';
 /**
  * TLS ending on a listener: its certificates, chosen by SNI (those `--acme`
  * obtains for names no file covers), and the `tls.Server` options its
- * engine listens with (`settings.tls`), offering h2 then http/1.1 by ALPN
- * on the http layer, and asking clients for a certificate with `clientCa`.
+ * engine listens with (`settings.tls`), offering by ALPN what its layer
+ * speaks (h2 first where it is served), and asking clients for a
+ * certificate with `clientCa`.
  *
  * @param {{layer: string, settings: object, logger: object, acme: object | null}} listener before its engine is made
  * @param {{tls?: {certificates: {cert: string, key?: string}[], minVersion?: string, ciphers?: string, curves?: string,
@@ -32,11 +34,11 @@ function terminateTls(listener, options) {
     minVersion, ciphers, curves, sessionTimeout, clientCa, clientVerify, clientCrl,
     logger: listener.logger, managed: listener.acme === null ? null : listener.acme.certificates
   });
-  const http = listener.layer === 'http';
+  const { alpn } = layerOf(listener.layer);
   // The server's order decides: h2 first where it is served.
   listener.settings.tls = store.serverOptions({
     handshakeTimeout: listener.settings.headerTimeout,
-    ALPNProtocols: http ? (listener.settings.http2 ? ['h2', 'http/1.1'] : ['http/1.1']) : undefined
+    ALPNProtocols: alpn === null ? undefined : listener.settings.http2 ? ['h2', ...alpn] : [...alpn]
   });
   return store;
 }
@@ -59,7 +61,8 @@ function guardConnections(listener) {
   // First: each connection keeps its client as it came, for a handshake that fails.
   const failures = certificates === null ? null : new HandshakeFailures(logger);
   if (failures !== null) failures.watch(server);
-  if (acme !== null && certificates !== null && listener.layer === 'http') {
+  // ACME's certificates are for the listeners that speak HTTP, and so are its validations.
+  if (acme !== null && certificates !== null && layerOf(listener.layer).speaksHttp) {
     const challenges = acme.challenges;
     divertAlpn(server, {
       protocol: ACME_TLS_PROTOCOL,

@@ -5,6 +5,7 @@ const Traffic = require('../ops/traffic');
 const { createEngine, PoolBinding } = require('../engines');
 const { validateChoice, validateCount, validatePort } = require('../config/validate');
 const { LAYERS, HTTP_ENGINES, DEFAULT_PORT } = require('../config/defaults');
+const { DEFAULT_LAYER, layerOf } = require('../layers');
 const ListenerRoutes = require('../routing/listener-routes');
 const { listenerSettings, rateLimiterOf, rateLimitSpec, sharedOf, IN_PLACE } = require('./settings');
 const { terminateTls, guardConnections, limitConnections } = require('./client-side');
@@ -39,19 +40,20 @@ class Listener {
    * @throws {import('../errors').LilaError} for invalid options or routes
    */
   constructor(options) {
-    this.layer = validateChoice(options.layer === undefined ? LAYERS[0] : options.layer, LAYERS, 'layer');
+    this.layer = validateChoice(options.layer === undefined ? DEFAULT_LAYER : options.layer, LAYERS, 'layer');
     this.engineName = options.engine === undefined ? HTTP_ENGINES[0] : options.engine;
     this.logger = options.logger || new Logger();
     // Its lila's limits by identity (in --rate-limit-store, if any), and its port, which its limits are named by.
     this.rateLimitShared = { rateLimits: options.rateLimits || null, rateLimitPort: options.rateLimitPort };
     this.settings = listenerSettings(options, this.layer);
-    // h2 is served by the fast engine, beside HTTP/1.1.
-    this.settings.http2 = this.settings.http2 && this.layer === 'http' && this.engineName === 'fast';
+    // h2 is served beside HTTP/1.1 by the engines that speak it.
+    this.settings.http2 = this.settings.http2 && layerOf(this.layer).h2Engines.includes(this.engineName);
     this.acme = options.acme === undefined ? null : options.acme;
     this.traffic = options.traffic || new Traffic(this.logger);
     /** Its certificates by SNI, when TLS ends here; null otherwise. */
     this.certificates = terminateTls(this, options);
     this.engine = createEngine(this);
+    /** Its engine's server, which what stands before the engine on a connection is hooked on (client-side.js). */
     this.server = this.engine.server;
     /** What the engine made of each pool a route names, kept across route changes. */
     this.bindings = new Map();
@@ -70,6 +72,13 @@ class Listener {
     /** Its own failures: accepting connections (EMFILE and kin), counted and logged once a burst. */
     this.localProblems = new LocalProblems(this.logger);
     this.acceptErrors = 0;
+    // Once listening, only accept() fails (EMFILE, ...): the listener keeps serving.
+    this.acceptFailed = (err) => {
+      this.acceptErrors++;
+      if (this.localProblems.report(err, 'accepting a connection') === null) {
+        this.logger.warn(`cannot accept a connection: ${describeError(err)}`);
+      }
+    };
     this.descriptorProbe = null;
     this.server.on('connection', (socket) => {
       this.connections.add(socket);
@@ -134,7 +143,7 @@ class Listener {
       const tls = options.tls !== undefined && options.tls !== null;
       const headerTimeout = tls && options.headerTimeout !== undefined ? options.headerTimeout : null;
       const clientVerify = tls ? clientVerifyOf(options.tls) : null;
-      return JSON.stringify([options.layer || LAYERS[0], tls, options.http2 !== false, headerTimeout, clientVerify]);
+      return JSON.stringify([options.layer || DEFAULT_LAYER, tls, options.http2 !== false, headerTimeout, clientVerify]);
     };
     return fixed(before) === fixed(after);
   }
@@ -143,7 +152,7 @@ class Listener {
    * Checks the options a running listener is to take (`update`), changing nothing.
    *
    * @param {object} options
-   * @param {'http' | 'tcp'} layer
+   * @param {string} layer its layer's name (layers/)
    * @throws {import('../errors').LilaError} `LILA_ERR_INVALID_OPTION` naming the option
    */
   static checkOptions(options, layer) {
@@ -222,8 +231,7 @@ class Listener {
    */
   listen(port = DEFAULT_PORT, host = undefined, { reusePort = false } = {}) {
     validatePort(port, 'port');
-    // A worker with its own SO_REUSEPORT socket listens outside the cluster (exclusive).
-    return this.listenWith(reusePort ? { port, host, reusePort, exclusive: true } : { port, host }, host, port);
+    return this.opened(this.engine.listen(host, port, { reusePort, onAcceptError: this.acceptFailed }), host, port);
   }
 
   /**
@@ -233,45 +241,48 @@ class Listener {
    * two, no client is refused: connections waiting to be accepted stay queued
    * on the one socket, which never closes.
    *
-   * @param {Listener} other listening
+   * @param {Listener} other listening, and `handsOver`
    * @returns {Promise<{address: string, port: number, family: string}>}
    */
   takeOver(other) {
-    const { address, port } = other.server.address();
-    // net.Server keeps its listening socket in `_handle` (lib/net.js, Node 20 to 26): the server
-    // whose `_handle` it is accepts on it, and close() closes only the one it still holds.
-    const handle = other.server._handle;
-    other.server._handle = null;
-    return this.listenWith({ handle, exclusive: true }, address, port);
+    const { address, port } = other.address();
+    return this.opened(this.engine.takeOver(other.engine, { onAcceptError: this.acceptFailed }), address, port);
   }
 
   /**
-   * Whether `takeOver(this)` can take this listener's socket: it listens on a
-   * socket of this process's own (not a cluster primary's round-robin).
+   * Whether `takeOver(this)` can take this listener's socket: its engine
+   * listens on a socket of this process's own (not a cluster primary's
+   * round-robin), and can hand it over.
    *
    * @returns {boolean}
    */
   get handsOver() {
-    const handle = this.server._handle;
-    return handle !== null && handle !== undefined && typeof handle.fd === 'number' && handle.fd >= 0;
+    return this.engine.handsOver;
   }
 
-  listenWith(options, host, port) {
-    return new Promise((resolve, reject) => {
-      const onError = (err) => reject(listenError(err, host, port));
-      this.server.once('error', onError);
-      this.server.listen(options, () => {
-        this.server.removeListener('error', onError);
-        // Once listening, only accept() fails here (EMFILE, ...): keep serving.
-        this.server.on('error', (err) => {
-          this.acceptErrors++;
-          if (this.localProblems.report(err, 'accepting a connection') === null) {
-            this.logger.warn(`cannot accept a connection: ${describeError(err)}`);
-          }
-        });
-        this.descriptorProbe = probeDescriptors((err) => this.localProblems.report(err, 'accepting connections'));
-        resolve(this.server.address());
-      });
+  /** @returns {{address: string, port: number, family: string} | string | null} where it listens; null while it does not */
+  address() {
+    return this.engine.address();
+  }
+
+  /**
+   * Stops accepting connections, at once: its address is free for another
+   * listener; what it serves goes on until `drain()`.
+   *
+   * @returns {Promise<void>} once the event loop has turned, the socket closed
+   */
+  stopAccepting() {
+    this.engine.close();
+    return new Promise((resolve) => setImmediate(resolve));
+  }
+
+  // Once listening: accept failures are counted and logged from then on, and descriptors probed.
+  opened(listening, host, port) {
+    return listening.then((address) => {
+      this.descriptorProbe = probeDescriptors((err) => this.localProblems.report(err, 'accepting connections'));
+      return address;
+    }, (err) => {
+      throw listenError(err, host, port);
     });
   }
 
@@ -283,10 +294,9 @@ class Listener {
    */
   close() {
     this.stopProbes();
-    return new Promise((resolve) => {
-      this.server.close(() => resolve());
-      this.engine.closeIdle();
-    });
+    const closed = this.engine.close();
+    this.engine.closeIdle();
+    return closed;
   }
 
   /**
@@ -333,10 +343,10 @@ module.exports = Listener;
  * Checks routes as `setRoutes` would (hosts, paths, weights, hash keys), binding nothing.
  *
  * @param {ConstructorParameters<typeof ListenerRoutes>[0]} routes
- * @param {'http' | 'tcp'} layer
+ * @param {string} layer its listener's layer's name, checked first (layers/)
  * @throws {import('../errors').LilaError}
  */
-module.exports.checkRoutes = (routes, layer) => new ListenerRoutes(withRateLimiters(routes), () => null, layer);
+module.exports.checkRoutes = (routes, layer) => new ListenerRoutes(withRateLimiters(routes), () => null, validateChoice(layer, LAYERS, 'layer'));
 
 // Each route's --rate-limit (a route line's, apart from the listener's): the listener makes its
 // limiter, as it makes its own, and hands it to the route.

@@ -6,6 +6,7 @@ const RateLimiter = require('../limits/rate-limiter');
 const { limitIdentity } = require('../limits/named-limits');
 const RouteConditions = require('../routing/route-conditions');
 const { LISTENER_DEFAULTS } = require('../config/defaults');
+const { layerOf } = require('../layers');
 const { LilaError, codes } = require('../errors');
 
 /**
@@ -21,7 +22,7 @@ const IN_PLACE = ['keepAliveTimeout', 'headerTimeout', 'bodyTimeout', 'maxHeader
  * drains. One object for the listener's life: a reload changes it in place.
  *
  * @param {object} options the listener's options (createProxy's names)
- * @param {'http' | 'tcp'} layer
+ * @param {string} layer its layer's name (layers/): a layer that reads no request refuses the options that read one
  * @param {{rateLimiter?: boolean}} [make] `rateLimiter: false`: none is made (`rateLimiter` is undefined:
  *   the running one is kept)
  * @returns {object}
@@ -29,10 +30,15 @@ const IN_PLACE = ['keepAliveTimeout', 'headerTimeout', 'bodyTimeout', 'maxHeader
  */
 function listenerSettings(options, layer, { rateLimiter = true } = {}) {
   const pick = (name) => (options[name] === undefined ? LISTENER_DEFAULTS[name] : options[name]);
-  if (options.maxBodySize !== undefined && layer === 'tcp') {
-    throw new LilaError(codes.INVALID_OPTION, '"--max-body-size" needs the http layer; the tcp layer passes bytes it does not read');
+  const { readsRequests, counts } = layerOf(layer);
+  if (options.maxBodySize !== undefined && !readsRequests) {
+    throw new LilaError(codes.INVALID_OPTION, `"--max-body-size" needs the http layer; the ${layer} layer passes bytes it does not read`);
   }
-  checkRateLimitKey(options, layer);
+  const key = options.rateLimitKey;
+  // A layer that reads no request has no header, query or cookie to count by.
+  if (!readsRequests && key !== undefined && key !== null && key !== 'ip') {
+    throw new LilaError(codes.INVALID_OPTION, `"--rate-limit-key ${key}" needs the http layer; the ${layer} layer counts ${counts} by client address only`);
+  }
   return {
     keepAliveTimeout: validateDuration(pick('keepAliveTimeout'), 'keepAliveTimeout', { allowZero: true }),
     headerTimeout: validateDuration(pick('headerTimeout'), 'headerTimeout'),
@@ -122,10 +128,3 @@ function routeText(spec) {
 }
 
 module.exports = { listenerSettings, rateLimiterOf, rateLimitSpec, sharedOf, routeText, IN_PLACE };
-
-// A tcp listener has no request to read a header, query or cookie from.
-function checkRateLimitKey(options, layer) {
-  const key = options.rateLimitKey;
-  if (layer !== 'tcp' || key === undefined || key === null || key === 'ip') return;
-  throw new LilaError(codes.INVALID_OPTION, `"--rate-limit-key ${key}" needs the http layer; the tcp layer counts connections by client address only`);
-}

@@ -1,5 +1,7 @@
 'use strict';
 
+const { layerOf } = require('../layers');
+
 /** The Content-Type of the Prometheus text exposition format 0.0.4. */
 const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 // The balancer a config without any pool is read as: no backend, nothing queued.
@@ -14,6 +16,8 @@ const TCP_FAMILIES = [
   backendConnectionsTotal, backendBytesTotal, connectionDuration, backendActive, backendUp, backendWeight,
   backendFailuresTotal, panicPicksTotal, connectionsTotal, startTime, processStartTime
 ];
+// The families of a layer, by what it counts (layers/).
+const FAMILIES = { requests: HTTP_FAMILIES, connections: TCP_FAMILIES };
 
 /**
  * Renders what runs, its counters and backend states, in the Prometheus
@@ -33,7 +37,7 @@ function renderMetrics(view, stats) {
   const { pool } = view;
   // No listener (--kubernetes before a Gateway or an Ingress says one): http's families, all 0.
   const listener = view.listener === null ? NO_LISTENER : view.listener;
-  const families = listener.layer === 'tcp' ? TCP_FAMILIES : HTTP_FAMILIES;
+  const families = FAMILIES[layerOf(listener.layer).counts];
   // What the families read: the first listener's limits and layer, the first pool's balancer.
   const scope = {
     layer: listener.layer,

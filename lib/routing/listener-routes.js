@@ -10,6 +10,7 @@ const StaticFiles = require('../files/static-files');
 const RouteConditions = require('./route-conditions');
 const { featuresOf } = require('../http/lifecycle/observers');
 const ChallengeActions = require('../actions/acme-challenge');
+const { layerOf, withArticle } = require('../layers');
 const { LilaError, codes } = require('../errors');
 
 /**
@@ -22,9 +23,10 @@ class Route {
    *   targets: {pool: {name: string}, weight: number}[], actions?: object, rateLimiter?: object}} spec `actions`: its route
    *   options, --match-* among them; `rateLimiter`: what its listener made of its --rate-limit
    * @param {(pool: object) => object} bindingOf
-   * @param {'http' | 'tcp'} layer
+   * @param {string} layer its listener's layer's name (layers/): what its routes may do
    */
   constructor(spec, bindingOf, layer) {
+    const { takesRouteOptions } = layerOf(layer);
     // --mirror comes as `spec.mirror`, its pools found (service/configuration.js).
     // --rate-limit comes as `spec.rateLimiter`, made by the listener (listener/listener.js).
     const { matchMethod, matchHeader, matchQuery, matchCookie, mirror: _mirror, mirrorBodyLimit: _limit, rateLimit, rateLimitKey: _key,
@@ -46,13 +48,13 @@ class Route {
     }
     this.actions = spec.routeActions !== undefined ? spec.routeActions
       : RouteActions.from(actions, this.pathKind === 'prefix' ? spec : { ...spec, path: null });
-    if (rateLimit !== undefined && layer === 'tcp') {
-      throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": --rate-limit on a route counts its http requests; a tcp listener's goes on its listen line`);
+    if (rateLimit !== undefined && !takesRouteOptions) {
+      throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": --rate-limit on a route counts its http requests; ${withArticle(layer)} listener's goes on its listen line`);
     }
     /** `--rate-limit` of the route line: a limiter of its own, apart from its listener's; null: none. */
     this.rateLimiter = spec.rateLimiter === undefined ? null : spec.rateLimiter;
-    if ((this.actions !== null || this.conditions !== null || compress !== undefined) && layer === 'tcp') {
-      throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": route options such as --strip-prefix or --match-header act on http requests; a tcp listener's routes only choose a pool`);
+    if ((this.actions !== null || this.conditions !== null || compress !== undefined) && !takesRouteOptions) {
+      throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": route options such as --strip-prefix or --match-header act on http requests; ${withArticle(layer)} listener's routes only choose a pool`);
     }
     /** `--root`: the files it answers from before its pool (without one: alone); null: none. */
     this.files = StaticFiles.from({ root, index, browse, fallback, precompressed }, `route "${spec.text}"`, spec.targets.length > 0);
@@ -64,7 +66,7 @@ class Route {
     }
     for (const { pool } of spec.targets) {
       if (pool.layer !== layer) {
-        throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}" names pool "${pool.name}", a ${pool.layer} pool, on a${layer === 'http' ? 'n' : ''} ${layer} listener`);
+        throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}" names pool "${pool.name}", a ${pool.layer} pool, on ${withArticle(layer)} listener`);
       }
     }
     // A route that answers every request itself has no pool: its requests take the unrouted binding.
@@ -83,7 +85,7 @@ class Route {
     /** `--compress`: which of its responses are compressed, and how; null: none. */
     this.compression = Compression.from(compress, `route "${spec.text}"`);
     /** What observes its requests on their way (--compress, --mirror), in the lifecycle's order; null: nothing. */
-    this.features = layer === 'http' ? featuresOf(this) : null;
+    this.features = takesRouteOptions ? featuresOf(this) : null;
   }
 
   /**
@@ -121,14 +123,14 @@ class ListenerRoutes {
   /**
    * @param {ConstructorParameters<typeof Route>[0][]} specs in the order given
    * @param {(pool: object) => object} bindingOf
-   * @param {'http' | 'tcp'} layer
+   * @param {string} layer its listener's layer's name (layers/)
    * @param {{path: string, httpAnswer: (url: string) => string | null} | null} [challenges] a plain http listener's
    *   ACME HTTP-01 tokens (acme/challenges.js): their path is answered before every route
    */
   constructor(specs, bindingOf, layer, challenges = null) {
     this.list = specs.map((spec) => new Route(spec, bindingOf, layer));
     this.table = new RouteTable(this.list);
-    this.challenge = challenges === null || layer !== 'http' ? null : new Route({
+    this.challenge = challenges === null || !layerOf(layer).speaksHttp ? null : new Route({
       text: 'acme-challenge', host: null, path: challenges.path, targets: [], routeActions: new ChallengeActions(challenges)
     }, bindingOf, layer);
     // Whether a route names a host: a tcp listener without TLS then reads the ClientHello.
@@ -154,7 +156,7 @@ module.exports.Route = Route;
 function routeKey(spec, layer) {
   parseHashKey(spec.hashKey);
   try {
-    return parseHashKeyOn(spec.hashKey, layer);
+    return parseHashKeyOn(spec.hashKey, layerOf(layer));
   } catch (err) {
     if (err instanceof LilaError) err.message = `route "${spec.text}": ${err.message}`;
     throw err;

@@ -10,6 +10,7 @@ const { limitClash } = require('../listener/limit-clash');
 const { formatHostPort } = require('../net/address');
 const { identityKey } = require('../config/identity-key');
 const { mirrorSpec } = require('../config/mirror-values');
+const { layerOf } = require('../layers');
 const { LilaError, codes } = require('../errors');
 
 // How often a pool taken out of service is looked at until nothing is in flight on it.
@@ -124,11 +125,12 @@ class Configuration {
     return { spec, key, running: null, listener, routes };
   }
 
-  // With --acme, a listener of the http layer on port 443 is HTTPS (certificates from ACME,
-  // unless it has files); without it, --tls has no certificate to serve.
+  // With --acme, a listener of a layer that speaks HTTP on port 443 is HTTPS (certificates from ACME,
+  // unless it has files; a layer a program names that is none is refused later); without it,
+  // --tls has no certificate to serve.
   acmeTls(file, spec) {
     const tls = spec.options.tls;
-    if (this.acme !== null && tls === undefined && spec.port === 443 && spec.layer === 'http') {
+    if (this.acme !== null && tls === undefined && spec.port === 443 && layerOf(spec.layer)?.speaksHttp === true) {
       spec.options = { ...spec.options, tls: { certificates: [] } };
     } else if (this.acme === null && tls !== undefined && tls.certificates.length === 0) {
       throw new LilaError(codes.CONFIG, `${spec.line === undefined ? file : `${file}:${spec.line}`}: listen ${spec.text}: ` +

@@ -2,6 +2,7 @@
 
 const { formatHostPort } = require('../net/address');
 const { routesLine } = require('../config/describe');
+const { layerOf } = require('../layers');
 
 /**
  * What a service says as it starts: one line per listener. A command line's
@@ -89,8 +90,7 @@ module.exports = { startupLines, reloadLine, keptLine };
 
 // The kind of a listener as lines say it: http, https, tcp or tcp+tls.
 function kindOf(listener) {
-  if (listener.certificates === null) return listener.layer;
-  return listener.layer === 'http' ? 'https' : 'tcp+tls';
+  return layerOf(listener.layer).kind[listener.certificates === null ? 'plain' : 'tls'];
 }
 
 // A command line's servers now: fixed ones and those found through DNS.

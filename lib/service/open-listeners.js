@@ -22,7 +22,7 @@ const { LilaError, codes } = require('../errors');
 async function openListeners(configuration, plan, leaving, reusePort) {
   const opened = [];
   const holderOf = (item) => item.spec.port === 0 ? undefined
-    : leaving.find((other) => other.spec.port === item.spec.port && other.listener.server.listening);
+    : leaving.find((other) => other.spec.port === item.spec.port && other.listener.address() !== null);
   const order = (item) => {
     const holder = holderOf(item);
     return holder === undefined ? 0 : takesOver(holder, item) ? 1 : 2;
@@ -35,7 +35,7 @@ async function openListeners(configuration, plan, leaving, reusePort) {
         item.address = await item.listener.takeOver(holder.listener);
         item.tookOver = holder;
       } else {
-        if (holder !== undefined) await stopAccepting(holder.listener.server);
+        if (holder !== undefined) await holder.listener.stopAccepting();
         item.address = await item.listener.listen(item.spec.port, item.spec.host, { reusePort });
       }
       opened.push(item);

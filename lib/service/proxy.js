@@ -63,7 +63,7 @@ class Proxy {
     return this.pool.health;
   }
 
-  /** @returns {'http' | 'tcp'} */
+  /** @returns {string} its listener's layer (layers/) */
   get layer() {
     return this.listener.layer;
   }

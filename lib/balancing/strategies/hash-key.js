@@ -56,18 +56,19 @@ function keyReader(key) {
 }
 
 /**
- * Reads a `--hash-key` of a pool or a route on a listener of `layer`: the
- * tcp layer has no request to read a header, query, cookie or path from.
+ * Reads a `--hash-key` of a pool or a route on a listener of `layer`: a
+ * layer that reads no request (tcp) has no header, query, cookie or path to
+ * read, only the client's address.
  *
  * @param {string} spec
- * @param {'http' | 'tcp'} layer
+ * @param {{name: string, readsRequests: boolean}} layer the layer's entry (layers/)
  * @returns {{source: 'ip'|'header'|'query'|'cookie'|'path', name: string}}
  * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
  */
 function parseHashKeyOn(spec, layer) {
   const key = parseHashKey(spec);
-  if (layer === 'tcp' && key.source !== 'ip') {
-    throw new LilaError(codes.INVALID_OPTION, `"--hash-key ${spec}" needs the http layer; the tcp layer can hash only the client ip`);
+  if (!layer.readsRequests && key.source !== 'ip') {
+    throw new LilaError(codes.INVALID_OPTION, `"--hash-key ${spec}" needs the http layer; the ${layer.name} layer can hash only the client ip`);
   }
   return key;
 }

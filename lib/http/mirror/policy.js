@@ -3,6 +3,7 @@
 const { hashString } = require('../../balancing/strategies/hash-string');
 const { MirrorConnections } = require('./send');
 const { MirrorCopy } = require('./copy');
+const { layerOf } = require('../../layers');
 const { LilaError, codes } = require('../../errors');
 
 // Shares are counted in millionths: a percent has up to four decimals.
@@ -93,8 +94,9 @@ class MirrorTarget {
    */
   constructor(pool, binding, percent, where) {
     // Copies are HTTP/1.1 requests on core http (send.js): an h2 backend could not read one.
-    if (pool.layer !== 'http' || pool.backends.some((backend) => backend.h2 === true)) {
-      const what = pool.layer !== 'http' ? `a ${pool.layer} pool` : 'a pool with h2 servers';
+    const { speaksHttp } = layerOf(pool.layer);
+    if (!speaksHttp || pool.backends.some((backend) => backend.h2 === true)) {
+      const what = !speaksHttp ? `a ${pool.layer} pool` : 'a pool with h2 servers';
       throw new LilaError(codes.INVALID_OPTION, `${where}: --mirror sends HTTP/1.1 requests; pool "${pool.name}" is ${what}`);
     }
     this.name = pool.name;

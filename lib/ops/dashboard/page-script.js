@@ -6,8 +6,11 @@
  * for the Content-Security-Policy; Node never calls it. Everything it shows
  * that comes from lila goes in through textContent or SVG attributes, never
  * as markup.
+ *
+ * @param {Record<string, {counts: string, countsRequests: boolean, badge: {plain: string, tls: string}}>} layers
+ *   what the page asks of each layer (layers/), by name, the default first
  */
-function dashboardScript() {
+function dashboardScript(layers) {
   'use strict';
 
   const TOKEN_KEY = 'lila.adminToken';
@@ -23,6 +26,8 @@ function dashboardScript() {
   ];
   const MEMBER_COLUMNS = [['member', 'member'], ['listeners', 'listeners'], ['revision', 'revision'], ['applied', 'applied'], ['lastError', 'last error']];
   const $ = (id) => document.getElementById(id);
+  // A name that is no layer's is shown as the default layer.
+  const layerOf = (name) => (Object.hasOwn(layers, name) ? layers[name] : Object.values(layers)[0]);
 
   const view = {
     frame: null,
@@ -143,8 +148,8 @@ function dashboardScript() {
   function render(frame) {
     const pools = poolsOf(frame);
     // With a config file, requests and connections are counted together: connections only
-    // when every pool is tcp.
-    const tcp = pools === null ? frame.layer === 'tcp' : pools.length > 0 && pools.every((pool) => pool.layer === 'tcp');
+    // when every pool's layer counts connections (tcp).
+    const tcp = pools === null ? !layerOf(frame.layer).countsRequests : pools.length > 0 && pools.every((pool) => !layerOf(pool.layer).countsRequests);
     const unit = tcp ? 'connections/s' : 'requests/s';
     if (pools === null) {
       setText($('mode'), `${frame.mode} · ${frame.layer}`);
@@ -276,7 +281,7 @@ function dashboardScript() {
     const address = span('listen-address', '');
     setWrapped(address, String(listener.address));
     const tls = listener.tls === true;
-    const scheme = listener.layer === 'tcp' ? (tls ? 'tcp · TLS' : 'tcp') : (tls ? 'https' : 'http');
+    const scheme = layerOf(listener.layer).badge[tls ? 'tls' : 'plain'];
     head.append(address, span('badge', scheme));
     if (typeof listener.redirect_http === 'string') {
       const redirect = span('small', '');
@@ -722,7 +727,7 @@ function dashboardScript() {
     row.state.className = `state state-${kind}`;
     setText(row.state, word);
     let reason = backend.reason;
-    if (kind === 'draining') reason = `weight 0: no new ${layer === 'tcp' ? 'connections' : 'requests'}`;
+    if (kind === 'draining') reason = `weight 0: no new ${layerOf(layer).counts}`;
     else if (kind === 'down' && backend.drained === true) reason += '; drained (weight 0)';
     if (workers !== null && typeof backend.up_in_workers === 'number' && backend.up_in_workers < workers) {
       reason += ` (up in ${backend.up_in_workers} of ${workers} workers)`;
@@ -732,7 +737,7 @@ function dashboardScript() {
     const effective = backend.effective_weight !== backend.weight ? ` (now ${backend.effective_weight}, slow start)` : '';
     setText(row.weight, `${backend.weight}${effective}`);
     setText(row.active, activeText(backend));
-    const total = layer === 'tcp' ? backend.connections : backend.requests;
+    const total = layerOf(layer).countsRequests ? backend.requests : backend.connections;
     setText(row.requests, `${total} in all`);
     const shown = shownRates(backend, backend);
     // Since start: the counts are what is known; the second's rate comes with the stream.

@@ -3,6 +3,7 @@
 const crypto = require('node:crypto');
 const { STYLE } = require('./page-style');
 const { dashboardScript } = require('./page-script');
+const { LAYERS } = require('../../layers');
 
 // Where the figures of the moment go: a data block, which no browser runs.
 const DATA_MARK = '<!--figures-->';
@@ -35,7 +36,8 @@ function dashboardPage(figures = {}) {
 module.exports = { dashboardPage };
 
 function build() {
-  const script = `(${dashboardScript.toString()})();`;
+  const layers = Object.fromEntries(LAYERS.map(({ name, counts, countsRequests, badge }) => [name, { counts, countsRequests, badge }]));
+  const script = `(${dashboardScript.toString()})(${JSON.stringify(layers)});`;
   if (/<\/(script|style)/i.test(script + STYLE)) throw new Error('the dashboard\'s script or style closes its own element');
   const policy = [
     "default-src 'none'",

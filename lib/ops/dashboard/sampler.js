@@ -2,6 +2,7 @@
 
 const { quantile } = require('./quantile');
 const { formatHostPort } = require('../../net/address');
+const { layerOf } = require('../../layers');
 const { version } = require('../../../package.json');
 
 // Counters read more than this long ago make no rate: the feed was stopped
@@ -115,15 +116,16 @@ class Sampler {
     let active = 0;
     const backends = [];
     for (const group of groupsOf(view, status)) {
-      const tcp = group.layer === 'tcp';
+      // A layer counted by connection (tcp): its errors are failed connections, apart from its attempts.
+      const byConnection = !layerOf(group.layer).countsRequests;
       group.described.forEach((described, i) => {
         const backend = group.members[i];
         active += backend.active;
-        const errors = tcp ? backend.failuresTotal : fivexx(backend.stats);
-        const delta = remember ? this.delta(backend, backend.stats, errors, tcp) : null;
-        if (delta !== null) add(sums, delta, !tcp);
-        const total = sinceStart(backend.stats, errors, tcp);
-        add(ever, total, !tcp);
+        const errors = byConnection ? backend.failuresTotal : fivexx(backend.stats);
+        const delta = remember ? this.delta(backend, backend.stats, errors, byConnection) : null;
+        if (delta !== null) add(sums, delta, !byConnection);
+        const total = sinceStart(backend.stats, errors, byConnection);
+        add(ever, total, !byConnection);
         // State, reason and check are /status's own: the page says what /status says.
         const rated = { ...described, ...withSoFar(rates(delta, seconds, comparable, bounds), total, bounds), check: described.check === undefined ? null : described.check };
         backends.push(group.pool === null ? rated : { pool: group.pool.name, ...rated });
@@ -134,8 +136,7 @@ class Sampler {
     const own = remember ? this.delta(unrouted, unrouted, ownErrors, false) : null;
     if (own !== null) add(sums, own, true);
     add(ever, sinceStart(unrouted, ownErrors, false), true);
-    const server = view.listener.server;
-    const address = server.listening ? server.address() : null;
+    const address = view.listener.address();
     const frame = {
       time: now,
       version,
