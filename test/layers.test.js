@@ -52,7 +52,8 @@ const MAY_IMPORT = {
   cluster: ['ops/dashboard', 'layers', 'errors'],
   'ops/dashboard': ['layers', 'net'],
   tls: ['errors'],
-  acme: ['tls', 'layers', 'errors'],
+  // The CA's HTTP exchanges are net/http-exchange.js's, as etcd's and the Kubernetes API's are.
+  acme: ['tls', 'layers', 'net', 'errors'],
   // A rate limit counts by --hash-key's grammar and reader (--rate-limit-key).
   limits: ['balancing/strategies', 'errors'],
   // Routes choose a pool (and --mirror's pools); they know pools only as the objects they are handed.
@@ -63,7 +64,7 @@ const MAY_IMPORT = {
   // A fleet's member: the stored configuration run by a service it is handed, the backend changes shared.
   fleet: ['store', 'acme', 'balancing', 'ops', 'net', 'errors'],
   // --kubernetes: a cluster's resources made into a config text, run by a service it is handed.
-  kubernetes: ['store', 'errors'],
+  kubernetes: ['store', 'net', 'errors'],
   service: ['listener', 'pool', 'cluster', 'config', 'tls', 'acme', 'limits', 'store', 'ops', 'layers', 'net', 'errors'],
   cli: ['service', 'fleet', 'kubernetes', 'store', 'config', 'routing', 'actions', 'acme', 'balancing', 'balancing/strategies', 'tls', 'ops', 'errors'],
   index: ['service', 'config', 'balancing', 'balancing/strategies', 'ops', 'errors']

@@ -1,16 +1,18 @@
 'use strict';
 
-// Catching up after the watch broke: 200 ms, doubling, at most 5 s apart.
-const RETRY_MS = 200;
-const RETRY_MAX_MS = 5000;
+const { Follower } = require('../store/follow');
+const { prefixSource } = require('../store/etcd-prefix');
+
 const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
 
 /**
- * What the store holds under one prefix, kept in memory by one watch: the
- * request path reads it and never waits on the store. When the watch breaks
- * (the store down, its history compacted), the prefix is read again and the
- * watch resumes from the revision read, trying again with backoff; what
- * changed meanwhile is told as if it had come by the watch.
+ * What the store holds under one prefix, kept in memory by a `Follower`
+ * (one read, one watch from its revision): the request path reads it and
+ * never waits on the store. When the watch breaks (the store down, its
+ * history compacted), the prefix is read again and watched from the
+ * revision read, after the follower's wait (200 ms doubling to 5 s) unless
+ * it was compacted; what changed meanwhile is told as if it had come by the
+ * watch.
  */
 class AcmeCache {
   /**
@@ -22,20 +24,25 @@ class AcmeCache {
    * @param {object} [options.logger]
    */
   constructor({ client, root, changed, logger = SILENT }) {
-    this.client = client;
-    this.root = root;
     this.changed = changed;
     this.logger = logger;
     /** @type {Map<string, {value: string, modRevision: number}>} */
     this.kvs = new Map();
     this.revision = 0;
-    this.watch = null;
-    this.timer = null;
-    this.failures = 0;
     this.closed = false;
-    this.started = null;
     /** @type {Set<{revision: number, resolve: () => void}>} */
     this.waiters = new Set();
+    this.follower = new Follower(prefixSource(client, root), {
+      read: (read) => this.read(read),
+      events: (list, revision) => {
+        for (const event of list) this.apply(event);
+        this.advance(revision);
+      },
+      up: (again) => {
+        if (again) this.logger.info('acme: the store answers again; its certificates and challenges are read anew');
+      },
+      lost: (err, wait) => this.logger.warn(`acme: lost the store's changes (${err.message}); reading them again in ${wait} ms`)
+    });
   }
 
   /**
@@ -44,8 +51,7 @@ class AcmeCache {
    * @returns {Promise<void>} once the first read is done, or failed (then it is tried again meanwhile)
    */
   start() {
-    if (this.started === null) this.started = this.load();
-    return this.started;
+    return this.follower.start();
   }
 
   /**
@@ -84,55 +90,23 @@ class AcmeCache {
 
   close() {
     this.closed = true;
-    clearTimeout(this.timer);
-    if (this.watch !== null) this.watch.close();
-    this.watch = null;
+    this.follower.close();
     for (const waiter of [...this.waiters]) waiter.resolve();
   }
 
-  async load() {
-    let read;
-    try {
-      read = await this.client.getPrefix(this.root);
-    } catch (err) {
-      this.retry(err);
-      return;
-    }
-    if (this.closed) return;
+  // A complete read: what changed since the last is told as the watch would have told it.
+  read({ kvs, revision }) {
     const seen = new Set();
-    for (const { key, value, modRevision } of read.kvs) {
+    for (const { key, value, modRevision } of kvs) {
       seen.add(key);
       const kept = this.kvs.get(key);
       if (kept !== undefined && kept.modRevision === modRevision) continue;
       this.apply({ type: 'put', key, value, modRevision });
     }
     for (const key of [...this.kvs.keys()]) {
-      if (!seen.has(key)) this.apply({ type: 'delete', key, value: null, modRevision: read.revision });
+      if (!seen.has(key)) this.apply({ type: 'delete', key, value: null, modRevision: revision });
     }
-    this.advance(read.revision);
-    this.watch = this.client.watch(this.root, { prefix: true, fromRevision: read.revision + 1 }, {
-      events: (list, revision) => {
-        for (const event of list) this.apply(event);
-        this.advance(revision);
-        this.failures = 0;
-      },
-      error: (err) => this.retry(err)
-    });
-    if (this.failures > 0) this.logger.info('acme: the store answers again; its certificates and challenges are read anew');
-    this.failures = 0;
-  }
-
-  // The watch broke, or the read failed: read again, later.
-  retry(err) {
-    if (this.closed) return;
-    if (this.watch !== null) this.watch.close();
-    this.watch = null;
-    this.failures++;
-    const wait = Math.min(RETRY_MAX_MS, RETRY_MS * 2 ** (this.failures - 1));
-    if (this.failures === 1) this.logger.warn(`acme: lost the store's changes (${err.message}); reading them again in ${wait} ms`);
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.load(), wait);
-    this.timer.unref();
+    this.advance(revision);
   }
 
   apply({ type, key, value, modRevision }) {

@@ -1,20 +1,19 @@
 'use strict';
 
 const { LilaError, codes } = require('../errors');
-
-// Reconnection: the first retry soon, then doubling up to this.
-const RETRY_FIRST_MS = 200;
-const RETRY_MAX_MS = 5000;
+const { Follower } = require('../store/follow');
+const { prefixSource } = require('../store/etcd-prefix');
 
 /**
  * A member's session with the store, renewed for as long as the member
- * runs: a lease (kept alive a third of its time-to-live at a time), one
- * complete read of the prefix, and one watch from that read's revision. When
- * any of them fails (the store down or cut off, the watch broken, the lease
- * expired over a long partition), the session ends and a new one starts
- * after a backoff, beginning again with a complete read: a resumed watch
- * could miss a compacted revision, a read cannot. A failure of a session
- * already replaced is ignored.
+ * runs: a `Follower` of the prefix (one complete read, one watch from that
+ * read's revision, a loss said once and waited out, 200 ms doubling to 5 s),
+ * and on top of it a lease, granted before each read, kept alive a third of
+ * its time-to-live at a time beside the watch, and the member registered
+ * under it before the session is up. When any of them fails (the store down
+ * or cut off, the watch broken, the lease expired over a long partition),
+ * the session ends and a new one starts after the follower's wait, beginning
+ * again with a complete read and a new lease.
  */
 class StoreSession {
   /**
@@ -29,78 +28,49 @@ class StoreSession {
    */
   constructor({ client, prefix, leaseSeconds, handlers }) {
     this.client = client;
-    this.prefix = prefix;
     this.leaseSeconds = leaseSeconds;
-    this.handlers = handlers;
-    /** null before the first session; then whether one runs. */
-    this.up = null;
     this.lease = null;
-    this.watcher = null;
-    this.keepTimer = null;
-    this.retryTimer = null;
-    this.retryMs = RETRY_FIRST_MS;
-    // Each session's number: what an older one reports is not this one's.
-    this.generation = 0;
-    this.closed = false;
+    const source = prefixSource(client, prefix);
+    this.follower = new Follower({
+      read: async () => ({ lease: (await client.grantLease(leaseSeconds)).id, ...(await source.read()) }),
+      // The lease is kept alive for as long as the watch runs: either failing ends the session.
+      watch: (revision, on, { lease }) => this.keepAlive(lease, source.watch(revision, on), on.error),
+      compacted: source.compacted
+    }, {
+      read: ({ lease, kvs }) => {
+        this.lease = lease;
+        handlers.read(kvs);
+        return handlers.register(lease);
+      },
+      events: (list) => handlers.events(list),
+      up: (again) => handlers.up(again),
+      lost: (err) => handlers.lost(err)
+    });
+  }
+
+  /** @returns {boolean | null} null before the first session; then whether one runs */
+  get up() {
+    return this.follower.up;
   }
 
   start() {
-    this.connect();
+    this.follower.start();
   }
 
-  async connect() {
-    this.retryTimer = null;
-    if (this.closed) return;
-    const generation = ++this.generation;
-    const current = () => !this.closed && generation === this.generation;
-    try {
-      const { id } = await this.client.grantLease(this.leaseSeconds);
-      if (!current()) return;
-      this.lease = id;
-      const { kvs, revision } = await this.client.getPrefix(this.prefix);
-      if (!current()) return;
-      this.handlers.read(kvs);
-      this.watcher = this.client.watch(this.prefix, { prefix: true, fromRevision: revision + 1 }, {
-        events: (list) => this.handlers.events(list),
-        error: (err) => this.lost(generation, err)
-      });
-      this.keepTimer = setInterval(() => this.keepAlive(generation, id), Math.max(500, (this.leaseSeconds * 1000) / 3));
-      this.keepTimer.unref();
-      await this.handlers.register(id);
-      if (!current()) return;
-      const again = this.up === false;
-      this.up = true;
-      this.retryMs = RETRY_FIRST_MS;
-      this.handlers.up(again);
-    } catch (err) {
-      this.lost(generation, err);
-    }
-  }
-
-  keepAlive(generation, lease) {
-    this.client.keepAlive(lease).then(({ ttl }) => {
-      // A lease that expired meanwhile: a new session, with a new lease and a new record.
-      if (ttl <= 0) this.lost(generation, new LilaError(codes.STORE, 'the member\'s lease expired'));
-    }, (err) => this.lost(generation, err));
-  }
-
-  // This session failed: it ends, the loss is said once, and the next one starts after a backoff.
-  lost(generation, err) {
-    if (this.closed || generation !== this.generation) return;
-    this.generation++;
-    this.end();
-    if (this.up !== false) this.handlers.lost(err);
-    this.up = false;
-    this.retryTimer = setTimeout(() => this.connect(), this.retryMs);
-    this.retryTimer.unref();
-    this.retryMs = Math.min(RETRY_MAX_MS, this.retryMs * 2);
-  }
-
-  end() {
-    if (this.watcher !== null) this.watcher.close();
-    this.watcher = null;
-    clearInterval(this.keepTimer);
-    this.keepTimer = null;
+  // A lease that expired meanwhile: a new session, with a new lease and a new record.
+  keepAlive(lease, watch, broken) {
+    const timer = setInterval(() => {
+      this.client.keepAlive(lease).then(({ ttl }) => {
+        if (ttl <= 0) broken(new LilaError(codes.STORE, 'the member\'s lease expired'));
+      }, broken);
+    }, Math.max(500, (this.leaseSeconds * 1000) / 3));
+    timer.unref();
+    return {
+      close() {
+        clearInterval(timer);
+        watch.close();
+      }
+    };
   }
 
   /**
@@ -116,11 +86,10 @@ class StoreSession {
 
   /** Ends the session for good: what lives under its lease goes at once (the lease revoked). */
   async close() {
-    if (this.closed) return;
-    this.closed = true;
-    clearTimeout(this.retryTimer);
-    this.end();
-    if (this.lease !== null && this.up === true) await this.client.revoke(this.lease).catch(() => {});
+    if (this.follower.closed) return;
+    const up = this.up;
+    this.follower.close();
+    if (this.lease !== null && up === true) await this.client.revoke(this.lease).catch(() => {});
   }
 }
 

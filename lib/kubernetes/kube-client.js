@@ -5,6 +5,7 @@ const http = require('node:http');
 const https = require('node:https');
 const { LilaError, codes } = require('../errors');
 const { JsonObjectStream } = require('../store/json-stream');
+const { jsonExchange, socketMessage } = require('../net/http-exchange');
 
 const DEFAULT_TIMEOUT = 10000;
 const PAGE_SIZE = 500;
@@ -219,7 +220,7 @@ class KubeClient {
       clearTimeout(timer);
       res.on('error', (err) => end(broken(` was cut (${socketMessage(err)})`)));
       if (res.statusCode !== 200) {
-        return readBody(res, (text) => end(this._answerOf('GET', path, res.statusCode, text)[0] || this._error(`watch ${path}: HTTP ${res.statusCode}`)));
+        return readBody(res, (text) => end(this._answerOf('GET', path, res.statusCode, text, parsed(text))[0] || this._error(`watch ${path}: HTTP ${res.statusCode}`)));
       }
       // A server that stops writing without closing (its own timeout missed) is left some time past it.
       timer = setTimeout(() => end(null), seconds * 1000 + this.timeout);
@@ -252,50 +253,19 @@ class KubeClient {
     this._agent.destroy();
   }
 
-  _call(method, path, body, type = 'application/json') {
-    if (this.closed) return Promise.reject(closedError(this.server));
-    const payload = body === undefined ? null : JSON.stringify(body);
-    return this._attempt(method, path, payload, type, true);
-  }
-
-  _attempt(method, path, payload, type, mayRetry) {
-    return new Promise((resolve, reject) => {
-      const headers = payload === null ? {} : { 'content-type': type, 'content-length': Buffer.byteLength(payload) };
-      let req;
-      try {
-        req = this._module.request(this._options(method, path, headers));
-      } catch (err) {
-        // TLS options that do not load (a key that is not PEM) throw here.
-        return reject(this._error(`${method} ${path}: ${err.message}`));
-      }
-      let settled = false;
-      const settle = (err, answer) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        this._calls.delete(settle);
-        if (err) {
-          req.destroy();
-          reject(err);
-        } else {
-          resolve(answer);
-        }
-      };
-      const timer = setTimeout(() => settle(this._error(`${method} ${path}: no answer within ${this.timeout} ms`, { unavailable: true })), this.timeout);
-      this._calls.add(settle);
-      req.on('error', (err) => {
-        // A kept-alive socket the server had just closed: the request never reached it.
-        if (mayRetry && !settled && req.reusedSocket && err.code === 'ECONNRESET' && !this.closed) {
-          return settle(null, this._attempt(method, path, payload, type, false));
-        }
-        settle(this._error(`${method} ${path}: ${socketMessage(err)}`, { unavailable: true }));
-      });
-      req.on('response', (res) => {
-        res.on('error', (err) => settle(this._error(`${method} ${path}: the answer was cut (${socketMessage(err)})`, { unavailable: true })));
-        readBody(res, (text) => settle(...this._answerOf(method, path, res.statusCode, text)));
-      });
-      req.end(payload === null ? undefined : payload);
-    });
+  async _call(method, path, body, type = 'application/json') {
+    if (this.closed) throw closedError(this.server);
+    let answer;
+    try {
+      answer = await jsonExchange(this._module, this._options(method, path), body, { timeout: this.timeout, maxBody: MAX_BODY, pending: this._calls }, type);
+    } catch (err) {
+      // A closed client's own error; TLS options that do not load (a key that is not PEM) are no outage.
+      if (err.phase === undefined) throw err;
+      throw this._error(`${method} ${path}: ${err.message}`, err.phase === 'setup' ? {} : { unavailable: true });
+    }
+    const [err, json] = this._answerOf(method, path, answer.status, answer.text, answer.json);
+    if (err) throw err;
+    return json;
   }
 
   _options(method, path, headers = {}) {
@@ -322,13 +292,7 @@ class KubeClient {
     return this._token;
   }
 
-  _answerOf(method, path, status, text) {
-    let answer;
-    try {
-      answer = JSON.parse(text);
-    } catch {
-      answer = undefined;
-    }
+  _answerOf(method, path, status, text, answer) {
     if (status >= 200 && status < 300) {
       if (answer !== undefined) return [null, answer];
       return [this._error(`${method} ${path}: HTTP ${status} and not JSON: ${JSON.stringify(clip(text))}`, { status })];
@@ -358,6 +322,15 @@ function withQuery(path, params) {
   return `${path}${path.includes('?') ? '&' : '?'}${query}`;
 }
 
+// The JSON of a watch's refusal; undefined when it is not JSON.
+function parsed(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 // Calls `done(text)` with the whole body; one too large ends the answer with an error.
 function readBody(res, done) {
   const chunks = [];
@@ -368,11 +341,6 @@ function readBody(res, done) {
     else chunks.push(chunk);
   });
   res.on('end', () => done(Buffer.concat(chunks).toString('utf8')));
-}
-
-function socketMessage(err) {
-  if (Array.isArray(err.errors) && err.errors.length > 0) return err.errors.map((inner) => inner.message).join('; ');
-  return err.message || err.code || String(err);
 }
 
 function closedError(server) {

@@ -4,6 +4,7 @@ const http = require('node:http');
 const https = require('node:https');
 const net = require('node:net');
 const { LilaError, codes } = require('../errors');
+const { jsonExchange } = require('../net/http-exchange');
 
 // A JSON answer may not be larger (a whole prefix read included).
 const MAX_BODY = 64 * 1024 * 1024;
@@ -29,8 +30,8 @@ class EtcdCall {
     this.timeout = timeout;
     this.current = 0;
     this.closed = false;
-    // The attempts in flight, each with the function that ends it.
-    this._attempts = new Map();
+    // The attempts in flight, each as the function that ends it.
+    this._attempts = new Set();
     const agentOptions = { keepAlive: true, scheduling: 'lifo' };
     this._agent = tls ? new https.Agent({ ...agentOptions, ...tlsOptions(tls) }) : new http.Agent(agentOptions);
   }
@@ -45,7 +46,6 @@ class EtcdCall {
    * @throws {LilaError} STORE: refused (`err.grpcCode`, `err.endpoint`), or `err.unavailable` when no endpoint answered
    */
   async post(path, body, token) {
-    const payload = JSON.stringify(body);
     const failures = [];
     const count = this.endpoints.length;
     const first = this.current;
@@ -53,7 +53,7 @@ class EtcdCall {
       if (this.closed) throw closedError();
       const index = (first + i) % count;
       try {
-        const answer = await this._attempt(this.endpoints[index], path, payload, token, true);
+        const answer = await this._attempt(this.endpoints[index], path, body, token);
         this.current = index;
         return answer;
       } catch (err) {
@@ -85,64 +85,24 @@ class EtcdCall {
   /** Destroys the pool's sockets; calls in flight reject. */
   close() {
     this.closed = true;
-    for (const settle of [...this._attempts.values()]) settle(closedError());
+    for (const settle of [...this._attempts]) settle(closedError());
     this._agent.destroy();
   }
 
-  _attempt(endpoint, path, payload, token, mayRetry) {
-    return new Promise((resolve, reject) => {
-      const headers = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) };
-      if (token) headers.authorization = token;
-      const options = { host: endpoint.host, port: endpoint.port, method: 'POST', path, headers, agent: this._agent };
-      if (this.tls) options.servername = serverName(endpoint.host);
-      let req;
-      try {
-        req = (this.tls ? https : http).request(options);
-      } catch (err) {
-        // TLS options that do not load (a key that is not PEM) throw here, the same for every endpoint.
-        return reject(storeError(endpoint, err.message));
-      }
-      let settled = false;
-      const settle = (err, answer) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        this._attempts.delete(req);
-        if (err) {
-          req.destroy();
-          reject(err);
-        } else {
-          resolve(answer);
-        }
-      };
-      const timer = setTimeout(() => {
-        settle(attemptError(endpoint, `no answer within ${this.timeout} ms`, true));
-      }, this.timeout);
-      this._attempts.set(req, settle);
-      req.on('error', (err) => {
-        // A kept-alive socket the server had just closed: the request never reached it.
-        if (mayRetry && !settled && req.reusedSocket && err.code === 'ECONNRESET' && !this.closed) {
-          settled = true;
-          clearTimeout(timer);
-          this._attempts.delete(req);
-          this._attempt(endpoint, path, payload, token, false).then(resolve, reject);
-          return;
-        }
-        settle(attemptError(endpoint, socketMessage(err), true));
-      });
-      req.on('response', (res) => {
-        const chunks = [];
-        let length = 0;
-        res.on('error', (err) => settle(attemptError(endpoint, `the answer was cut (${socketMessage(err)})`, true)));
-        res.on('data', (chunk) => {
-          length += chunk.length;
-          if (length > MAX_BODY) settle(attemptError(endpoint, `an answer over ${MAX_BODY} bytes`, false));
-          else chunks.push(chunk);
-        });
-        res.on('end', () => settle(...answerOf(endpoint, res.statusCode, Buffer.concat(chunks).toString('utf8'))));
-      });
-      req.end(payload);
-    });
+  async _attempt(endpoint, path, body, token) {
+    const headers = token ? { authorization: token } : {};
+    const options = { host: endpoint.host, port: endpoint.port, method: 'POST', path, headers, agent: this._agent };
+    if (this.tls) options.servername = serverName(endpoint.host);
+    let answer;
+    try {
+      answer = await jsonExchange(this.tls ? https : http, options, body, { timeout: this.timeout, maxBody: MAX_BODY, pending: this._attempts });
+    } catch (err) {
+      // TLS options that do not load (a key that is not PEM) are the same for every endpoint; a closed client is no endpoint's fault.
+      if (err.phase === undefined) throw err;
+      if (err.phase === 'setup') throw storeError(endpoint, err.message);
+      throw attemptError(endpoint, err.message, err.phase !== 'size');
+    }
+    return answerOf(endpoint, answer);
   }
 }
 
@@ -172,18 +132,6 @@ function endpointText({ host, port }) {
 }
 
 /**
- * The error a socket or stream failure becomes: its message, or for an
- * AggregateError (a name with several addresses), its errors' messages.
- *
- * @param {Error & {errors?: Error[], code?: string}} err
- * @returns {string}
- */
-function socketMessage(err) {
-  if (Array.isArray(err.errors) && err.errors.length > 0) return err.errors.map((inner) => inner.message).join('; ');
-  return err.message || err.code || String(err);
-}
-
-/**
  * The error of a client closed: no call may go on.
  *
  * @returns {LilaError}
@@ -202,24 +150,22 @@ function isFailoverMessage(message) {
   return FAILOVER_MESSAGES.some((text) => message.includes(text));
 }
 
-module.exports = { EtcdCall, storeError, endpointText, socketMessage, closedError, isFailoverMessage };
+module.exports = { EtcdCall, storeError, endpointText, closedError, isFailoverMessage };
 
-function answerOf(endpoint, status, text) {
-  let answer;
-  try {
-    answer = JSON.parse(text);
-  } catch {
+// The call's answer, or the error it says.
+function answerOf(endpoint, { status, text, json: answer }) {
+  if (answer === undefined) {
     const sample = text.length > 80 ? `${text.slice(0, 80)}...` : text;
-    return [attemptError(endpoint, `HTTP ${status} and not JSON: ${JSON.stringify(sample)}`, true)];
+    throw attemptError(endpoint, `HTTP ${status} and not JSON: ${JSON.stringify(sample)}`, true);
   }
-  if (status === 200 && answer !== null && typeof answer === 'object') return [null, answer];
+  if (status === 200 && answer !== null && typeof answer === 'object') return answer;
   const message = answer && typeof answer === 'object'
     ? String(answer.message || answer.error || `HTTP ${status}`)
     : `HTTP ${status}`;
   const err = attemptError(endpoint, message, status >= 500 || isFailoverMessage(message));
   err.reason = message;
   if (answer && typeof answer === 'object' && answer.code !== undefined) err.grpcCode = answer.code;
-  return [err];
+  throw err;
 }
 
 function attemptError(endpoint, why, failover) {

@@ -2,7 +2,8 @@
 
 const { JsonObjectStream } = require('./json-stream');
 const { decode, int64, revisionOf } = require('./etcd-codec');
-const { storeError, socketMessage, isFailoverMessage } = require('./etcd-call');
+const { storeError, isFailoverMessage } = require('./etcd-call');
+const { socketMessage } = require('../net/http-exchange');
 const { isTokenRefusal } = require('./etcd-auth');
 
 // How often TCP checks a silent watch's connection, so that a member gone
