@@ -80,7 +80,7 @@ class StaticFiles {
       if (!found.slash) return redirectToDirectory(passage.request.url);
       if (this.browse) return this.listing(passage, found);
     } else if (found.kind === 'refused' && !this.hasPool && this.fallback === null) {
-      return new LilaError(found.status === 400 ? codes.BAD_REQUEST : found.status === 403 ? codes.FORBIDDEN : codes.NO_FILE, `no file: ${found.why}`, found.status);
+      return quiet(new LilaError(found.status === 400 ? codes.BAD_REQUEST : found.status === 403 ? codes.FORBIDDEN : codes.NO_FILE, `no file: ${found.why}`, found.status));
     }
     return this.missing(passage);
   }
@@ -95,7 +95,7 @@ class StaticFiles {
       }
     }
     if (this.hasPool) return null;
-    return new LilaError(codes.NO_FILE, 'no such file', 404);
+    return quiet(new LilaError(codes.NO_FILE, 'no such file', 404));
   }
 
   // resolveFileSync, lila's own errors (out of descriptors, an I/O error) as answers.
@@ -144,7 +144,7 @@ class StaticFiles {
     if (precondition !== null) {
       fs.closeSync(fd);
       if (precondition === 304) return new LocalResponse(304, headers, null, 0);
-      return Object.assign(new LilaError(codes.PRECONDITION_FAILED, 'a precondition of the request does not hold', 412), { fields: headers });
+      return quiet(new LilaError(codes.PRECONDITION_FAILED, 'a precondition of the request does not hold', 412), headers);
     }
     if (coding !== null) headers.push('Content-Encoding', coding);
     const size = stat.size;
@@ -153,9 +153,7 @@ class StaticFiles {
       ? null : parseRange(range, size);
     if (ranges === 'unsatisfiable') {
       fs.closeSync(fd);
-      return Object.assign(new LilaError(codes.RANGE_NOT_SATISFIABLE, 'the file has none of the ranges asked for', 416), {
-        fields: ['Content-Range', unsatisfiedRange(size), ...headers]
-      });
+      return quiet(new LilaError(codes.RANGE_NOT_SATISFIABLE, 'the file has none of the ranges asked for', 416), ['Content-Range', unsatisfiedRange(size), ...headers]);
     }
     if (ranges === null || ranges.length === 1) {
       const { start, end } = ranges === null ? { start: 0, end: size - 1 } : ranges[0];
@@ -193,9 +191,12 @@ module.exports = StaticFiles;
 
 // Other methods than GET and HEAD, on a route of files alone.
 function notAllowed() {
-  return Object.assign(new LilaError(codes.METHOD_NOT_ALLOWED, 'a route of files answers GET and HEAD only', 405), {
-    fields: ['Allow', 'GET, HEAD']
-  });
+  return quiet(new LilaError(codes.METHOD_NOT_ALLOWED, 'a route of files answers GET and HEAD only', 405), ['Allow', 'GET, HEAD']);
+}
+
+// What a client asked that no file answers is no failure of lila's: logged at debug only; `fields` go with the answer.
+function quiet(error, fields) {
+  return Object.assign(error, fields === undefined ? { quiet: true } : { quiet: true, fields });
 }
 
 // A directory asked without its slash: to it, the query kept (as nginx and Caddy do).
