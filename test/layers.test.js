@@ -105,6 +105,39 @@ function imports() {
   return found;
 }
 
+// Every JSDoc type lib/ names by path (`import('./x')` in a comment): the file, what it names,
+// the part it is written in, and the part it names (null: no such file).
+function typeImports() {
+  const found = [];
+  for (const file of libFiles()) {
+    const comments = fs.readFileSync(file, 'utf8').match(/\/\*[\s\S]*?\*\/|\/\/.*$/gm) || [];
+    for (const [, specifier] of comments.join('\n').matchAll(/\bimport\(\s*'(\.{1,2}\/[^']*)'\s*\)/g)) {
+      const target = resolvedOrNull(path.resolve(path.dirname(file), specifier));
+      if (target === null || target.startsWith(LIB + path.sep)) found.push({ file, specifier, from: partOf(file), to: target && partOf(target) });
+    }
+  }
+  return found;
+}
+
+function resolvedOrNull(file) {
+  try {
+    return require.resolve(file);
+  } catch {
+    return null;
+  }
+}
+
+// The parts a part may import, however far: MAY_IMPORT's closure.
+function reachable(part, seen = new Set()) {
+  for (const next of MAY_IMPORT[part]) {
+    if (!seen.has(next)) {
+      seen.add(next);
+      reachable(next, seen);
+    }
+  }
+  return seen;
+}
+
 describe('layers of lib/', () => {
   it('gives every file a part that lib/README.md describes', () => {
     const map = fs.readFileSync(path.join(LIB, 'README.md'), 'utf8');
@@ -153,6 +186,20 @@ describe('layers of lib/', () => {
     for (const part of graph.keys()) reach(part, part, new Set([part]));
 
     assert.deepEqual(cycles, []);
+  });
+
+  it('names in JSDoc only types of files that exist', () => {
+    const stale = typeImports().filter(({ to }) => to === null);
+
+    assert.deepEqual(stale.map(({ file, specifier }) => `${path.relative(LIB, file)} names import('${specifier}')`), []);
+  });
+
+  it('names in JSDoc no type of a part above: a lower part describes what it reads of what it is handed', () => {
+    // A type of a part that may import this one, however far, is a layer above it: the lower
+    // part says (a @typedef) which fields and methods it uses, and the upper class fits that.
+    const climbing = typeImports().filter(({ from, to }) => to !== null && to !== from && reachable(to).has(from));
+
+    assert.deepEqual(climbing.map(({ file, specifier, to }) => `${path.relative(LIB, file)} names import('${specifier}') (${to})`), []);
   });
 
   it(`keeps every lib file at ${MAX_LINES} lines or fewer, tables aside`, () => {
