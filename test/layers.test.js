@@ -20,34 +20,37 @@ const MAY_IMPORT = {
   config: ['layers', 'balancing', 'balancing/strategies', 'routing', 'tls', 'store', 'ops', 'errors'],
   discovery: ['balancing', 'errors'],
   health: ['net', 'errors'],
+  // What an engine made of a pool for a listener: made by engines/, held by routes, read by every
+  // request and connection. It imports nothing; it names the types of what it holds.
+  'pool-binding': ['balancing', 'health'],
   // What a route does to a request: written once, for every engine to call.
   actions: ['utf8-escape', 'errors'],
-  http: ['actions', 'net', 'errors'],
+  http: ['actions', 'pool-binding', 'net', 'errors'],
   // How HTTP/1.1 and h2 look on the wire, for every engine and both kinds of upstream.
   'http/wire': ['http', 'errors'],
   // Connections to backends (HTTP/1.1 sockets, h2 sessions), shared by the fast engine and its h2 side.
   'http/upstream': ['http/wire', 'http', 'net', 'errors'],
   // One request's way through lila on every engine: route, limits, backend slot, observers, record.
-  'http/lifecycle': ['http', 'actions', 'net', 'errors'],
+  'http/lifecycle': ['http', 'actions', 'pool-binding', 'net', 'errors'],
   // Features on a request's lifecycle, each written once for every engine: --mirror, --compress.
-  'http/mirror': ['http/wire', 'http', 'layers', 'balancing/strategies', 'net', 'errors'],
+  'http/mirror': ['http/wire', 'http', 'layers', 'balancing/strategies', 'pool-binding', 'net', 'errors'],
   'http/compression': ['errors'],
   // What a file request is answered (a route's --root): the file a path names, its type, validators,
   // ranges, listing; no socket. Accept-Encoding is read by --compress's one parser.
   files: ['http/lifecycle', 'http/compression', 'errors'],
   // Upgrades (WebSocket and others), from either engine: a passage whose sockets are then joined.
-  'http/upgrade': ['http/lifecycle', 'http', 'actions', 'net', 'errors'],
+  'http/upgrade': ['http/lifecycle', 'http', 'actions', 'pool-binding', 'net', 'errors'],
   // One request on its way to a backend of its pool, for HTTP/1.1 and h2 clients alike.
-  'http/exchange': ['http/lifecycle', 'http/upstream', 'http/wire', 'http', 'actions', 'net', 'errors'],
+  'http/exchange': ['http/lifecycle', 'http/upstream', 'http/wire', 'http', 'actions', 'pool-binding', 'net', 'errors'],
   // The engines' own folders never import each other: what two share lies below both.
   'http/fast': ['http/exchange', 'http/upgrade', 'http/wire', 'http', 'net', 'errors'],
-  'http/h2': ['http/exchange', 'http/wire', 'http', 'actions', 'net', 'errors'],
-  'http/node': ['http/lifecycle', 'http/upgrade', 'http', 'actions', 'net', 'errors'],
-  tcp: ['net', 'errors'],
+  'http/h2': ['http/exchange', 'http/wire', 'http', 'actions', 'pool-binding', 'net', 'errors'],
+  'http/node': ['http/lifecycle', 'http/upgrade', 'http', 'actions', 'pool-binding', 'net', 'errors'],
+  tcp: ['pool-binding', 'net', 'errors'],
   // lila's etcd client: beside the request path, below whatever reads a stored configuration.
   store: ['net', 'errors'],
-  // Each engine's face towards a listener, and the binding of a pool.
-  engines: ['http/fast', 'http/h2', 'http/node', 'http/upstream', 'http', 'tcp', 'layers', 'config', 'net', 'errors'],
+  // Each engine's face towards a listener; its bind(pool) makes a pool's binding (pool-binding.js).
+  engines: ['http/fast', 'http/h2', 'http/node', 'http/upstream', 'http', 'tcp', 'pool-binding', 'layers', 'config', 'net', 'errors'],
   ops: ['balancing', 'balancing/strategies', 'ops/dashboard', 'layers', 'net', 'errors'],
   cluster: ['ops/dashboard', 'layers', 'errors'],
   'ops/dashboard': ['layers', 'net'],
@@ -57,10 +60,10 @@ const MAY_IMPORT = {
   // A rate limit counts by --hash-key's grammar and reader (--rate-limit-key).
   limits: ['balancing/strategies', 'errors'],
   // Routes choose a pool (and --mirror's pools); they know pools only as the objects they are handed.
-  routing: ['files', 'http/lifecycle', 'http/mirror', 'http/compression', 'balancing', 'balancing/strategies', 'actions', 'layers', 'errors'],
+  routing: ['files', 'http/lifecycle', 'http/mirror', 'http/compression', 'balancing', 'balancing/strategies', 'actions', 'pool-binding', 'layers', 'errors'],
   pool: ['balancing', 'balancing/strategies', 'config', 'discovery', 'health', 'tls', 'ops', 'layers', 'errors'],
   // A listener knows pools only as what its routes name and its engine binds.
-  listener: ['engines', 'routing', 'tls', 'limits', 'config', 'ops', 'layers', 'net', 'errors'],
+  listener: ['engines', 'routing', 'tls', 'limits', 'config', 'ops', 'pool-binding', 'layers', 'net', 'errors'],
   // A fleet's member: the stored configuration run by a service it is handed, the backend changes shared.
   fleet: ['store', 'acme', 'balancing', 'ops', 'net', 'errors'],
   // --kubernetes: a cluster's resources made into a config text, run by a service it is handed.
@@ -102,12 +105,45 @@ function imports() {
   return found;
 }
 
+// Every JSDoc type lib/ names by path (`import('./x')` in a comment): the file, what it names,
+// the part it is written in, and the part it names (null: no such file).
+function typeImports() {
+  const found = [];
+  for (const file of libFiles()) {
+    const comments = fs.readFileSync(file, 'utf8').match(/\/\*[\s\S]*?\*\/|\/\/.*$/gm) || [];
+    for (const [, specifier] of comments.join('\n').matchAll(/\bimport\(\s*'(\.{1,2}\/[^']*)'\s*\)/g)) {
+      const target = resolvedOrNull(path.resolve(path.dirname(file), specifier));
+      if (target === null || target.startsWith(LIB + path.sep)) found.push({ file, specifier, from: partOf(file), to: target && partOf(target) });
+    }
+  }
+  return found;
+}
+
+function resolvedOrNull(file) {
+  try {
+    return require.resolve(file);
+  } catch {
+    return null;
+  }
+}
+
+// The parts a part may import, however far: MAY_IMPORT's closure.
+function reachable(part, seen = new Set()) {
+  for (const next of MAY_IMPORT[part]) {
+    if (!seen.has(next)) {
+      seen.add(next);
+      reachable(next, seen);
+    }
+  }
+  return seen;
+}
+
 describe('layers of lib/', () => {
   it('gives every file a part that lib/README.md describes', () => {
     const map = fs.readFileSync(path.join(LIB, 'README.md'), 'utf8');
     for (const part of new Set(libFiles().map(partOf))) {
       assert.ok(Object.hasOwn(MAY_IMPORT, part), `${part} has a line in this test's table`);
-      const named = ['index', 'errors', 'pool', 'utf8-escape'].includes(part) ? `\`${part}.js\`` : `\`${part}/\``;
+      const named = fs.existsSync(path.join(LIB, `${part}.js`)) ? `\`${part}.js\`` : `\`${part}/\``;
       assert.ok(map.includes(named), `lib/README.md describes ${named}`);
     }
   });
@@ -150,6 +186,20 @@ describe('layers of lib/', () => {
     for (const part of graph.keys()) reach(part, part, new Set([part]));
 
     assert.deepEqual(cycles, []);
+  });
+
+  it('names in JSDoc only types of files that exist', () => {
+    const stale = typeImports().filter(({ to }) => to === null);
+
+    assert.deepEqual(stale.map(({ file, specifier }) => `${path.relative(LIB, file)} names import('${specifier}')`), []);
+  });
+
+  it('names in JSDoc no type of a part above: a lower part describes what it reads of what it is handed', () => {
+    // A type of a part that may import this one, however far, is a layer above it: the lower
+    // part says (a @typedef) which fields and methods it uses, and the upper class fits that.
+    const climbing = typeImports().filter(({ from, to }) => to !== null && to !== from && reachable(to).has(from));
+
+    assert.deepEqual(climbing.map(({ file, specifier, to }) => `${path.relative(LIB, file)} names import('${specifier}') (${to})`), []);
   });
 
   it(`keeps every lib file at ${MAX_LINES} lines or fewer, tables aside`, () => {

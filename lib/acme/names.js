@@ -4,14 +4,24 @@ const { checkNames } = require('./csr');
 const { layerOf } = require('../layers');
 
 /**
+ * A listener as `--acme` reads it: its definition in the config and the certificates it serves
+ * (what service/configuration.js's `certified()` gives).
+ *
+ * @typedef {object} CertifiedListener
+ * @property {{layer: string, port: number, options: {tls?: object}, redirectHttp?: {port: number},
+ *   routes: {host: string | null}[]}} spec `options.tls`: its `--tls-cert`, if any; `redirectHttp`: its
+ *   --redirect-http port, if any
+ * @property {{covers: (name: string) => boolean} | null} certificates null: no TLS ends there
+ */
+
+/**
  * The names lila obtains certificates for: every exact host routed on an
  * HTTPS listener of a layer that speaks HTTP (http) that no certificate file of that
  * listener covers (a name with a `--tls-cert` keeps it). Wildcard hosts
  * would need DNS-01, and IP addresses or single labels no public CA signs:
  * those are left to the listener's own certificates, each said once.
  *
- * @param {{spec: {layer: string, options: {tls?: object}, routes: {host: string | null}[]},
- *   certificates: {covers: (name: string) => boolean} | null}[]} listeners
+ * @param {CertifiedListener[]} listeners
  * @returns {{names: string[], skipped: {host: string, why: string}[]}}
  */
 function namesToManage(listeners) {

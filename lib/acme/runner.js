@@ -74,7 +74,7 @@ class AcmeRunner {
    * Resolves once the certificates stored for them are in place, so that listeners opened
    * then serve them from their first handshake; what must be ordered goes on after.
    *
-   * @param {ReturnType<import('../service/configuration')['certified']>} listeners
+   * @param {import('./names').CertifiedListener[]} listeners
    * @param {{publish?: () => Promise<void>}} [options] `publish`: hands the state to the workers
    * @returns {Promise<void>}
    */
@@ -140,7 +140,7 @@ class AcmeRunner {
   /**
    * The names of the listeners as they are now (after a reload).
    *
-   * @param {ReturnType<import('../service/configuration')['certified']>} listeners
+   * @param {import('./names').CertifiedListener[]} listeners
    * @returns {Promise<void>} once the stored certificates of new names are in place
    */
   setNames(listeners) {

@@ -15,13 +15,12 @@ const { recordLatency } = require('./strategies/peak-ewma');
 /** @typedef {import('./backend')} Backend */
 
 /**
- * @typedef {object} PickContext What a strategy may look at; any field may be missing.
- * @property {string} [clientAddress] the client's IP address
- * @property {Set<Backend> | null} [tried] backends that already failed this request or connection
- * @property {{url: string, headers: Record<string, string | string[] | undefined>}} [request]
- *   the http request (http layer only): its target and lower-case headers
- * @property {string | null} [stickyId] the id the client's sticky cookie carries (`--sticky`):
- *   the member with that `stickyId` gets it when it can, before the strategy is asked
+ * What the balancer reads of a request or connection: what a strategy may look at
+ * (strategies/member.js), and `stickyId`, the id the client's sticky cookie carries
+ * (`--sticky`): the member with that `stickyId` gets it when it can, before the strategy is
+ * asked. Any field may be missing.
+ *
+ * @typedef {import('./strategies/member').PickContext & {stickyId?: string | null}} PickContext
  */
 
 /**

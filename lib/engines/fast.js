@@ -6,7 +6,7 @@ const { H2Front } = require('../http/h2/front');
 const { BodyWatch } = require('../http/body-watch');
 const UpstreamSockets = require('../http/upstream/sockets');
 const UpstreamSessions = require('../http/upstream/sessions');
-const PoolBinding = require('./pool-binding');
+const PoolBinding = require('../pool-binding');
 const StreamEngine = require('./stream-engine');
 
 /**
@@ -22,7 +22,7 @@ const StreamEngine = require('./stream-engine');
  */
 class FastEngine extends StreamEngine {
   /**
-   * @param {import('../listener/listener')} listener
+   * @param {import('./index').Listener} listener
    */
   constructor(listener) {
     super();

@@ -3,7 +3,6 @@
 const FastEngine = require('./fast');
 const NodeEngine = require('./node');
 const TcpEngine = require('./tcp');
-const PoolBinding = require('./pool-binding');
 const { validateChoice } = require('../config/validate');
 const { layerOf } = require('../layers');
 
@@ -13,6 +12,19 @@ const ENGINES = {
   node: NodeEngine,
   tcp: TcpEngine
 };
+
+/**
+ * A listener as its engine reads it (listener/listener.js's `Listener` fits it): which engine
+ * it runs, and what its connections and requests read through the engine.
+ *
+ * @typedef {object} Listener
+ * @property {string} layer its layer's name (layers/)
+ * @property {string} engineName `--engine`: which of its layer's engines, where it has several
+ * @property {object} settings its client-side settings (listener/settings.js), changed in place
+ *   by a reload (`settingsChanged()`)
+ * @property {import('../ops/logger')} logger
+ * @property {import('../ops/traffic')} traffic where its requests and connections are counted
+ */
 
 /**
  * The engine of a listener: what serves its connections. Every engine has
@@ -31,7 +43,7 @@ const ENGINES = {
  * Its connections and requests read the listener's settings, logger,
  * traffic counters and routes through the engine.
  *
- * @param {import('../listener/listener')} listener its `layer` and `engineName` choose
+ * @param {Listener} listener its `layer` and `engineName` choose
  * @returns {FastEngine | NodeEngine | TcpEngine}
  * @throws {import('../errors').LilaError} `LILA_ERR_INVALID_OPTION` for an engine its layer has not
  */
@@ -39,7 +51,7 @@ function createEngine(listener) {
   return new ENGINES[engineOf(listener.layer, listener.engineName)](listener);
 }
 
-module.exports = { createEngine, PoolBinding };
+module.exports = { createEngine };
 
 // The engine a listener of a layer runs: the layer's one, or the one --engine chooses among its several.
 function engineOf(layer, engine) {

@@ -3,7 +3,7 @@
 const { createNodeServer, isIdle } = require('../http/node/server');
 const UpstreamAgents = require('../http/upstream-agents');
 const { BodyWatch } = require('../http/body-watch');
-const PoolBinding = require('./pool-binding');
+const PoolBinding = require('../pool-binding');
 const StreamEngine = require('./stream-engine');
 
 /**
@@ -13,7 +13,7 @@ const StreamEngine = require('./stream-engine');
  */
 class NodeEngine extends StreamEngine {
   /**
-   * @param {import('../listener/listener')} listener
+   * @param {import('./index').Listener} listener
    */
   constructor(listener) {
     super();

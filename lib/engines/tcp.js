@@ -1,7 +1,7 @@
 'use strict';
 
 const { createTcpServer } = require('../tcp/server');
-const PoolBinding = require('./pool-binding');
+const PoolBinding = require('../pool-binding');
 const StreamEngine = require('./stream-engine');
 
 /**
@@ -11,7 +11,7 @@ const StreamEngine = require('./stream-engine');
  */
 class TcpEngine extends StreamEngine {
   /**
-   * @param {import('../listener/listener')} listener
+   * @param {import('./index').Listener} listener
    */
   constructor(listener) {
     super();

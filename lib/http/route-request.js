@@ -5,16 +5,43 @@ const { LilaError, codes } = require('../errors');
 const DOT_SEGMENT = /(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
 
 /**
+ * A route as the http layer reads it: what a request asks of the route its listener's
+ * routes matched (routing/listener-routes.js's `Route` fits it).
+ *
+ * @typedef {object} Route
+ * @property {string} text its match as the config file writes it: its name in access lines and counts
+ * @property {import('../actions/route-actions') | null} actions what it does to a request besides
+ *   choosing its pool (route options); null: nothing
+ * @property {object[] | null} features what observes its requests (--compress, --mirror, --root), in
+ *   the lifecycle's order (lifecycle/observers.js); null: nothing
+ * @property {object | null} rateLimiter its route line's `--rate-limit`; null: none
+ * @property {(request: object | undefined, clientAddress: string | undefined) => import('../pool-binding')} pick
+ *   the binding of the pool a request goes to (a split's choice, by its `--hash-key`), counted
+ */
+
+/**
+ * What every http engine gives its requests (engines/: the fast and the node engine fit it):
+ * its listener's settings, logger, counters and routes, and the binding of no pool.
+ *
+ * @typedef {object} Engine
+ * @property {object} settings its listener's client-side settings (listener/settings.js)
+ * @property {import('../ops/logger')} logger
+ * @property {import('../ops/traffic')} traffic
+ * @property {{match: (host: string | undefined, url: string, request?: object) => Route | null}} routes
+ *   its listener's, swapped at once on a reload
+ * @property {import('../pool-binding')} unrouted the binding of requests that have no pool
+ */
+
+/**
  * The route of a request, asked once of its listener's routes, the same on
  * every engine: null when none matches (counted; the request is answered
  * 404 by `noRoute`), or when its path holds a dot segment (400).
  *
- * @param {{routes: {match: (host: string | undefined, url: string) => object | null},
- *   traffic: import('../ops/traffic')}} engine the listener's engine
+ * @param {Engine} engine the listener's engine
  * @param {string | undefined} host the Host (or :authority) as received
  * @param {string} url the request target, origin-form
  * @param {object} request what routes' conditions read: `method`, `url`, `headers`
- * @returns {import('../routing/listener-routes').Route | null}
+ * @returns {Route | null}
  */
 function routeOf(engine, host, url, request) {
   // A path with dot-segments is routed nowhere (noRoute answers 400): a backend resolving
@@ -44,11 +71,11 @@ function noRoute(host, url) {
  * The binding a request goes with: its route's pool's (the split's choice
  * for it, when the route splits), or the engine's binding of no pool.
  *
- * @param {{unrouted: object}} engine
- * @param {import('../routing/listener-routes').Route | null} route
+ * @param {Engine} engine
+ * @param {Route | null} route
  * @param {object} request what a split's --hash-key reads (headers, url)
  * @param {string | undefined} clientAddress
- * @returns {import('../engines/pool-binding')}
+ * @returns {import('../pool-binding')}
  */
 function bindingFor(engine, route, request, clientAddress) {
   return route === null ? engine.unrouted : route.pick(request, clientAddress);

@@ -2,7 +2,8 @@
 
 const Logger = require('../ops/logger');
 const Traffic = require('../ops/traffic');
-const { createEngine, PoolBinding } = require('../engines');
+const { createEngine } = require('../engines');
+const PoolBinding = require('../pool-binding');
 const { validateChoice, validateCount, validatePort } = require('../config/validate');
 const { LAYERS, HTTP_ENGINES, DEFAULT_PORT } = require('../config/defaults');
 const { DEFAULT_LAYER, layerOf } = require('../layers');

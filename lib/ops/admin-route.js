@@ -22,7 +22,7 @@ const tables = new WeakMap();
  * picks one of several splits by key and `&pool=<name>` one of several hashing
  * pools; a split by key comes first.
  *
- * @param {{view: () => ReturnType<import('../service/configuration')['view']>}} admin
+ * @param {{view: () => import('./dashboard/running-view').RunningView}} admin
  * @param {{query: URLSearchParams}} params
  * @returns {{status: number, body: object}}
  */

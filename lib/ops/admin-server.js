@@ -62,7 +62,7 @@ const CLIENT_ERRORS = {
  * from a web page (with `Origin`) are taken only with a token and from the
  * admin API's own page. It does not listen: the caller listens and closes it.
  *
- * @param {{view: () => ReturnType<import('../service/configuration')['view']>}} runtime what runs: a
+ * @param {{view: () => import('./dashboard/running-view').RunningView}} runtime what runs: a
  *   `Proxy` (`createProxy`'s), a service's configuration, or anything that tells what runs now by `view()`
  * @param {object} [options]
  * @param {string} [options.token] what `Authorization: Bearer` must carry

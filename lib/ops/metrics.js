@@ -29,7 +29,7 @@ const FAMILIES = { requests: HTTP_FAMILIES, connections: TCP_FAMILIES };
  * when its stats are given, named as the Prometheus client libraries name
  * them; a stat that could not be read is left out.
  *
- * @param {ReturnType<import('../service/configuration')['view']>} view what runs
+ * @param {import('./dashboard/running-view').RunningView} view what runs
  * @param {import('./process-stats').ProcessStats} [stats] as `readProcessStats` reads them
  * @returns {string}
  */

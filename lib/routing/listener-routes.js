@@ -106,7 +106,7 @@ class Route {
    *
    * @param {object | undefined} request what a split's `--hash-key` reads (headers, url)
    * @param {string | undefined} clientAddress
-   * @returns {import('../engines/pool-binding')}
+   * @returns {import('../pool-binding')}
    */
   pick(request, clientAddress) {
     this.requests++;

@@ -142,7 +142,7 @@ class Configuration {
    * Every listener of a plan (or those running) with its certificate files, for the names ACME manages.
    *
    * @param {object} [plan] a prepared plan: its listeners, new and kept
-   * @returns {{spec: object, certificates: object | null}[]}
+   * @returns {import('../acme/names').CertifiedListener[]}
    */
   certified(plan) {
     if (plan === undefined) return this.listeners.map(({ spec, listener }) => ({ spec, certificates: listener.certificates }));

@@ -14,6 +14,28 @@ const kPeer = Symbol('kPeer');
 const EARLY_LIMIT = 64 * 1024;
 
 /**
+ * A route as a tcp connection reads it (routing/listener-routes.js's `Route` fits it).
+ *
+ * @typedef {object} Route
+ * @property {string} text its name in access lines and counts
+ * @property {Function | null} key the reader of its `--hash-key` (a split by ip); null: none
+ * @property {(request: undefined, clientAddress: string | undefined) => import('../pool-binding')} pick
+ *   the binding of the pool a connection goes to, counted
+ */
+
+/**
+ * The tcp engine (engines/tcp.js) as its server and connections read it: its listener's
+ * settings, logger, counters and routes.
+ *
+ * @typedef {object} Engine
+ * @property {object} settings its listener's client-side settings (listener/settings.js)
+ * @property {import('../ops/logger')} logger
+ * @property {import('../ops/traffic')} traffic
+ * @property {{match: (name: string | undefined, url: string) => Route | null, named: boolean}} routes
+ *   its listener's, swapped at once on a reload; `named`: a route names a host (the ClientHello is read)
+ */
+
+/**
  * The tcp engine's server: pairs every client connection with one upstream
  * connection and moves bytes both ways unchanged. With TLS it terminates
  * it, as stunnel does: the backends get the plain bytes (and a `tls` backend
@@ -22,7 +44,7 @@ const EARLY_LIMIT = 64 * 1024;
  * the name read from the client's ClientHello, which is then passed on
  * unchanged (server-name.js); routes without a name need no reading.
  *
- * @param {import('../engines/tcp')} engine its listener's: settings, logger, traffic, routes
+ * @param {Engine} engine its listener's: settings, logger, traffic, routes
  * @returns {import('node:net').Server | import('node:tls').Server}
  */
 function createTcpServer(engine) {
@@ -85,9 +107,9 @@ function serve(engine, routes, client, name) {
  */
 class Session {
   /**
-   * @param {import('../engines/tcp')} engine its listener's
-   * @param {import('../routing/listener-routes').Route} route what the listener's routes matched
-   * @param {import('../engines/pool-binding')} binding the pool the route chose
+   * @param {Engine} engine its listener's
+   * @param {Route} route what the listener's routes matched
+   * @param {import('../pool-binding')} binding the pool the route chose
    * @param {import('node:net').Socket} client
    */
   constructor(engine, route, binding, client) {

@@ -11,6 +11,14 @@ const MIN_VERSIONS = { '1.2': 'TLSv1.2', '1.3': 'TLSv1.3' };
 const MAX_UNSERVED = 1000;
 
 /**
+ * Certificates obtained elsewhere, by name, as a listener serves them (acme/managed-certificates.js's
+ * `ManagedCertificates` fits it): an entry is replaced, never changed, so a context made of one is
+ * kept while it is the name's.
+ *
+ * @typedef {{get: (name: string) => {cert: string, key: string} | undefined}} ManagedCertificates
+ */
+
+/**
  * The certificates a TLS listener serves, chosen by the client's server
  * name (SNI): the certificate whose names match it exactly, else one whose
  * `*.` wildcard does, else the first given. Certificates with the same names
@@ -33,7 +41,7 @@ class CertificateStore {
   /**
    * @param {{cert: string, key?: string}[]} sources `--tls-cert` files or directories, with their `--tls-key`
    * @param {{minVersion?: '1.2' | '1.3', ciphers?: string, curves?: string, sessionTimeout?: number, logger: import('../ops/logger'),
-   *   managed?: import('../acme/managed-certificates') | null, clientCa?: string, clientVerify?: 'required' | 'optional',
+   *   managed?: ManagedCertificates | null, clientCa?: string, clientVerify?: 'required' | 'optional',
    *   clientCrl?: string}} options
    *   ciphers, curves: as OpenSSL lists them (see ./profile.js for the defaults); sessionTimeout: seconds a
    *   session may be resumed (and the ticket lifetime hint clients get), 300 by default; managed: the

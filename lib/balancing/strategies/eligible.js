@@ -4,8 +4,8 @@
  * Whether a strategy may pick `backend` for this request or connection.
  * Every strategy asks this, so rules that apply to all of them live here.
  *
- * @param {import('../backend')} backend
- * @param {import('../balancer').PickContext} [ctx] may be missing or partial
+ * @param {import('./member').Member} backend
+ * @param {import('./member').PickContext} [ctx] may be missing or partial
  * @returns {boolean}
  */
 function eligible(backend, ctx) {

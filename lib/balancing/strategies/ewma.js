@@ -16,7 +16,7 @@ const UNMEASURED_PENALTY = 1e9;
  */
 class PeakEwma extends PowerOfTwoChoices {
   /**
-   * @param {import('../backend')[]} backends the live member list
+   * @param {import('./member').Member[]} backends the live member list
    * @param {{random?: () => number, now?: () => number}} [options] `now` is a
    *   monotonic clock in ms, the one the engines record latencies with
    */
@@ -26,9 +26,9 @@ class PeakEwma extends PowerOfTwoChoices {
   }
 
   /**
-   * @param {import('../backend')} a
-   * @param {import('../backend')} b
-   * @returns {import('../backend')} the cheaper candidate; the first on a tie
+   * @param {import('./member').Member} a
+   * @param {import('./member').Member} b
+   * @returns {import('./member').Member} the cheaper candidate; the first on a tie
    */
   better(a, b) {
     const now = this.now();

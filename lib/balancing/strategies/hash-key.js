@@ -38,7 +38,7 @@ function parseHashKey(spec, { flag = '--hash-key', path = true } = {}) {
  * Returns a function that reads the hash key from a pick context.
  *
  * @param {{source: string, name: string}} key as returned by `parseHashKey`
- * @returns {(ctx?: import('./balancer').PickContext) => string | undefined}
+ * @returns {(ctx?: import('./member').PickContext) => string | undefined}
  *   undefined when the request (or connection) has no such key
  */
 function keyReader(key) {

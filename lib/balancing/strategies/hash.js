@@ -20,7 +20,7 @@ const PROBES = 32;
  */
 class Hash {
   /**
-   * @param {import('../backend')[]} backends the live member list
+   * @param {import('./member').Member[]} backends the live member list
    * @param {{hashKey?: string}} [options] where the key comes from (`--hash-key`), default `ip`
    */
   constructor(backends, options = {}) {
@@ -38,8 +38,8 @@ class Hash {
   }
 
   /**
-   * @param {import('../balancer').PickContext} [ctx]
-   * @returns {import('../backend') | null} null when nobody is available
+   * @param {import('./member').PickContext} [ctx]
+   * @returns {import('./member').Member | null} null when nobody is available
    */
   pick(ctx) {
     const key = this.readKey(ctx);

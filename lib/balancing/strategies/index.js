@@ -7,6 +7,7 @@ const { LilaError, codes } = require('../../errors');
  * The built-in strategies by mode name. Every strategy has the same shape:
  * `new Strategy(backends, options)`, `pick(ctx)` returning a backend or null,
  * and optionally `update()`, called after the members or weights change.
+ * What a strategy reads of its members and of `ctx` is in member.js.
  */
 const strategies = {
   'round-robin': require('./round-robin'),

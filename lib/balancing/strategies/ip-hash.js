@@ -9,7 +9,7 @@ const Hash = require('./hash');
  */
 class IpHash extends Hash {
   /**
-   * @param {import('../backend')[]} backends the live member list
+   * @param {import('./member').Member[]} backends the live member list
    */
   constructor(backends) {
     super(backends, { hashKey: 'ip' });

@@ -10,7 +10,7 @@ const LoadHeap = require('./load-heap');
  */
 class LeastConnections {
   /**
-   * @param {import('../backend')[]} backends the live member list
+   * @param {import('./member').Member[]} backends the live member list
    */
   constructor(backends) {
     this.backends = backends;
@@ -23,19 +23,19 @@ class LeastConnections {
   }
 
   /**
-   * @param {import('../balancer').PickContext} [ctx]
-   * @returns {import('../backend') | null} null when nobody is available
+   * @param {import('./member').PickContext} [ctx]
+   * @returns {import('./member').Member | null} null when nobody is available
    */
   pick(ctx) {
     return this.heap.take(ctx);
   }
 
-  /** @param {import('../backend')} backend its active count just went up */
+  /** @param {import('./member').Member} backend its active count just went up */
   acquired(backend) {
     this.heap.reposition(backend);
   }
 
-  /** @param {import('../backend')} backend its active count just went down */
+  /** @param {import('./member').Member} backend its active count just went down */
   released(backend) {
     this.heap.reposition(backend);
   }

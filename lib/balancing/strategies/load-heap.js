@@ -11,7 +11,7 @@ const eligible = require('./eligible');
  */
 class LoadHeap {
   /**
-   * @param {import('../backend')[]} members backends with weight > 0
+   * @param {import('./member').Member[]} members backends with weight > 0
    */
   constructor(members) {
     const n = members.length;
@@ -33,8 +33,8 @@ class LoadHeap {
    * The least loaded backend that may be picked; on a tie, the one picked
    * longest ago. Marks it picked.
    *
-   * @param {import('../balancer').PickContext} [ctx]
-   * @returns {import('../backend') | null}
+   * @param {import('./member').PickContext} [ctx]
+   * @returns {import('./member').Member | null}
    */
   take(ctx) {
     if (this.heap.length === 0) return null;
@@ -49,7 +49,7 @@ class LoadHeap {
   /**
    * Puts a backend back in order after its active count changed.
    *
-   * @param {import('../backend')} backend
+   * @param {import('./member').Member} backend
    */
   reposition(backend) {
     const id = this.ids.get(backend);

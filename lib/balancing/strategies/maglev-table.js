@@ -19,7 +19,7 @@ const SKIP_SEED = 0x2545f491;
  * match weights to within one slot). Backends take turns in name order, so the
  * table depends on the set of names and weights, never on the order given.
  *
- * @param {{name: string, weight: number}[]} members backends with weight > 0
+ * @param {import('./member').Member[]} members backends with weight > 0
  * @returns {Int32Array} indexes into `members`; empty members give a table of -1
  */
 function buildMaglevTable(members) {

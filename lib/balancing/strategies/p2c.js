@@ -11,8 +11,8 @@ const Random = require('./random');
  */
 class PowerOfTwoChoices extends Random {
   /**
-   * @param {import('../balancer').PickContext} [ctx]
-   * @returns {import('../backend') | null} null when nobody is available
+   * @param {import('./member').PickContext} [ctx]
+   * @returns {import('./member').Member | null} null when nobody is available
    */
   pick(ctx) {
     const first = this.draw(ctx, null);
@@ -25,9 +25,9 @@ class PowerOfTwoChoices extends Random {
    * The candidate with fewer active requests per unit of weight (a/wa <= b/wb
    * compared as a*wb <= b*wa); the first on a tie.
    *
-   * @param {import('../backend')} a
-   * @param {import('../backend')} b
-   * @returns {import('../backend')}
+   * @param {import('./member').Member} a
+   * @param {import('./member').Member} b
+   * @returns {import('./member').Member}
    */
   better(a, b) {
     return b.active * a.effectiveWeight < a.active * b.effectiveWeight ? b : a;

@@ -10,7 +10,7 @@ const DECAY_MS = 10000;
  * time, so a backend that slows down is avoided immediately and trusted again
  * gradually.
  *
- * @param {import('./backend')} backend its `latency` and `latencyAt` are written
+ * @param {import('./member').Member} backend its `latency` and `latencyAt` are written
  * @param {number} ms the response time
  * @param {number} now the current time in ms (a monotonic clock)
  */
@@ -25,7 +25,7 @@ function recordLatency(backend, ms, now) {
  * A backend's peak-EWMA latency as of `now`: it decays towards zero while no
  * response is seen, so an avoided backend gets tried again eventually.
  *
- * @param {import('./backend')} backend
+ * @param {import('./member').Member} backend
  * @param {number} now
  * @returns {number} ms; 0 before the first response
  */

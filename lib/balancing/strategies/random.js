@@ -13,7 +13,7 @@ const DRAWS = 4;
  */
 class Random {
   /**
-   * @param {import('../backend')[]} backends the live member list
+   * @param {import('./member').Member[]} backends the live member list
    * @param {{random?: () => number}} [options] `random` returns a number in [0, 1)
    */
   constructor(backends, options = {}) {
@@ -28,8 +28,8 @@ class Random {
   }
 
   /**
-   * @param {import('../balancer').PickContext} [ctx]
-   * @returns {import('../backend') | null} null when nobody is available
+   * @param {import('./member').PickContext} [ctx]
+   * @returns {import('./member').Member | null} null when nobody is available
    */
   pick(ctx) {
     return this.draw(ctx, null);
@@ -39,9 +39,9 @@ class Random {
    * A random available backend other than `except`, in proportion to weight;
    * when draws keep missing, a scan from a random point finds one.
    *
-   * @param {import('../balancer').PickContext} [ctx]
-   * @param {import('../backend') | null} except
-   * @returns {import('../backend') | null}
+   * @param {import('./member').PickContext} [ctx]
+   * @param {import('./member').Member | null} except
+   * @returns {import('./member').Member | null}
    */
   draw(ctx, except) {
     const backends = this.backends;

@@ -17,7 +17,7 @@ const WEIGHT_SCALE = 16;
  */
 class RoundRobin {
   /**
-   * @param {import('../backend')[]} backends the live member list
+   * @param {import('./member').Member[]} backends the live member list
    */
   constructor(backends) {
     this.backends = backends;
@@ -43,8 +43,8 @@ class RoundRobin {
   }
 
   /**
-   * @param {import('../balancer').PickContext} [ctx]
-   * @returns {import('../backend') | null} null when nobody is available
+   * @param {import('./member').PickContext} [ctx]
+   * @returns {import('./member').Member | null} null when nobody is available
    */
   pick(ctx) {
     const length = this.total;

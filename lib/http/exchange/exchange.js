@@ -22,10 +22,10 @@ const LocalUpstream = require('./local-upstream');
  */
 class Exchange extends ResponseRelay {
   /**
-   * @param {import('../fast/connection').ClientConnection | import('../h2/stream-exchange').StreamClient} connection
+   * @param {import('./client').Client} connection
    * @param {import('../wire/head-parser').RequestHead} head
-   * @param {import('../../routing/listener-routes').Route | null} route what the listener's routes matched (null: 404)
-   * @param {import('../../engines/pool-binding')} binding the pool the route chose for it
+   * @param {import('../route-request').Route | null} route what the listener's routes matched (null: 404)
+   * @param {import('../../pool-binding')} binding the pool the route chose for it
    */
   constructor(connection, head, route, binding) {
     super(connection, head, route, binding);

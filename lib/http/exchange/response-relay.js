@@ -28,11 +28,11 @@ const HOLD_LIMIT = 64 * 1024;
  */
 class ResponseRelay extends Passage {
   /**
-   * @param {import('../fast/connection').ClientConnection | import('../h2/stream-exchange').StreamClient} connection
+   * @param {import('./client').Client} connection
    *   the client's connection (an h2 stream's client, for an h2 one)
    * @param {import('../wire/head-parser').RequestHead} head
-   * @param {import('../../routing/listener-routes').Route | null} route
-   * @param {import('../../engines/pool-binding')} binding the pool its route chose
+   * @param {import('../route-request').Route | null} route
+   * @param {import('../../pool-binding')} binding the pool its route chose
    */
   constructor(connection, head, route, binding) {
     super(connection.engine, head, route, binding, connection.clientAddress);

@@ -26,7 +26,7 @@ const IDLE_DEADLINE = 2;
  */
 class ClientConnection extends RequestReader {
   /**
-   * @param {import('../../engines/fast')} engine its listener's
+   * @param {import('../exchange/client').FastEngine} engine its listener's
    * @param {import('node:net').Socket} socket
    */
   constructor(engine, socket) {
@@ -72,7 +72,7 @@ class ClientConnection extends RequestReader {
    * A whole request head has been read: it is refused, or becomes a tunnel
    * or an exchange.
    *
-   * @param {import('./head-parser').RequestHead} head
+   * @param {import('../wire/head-parser').RequestHead} head
    * @returns {boolean} true when reading goes on
    */
   accept(head) {

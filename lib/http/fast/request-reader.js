@@ -29,7 +29,7 @@ const DONE = 4;
  */
 class RequestReader {
   /**
-   * @param {import('../../engines/fast')} engine its listener's
+   * @param {import('../exchange/client').FastEngine} engine its listener's
    * @param {import('node:net').Socket} socket
    */
   constructor(engine, socket) {
@@ -120,8 +120,8 @@ class RequestReader {
    * Reads what follows an accepted head: its body, for `exchange`, or else
    * the next request, unless reading has stopped.
    *
-   * @param {import('./exchange').FastExchange} exchange
-   * @param {import('./head-parser').RequestHead} head
+   * @param {import('../exchange/exchange').Exchange} exchange
+   * @param {import('../wire/head-parser').RequestHead} head
    */
   afterHead(exchange, head) {
     if (head.chunked) {
@@ -190,7 +190,7 @@ class RequestReader {
    * Reads no more of `exchange`'s body, nor any request after it (its body
    * is over a limit): the connection closes after the answers it owes.
    *
-   * @param {import('./exchange').FastExchange} exchange
+   * @param {import('../exchange/exchange').Exchange} exchange
    */
   abandonBody(exchange) {
     if (this.current === exchange) this.current = null;

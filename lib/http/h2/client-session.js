@@ -39,7 +39,7 @@ const kClientSession = Symbol('kClientSession');
  */
 class ClientSession {
   /**
-   * @param {import('../../engines/fast')} engine its listener's
+   * @param {import('../exchange/client').FastEngine} engine its listener's
    * @param {import('node:net').Socket} socket the client's connection (TLS or plain)
    * @param {string} clientAddress the client's address, taken when it connected
    * @param {import('node:http2').ServerHttp2Session} session

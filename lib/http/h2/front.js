@@ -16,7 +16,7 @@ const { errorBody } = require('../error-response');
  */
 class H2Front {
   /**
-   * @param {import('../../engines/fast')} engine its listener's
+   * @param {import('../exchange/client').FastEngine} engine its listener's
    */
   constructor(engine) {
     const settings = engine.settings;

@@ -22,8 +22,8 @@ class StreamExchange extends Exchange {
   /**
    * @param {StreamClient} client what the exchange calls its connection
    * @param {import('../wire/head-parser').RequestHead} head from translate.js's requestHeadOfStream
-   * @param {import('../../routing/listener-routes').Route | null} route
-   * @param {import('../../engines/pool-binding')} binding
+   * @param {import('../route-request').Route | null} route
+   * @param {import('../../pool-binding')} binding
    * @param {import('node:http2').ServerHttp2Stream} stream
    */
   constructor(client, head, route, binding, stream) {
@@ -170,9 +170,9 @@ class StreamExchange extends Exchange {
 }
 
 /**
- * What a stream's exchange calls its connection: the session's client,
- * scheme and socket, reading the stream's body (pause, resume), and the
- * stream's end when the response is over.
+ * What a stream's exchange calls its connection (../exchange/client.js's
+ * `Client`): the session's client, scheme and socket, reading the stream's
+ * body (pause, resume), and the stream's end when the response is over.
  */
 class StreamClient {
   /**

@@ -43,8 +43,8 @@ class Passage {
   /**
    * @param {{settings: object, traffic: object, logger: object}} engine its listener's
    * @param {{method: string, url: string, headers: object, rawHeaders: string[]}} request
-   * @param {import('../../routing/listener-routes').Route | null} route null: none matched (answered 404)
-   * @param {import('../../engines/pool-binding')} binding the pool the route chose
+   * @param {import('../route-request').Route | null} route null: none matched (answered 404)
+   * @param {import('../../pool-binding')} binding the pool the route chose
    * @param {string | undefined} clientAddress after --accept-proxy
    */
   constructor(engine, request, route, binding, clientAddress) {
@@ -90,7 +90,7 @@ class Passage {
     return actions === null ? this.request.url : actions.target(this.request.url);
   }
 
-  /** @returns {import('../../pool') | null} the pool its route chose, null: none */
+  /** @returns {import('../../pool-binding').BoundPool | null} the pool its route chose, null: none */
   get pool() {
     return this.binding.pool;
   }

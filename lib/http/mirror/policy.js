@@ -25,9 +25,9 @@ const TWO_32 = 4294967296;
  */
 class MirrorPolicy {
   /**
-   * @param {{targets: {pool: import('../../pool'), percent: number}[], bodyLimit: number}} spec
+   * @param {{targets: {pool: import('../../pool-binding').BoundPool, percent: number}[], bodyLimit: number}} spec
    *   config/mirror-values.js's `mirrorSpec`: percents above 0, at most 100
-   * @param {(pool: object) => import('../../engines/pool-binding') | null} bindingOf the route's listener's
+   * @param {(pool: object) => import('../../pool-binding') | null} bindingOf the route's listener's
    *   binding of a pool (null while a route is only checked)
    * @param {((ctx: {request: object, clientAddress?: string}) => string | undefined) | null} key the route's
    *   `--hash-key` reader; null: none
@@ -87,8 +87,8 @@ class MirrorPolicy {
  */
 class MirrorTarget {
   /**
-   * @param {import('../../pool')} pool
-   * @param {import('../../engines/pool-binding') | null} binding
+   * @param {import('../../pool-binding').BoundPool} pool
+   * @param {import('../../pool-binding') | null} binding
    * @param {number} percent above 0, at most 100
    * @param {string} where
    */

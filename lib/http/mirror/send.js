@@ -23,7 +23,7 @@ const kUpstream = Symbol('kUpstream');
  */
 class MirrorConnections {
   /**
-   * @param {import('../../pool')} pool
+   * @param {import('../../pool-binding').BoundPool} pool
    */
   constructor(pool) {
     // A copy's Host is set before it is sent (shadowHost): core http must not set its own.

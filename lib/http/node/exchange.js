@@ -24,12 +24,12 @@ const { respond } = require('./response');
  */
 class Exchange extends Passage {
   /**
-   * @param {import('../../engines/node')} engine its listener's
+   * @param {import('./server').NodeEngine} engine its listener's
    * @param {import('node:http').IncomingMessage} request
    * @param {import('node:http').ServerResponse} response
    * @param {boolean} expectContinue the client waits for a 100 before sending its body
-   * @param {import('../../routing/listener-routes').Route | null} route null: none matched (answered 404 by start())
-   * @param {import('../../engines/pool-binding')} binding the pool the route chose
+   * @param {import('../route-request').Route | null} route null: none matched (answered 404 by start())
+   * @param {import('../../pool-binding')} binding the pool the route chose
    */
   constructor(engine, request, response, expectContinue, route, binding) {
     super(engine, request, route, binding, peerAddressOf(request.socket));

@@ -23,11 +23,22 @@ const URI_TOO_LONG = [414, 'the request target is too long', codes.URI_TOO_LONG]
 const kRejected = Symbol('kRejected');
 
 /**
+ * The node engine (engines/node.js) as its server and exchanges read it: what every http
+ * engine gives its requests (../route-request.js's `Engine`), `bodyWatch` (--body-timeout) and
+ * `sockets`, the client connections requests come on (the TLS ones over TLS).
+ *
+ * @typedef {import('../route-request').Engine & {
+ *   bodyWatch: import('../body-watch').BodyWatch,
+ *   sockets: Set<import('node:net').Socket>
+ * }} NodeEngine
+ */
+
+/**
  * The node engine's server: a core `http` server (`https` with TLS) that
  * forwards every request of its route's pool through one keep-alive agent
  * per backend (../upstream-agents.js); upgrade requests become tunnels.
  *
- * @param {import('../../engines/node')} engine its listener's: settings, logger, traffic, routes
+ * @param {NodeEngine} engine its listener's: settings, logger, traffic, routes
  * @returns {http.Server | https.Server}
  */
 function createNodeServer(engine) {

@@ -34,8 +34,8 @@ class Tunnel extends Passage {
    * @param {import('node:http').IncomingMessage} request
    * @param {import('node:net').Socket} client
    * @param {Buffer} head bytes the client sent after its request head
-   * @param {import('../../routing/listener-routes').Route | null} route null: none matched (answered 404 by start())
-   * @param {import('../../engines/pool-binding')} binding the pool the route chose
+   * @param {import('../route-request').Route | null} route null: none matched (answered 404 by start())
+   * @param {import('../../pool-binding')} binding the pool the route chose
    */
   constructor(engine, request, client, head, route, binding) {
     super(engine, request, route, binding, peerAddressOf(client));

@@ -27,7 +27,7 @@ const { clearIdleTimer } = require('../idle-timer');
  */
 class UpstreamStream {
   /**
-   * @param {import('./upstream-sessions')} sessions
+   * @param {import('./sessions')} sessions
    * @param {import('../../balancing/backend')} backend
    * @param {Record<string, string | string[]>} headers
    * @param {{endStream: boolean, dechunk: boolean, after: number, maxTrailerBytes: number}} options

@@ -60,7 +60,7 @@ const STALE_MS = 2500;
  */
 class Sampler {
   /**
-   * @param {() => ReturnType<import('../../service/configuration')['view']>} view what runs now
+   * @param {() => import('./running-view').RunningView} view what runs now
    * @param {() => {backends: object[], pools?: {backends: object[]}[]}} describe its `/status`,
    *   whose `backends` are the first pool's in the same order (and, with a config, whose `pools`
    *   are the config's pools, each with its backends, in the same order)

@@ -7,6 +7,22 @@ const NO_POOL_SETTINGS = Object.freeze({
 const NO_BALANCER = Object.freeze({ mode: null, now: () => performance.now(), release() {} });
 
 /**
+ * A pool as what lies below it reads it: the bindings engines make of it,
+ * the requests that go to it, `--mirror`'s copies (pool.js's `Pool` fits it).
+ *
+ * @typedef {object} BoundPool
+ * @property {string} name
+ * @property {string} layer its layer's name (layers/)
+ * @property {import('./balancing/balancer')} balancer
+ * @property {import('./health')} health
+ * @property {object} settings its settings towards its backends: timeouts, Host, Location rewrite,
+ *   stickiness, TLS, PROXY
+ * @property {import('./balancing/backend')[]} backends in the order given
+ * @property {<T extends {destroy: () => void}>(kind: string, make: () => T) => T} connections what
+ *   engines keep of one kind to its backends: made once by `make`, shared by every listener routing there
+ */
+
+/**
  * What an engine made of a pool for one listener: the pool, and what the
  * engine's requests use of it — its balancer, health and settings towards
  * backends, and the engine's connections to its backends (kept by the pool,
@@ -17,7 +33,7 @@ const NO_BALANCER = Object.freeze({ mode: null, now: () => performance.now(), re
  */
 class PoolBinding {
   /**
-   * @param {import('../pool') | null} pool null: the binding of requests that have no pool (no route
+   * @param {BoundPool | null} pool null: the binding of requests that have no pool (no route
    *   matched, or their route answers them itself)
    * @param {{sockets?: object, sessions?: object, agents?: object}} [connections] the engine's connections to
    *   the pool's backends: HTTP/1.1 sockets and h2 sessions (fast engine), keep-alive agents (node engine)
