@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "ecffcb09183f634455a1cbc69db22b6322d3ddf56037df1b39a58591f5db2741"
+  sha256 "73fae9d4c85e83058db169d4f32ad6db79c4f54327538c16639fb1bf49a5d339"
   license "MIT"
 
   depends_on "node"
