@@ -9,7 +9,7 @@ const Mocha = require('mocha');
 
 const { EVENT_SUITE_BEGIN, EVENT_SUITE_END, EVENT_RUN_END } = Mocha.Runner.constants;
 // The suites that run against external systems (CI's Node 24 leg only).
-const HEAVY = /^(?:fleet.*|store-(?:etcd|redis|follow)|etcd-harness|rate-limit-(?:store|fleet)|dashboard-fleet|kube.*|kubernetes.*)\.test\.js$/;
+const HEAVY = /^(?:fleet.*|store-(?:etcd|redis|follow)|etcd-harness|rate-limit-(?:store|fleet)|dashboard-fleet|kubernetes)\.test\.js$/;
 const SLOW_SECONDS = 30;
 
 class SpecWithTimes extends Mocha.reporters.Spec {
