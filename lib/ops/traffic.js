@@ -106,6 +106,16 @@ class Traffic {
   }
 
   /**
+   * A request lila sent a pool itself (a cache's fetch), over: counted on its
+   * backend as a request is, with no access line (no client made it).
+   *
+   * @param {{servedBy: import('../balancing/backend') | null, answered: number, elapsed: number}} record
+   */
+  fetched(record) {
+    if (record.servedBy !== null) record.servedBy.stats.request(record.answered, record.elapsed / 1000);
+  }
+
+  /**
    * A request lila refused on its connection before any route was asked (a
    * malformed one, or the redirect listener's), counted and logged as its own answers are.
    *
