@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "73fae9d4c85e83058db169d4f32ad6db79c4f54327538c16639fb1bf49a5d339"
+  sha256 "b98b82e5e91bee588ca124ee03bda3a1838f5885182139b0749f75b2b89c601a"
   license "MIT"
 
   depends_on "node"
