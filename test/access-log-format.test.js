@@ -22,6 +22,7 @@ const {
   runLila
 } = require('./helpers');
 const { findExecutable, startPeer } = require('./peers');
+const { skipPeersOff } = require('./tools');
 
 const NGINX = findExecutable('nginx');
 // A value between quotes as nginx writes it: escaped bytes as \xHH, nothing else with a backslash or a quote.
@@ -306,6 +307,7 @@ describe('access log formats', () => {
 
 // Skips a comparison without nginx, unless CI requires it (LILA_REQUIRE_NGINX=1, as .ci/run sets).
 function needNginx() {
+  skipPeersOff(this, 'nginx');
   if (NGINX !== null) return;
   if (process.env.LILA_REQUIRE_NGINX === '1') throw new Error('LILA_REQUIRE_NGINX=1 but nginx was not found at /usr/sbin/nginx or on PATH');
   this.skip();

@@ -3,6 +3,7 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { skipPeersOff } = require('./tools');
 
 // Debian's chromium, which .ci/run installs; playwright-core drives it and downloads nothing.
 const CHROMIUM = '/usr/bin/chromium';
@@ -18,6 +19,7 @@ const FLAGS = [
  * @param {Mocha.Context} context
  */
 function needChromium(context) {
+  skipPeersOff(context, 'chromium');
   if (fs.existsSync(CHROMIUM)) return;
   if (process.env.LILA_REQUIRE_CHROMIUM === '1') {
     throw new Error(`LILA_REQUIRE_CHROMIUM=1 but ${CHROMIUM} was not found; install it (apt-get install chromium)`);

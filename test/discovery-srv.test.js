@@ -3,6 +3,7 @@
 const assert = require('node:assert/strict');
 const { cleanup, startHttpBackend, startProxy, request, startLila, nextLine, refusingPort } = require('./helpers');
 const { DNSMASQ, startDnsmasq, membersBecome } = require('./dns');
+const { skipPeersOff } = require('./tools');
 
 // Resolves once the proxy's members are exactly `names` (in any order).
 function tally(bodies) {
@@ -23,6 +24,7 @@ describe('servers found through DNS (srv:)', function () {
   afterEach(cleanup);
 
   before(function () {
+    skipPeersOff(this, 'dnsmasq');
     if (DNSMASQ === null) {
       if (process.env.LILA_REQUIRE_DNSMASQ === '1') {
         throw new Error('LILA_REQUIRE_DNSMASQ=1 but dnsmasq was not found; install it (apt-get install dnsmasq-base)');

@@ -13,6 +13,7 @@ const {
   cleanup, onCleanup, startProxy, request, keepAliveAgent, startLila, runLila, nextLine, startTcpBackend, collect
 } = require('./helpers');
 const { DNSMASQ, startDnsmasq, startDnsServer, membersBecome } = require('./dns');
+const { skipPeersOff } = require('./tools');
 const net = require('node:net');
 
 const LOOKUP = { resolveInterval: 1000 };
@@ -162,6 +163,7 @@ describe('servers found through DNS (resolve)', function () {
   afterEach(cleanup);
 
   before(function () {
+    skipPeersOff(this, 'dnsmasq');
     if (DNSMASQ === null) {
       if (process.env.LILA_REQUIRE_DNSMASQ === '1') {
         throw new Error('LILA_REQUIRE_DNSMASQ=1 but dnsmasq was not found; install it (apt-get install dnsmasq-base)');

@@ -10,6 +10,7 @@ const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { once } = require('node:events');
 const { HTTP_ENGINES } = require('../lib/config/defaults');
+const { skipPeersOff } = require('./tools');
 const {
   cleanup,
   onCleanup,
@@ -143,6 +144,7 @@ function countConnections(proxy) {
 for (const engine of HTTP_ENGINES) {
   describe(`nginx behind lila (${engine} engine)`, () => {
     before(function () {
+      skipPeersOff(this, 'nginx');
       if (NGINX !== null) return;
       if (process.env.LILA_REQUIRE_NGINX === '1') {
         throw new Error('LILA_REQUIRE_NGINX=1 but nginx was not found at /usr/sbin/nginx or on PATH; install it (e.g. apt-get install nginx-light)');

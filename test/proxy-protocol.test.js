@@ -9,6 +9,7 @@ const { HTTP_ENGINES } = require('../lib/config/defaults');
 const { parseProxyHeader, proxyHeaderV1, proxyHeaderV2 } = require('../lib/net/proxy-protocol');
 const { Pki } = require('./pki');
 const { findExecutable, startPeer } = require('./peers');
+const { skipPeersOff } = require('./tools');
 const {
   cleanup,
   onCleanup,
@@ -444,6 +445,7 @@ describe('PROXY protocol', function () {
 
   describe('with real peers', () => {
     before(function () {
+      skipPeersOff(this, 'HAProxy');
       if (HAPROXY !== null && NGINX !== null) return;
       if (process.env.LILA_REQUIRE_HAPROXY === '1') {
         throw new Error('LILA_REQUIRE_HAPROXY=1 but haproxy or nginx was not found; install them (apt-get install haproxy nginx-light)');

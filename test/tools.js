@@ -30,6 +30,7 @@ function findTool({ name, env, dirs = [] }) {
  * @param {{name: string, env: string, install: string}} tool install: the command that installs it
  */
 function needTool(context, file, { name, env, install }) {
+  skipPeersOff(context, name);
   if (file !== null) return;
   const require = `LILA_REQUIRE_${name.toUpperCase()}`;
   const missing = `${name} was not found (${env}=${process.env[env] || ''}, PATH); install it with: ${install}`;
@@ -60,7 +61,21 @@ async function runTool(file, args) {
   return { code, output };
 }
 
-module.exports = { findTool, needTool, runTool };
+/**
+ * In a mocha `before`: skips a suite that runs against a third-party peer (nginx, HAProxy,
+ * Chromium, Pebble, dnsmasq, h2spec, sslyze, strace) on a CI leg that leaves them to one Node
+ * version (`LILA_PEERS=off`, as .ci/run sets on every leg but Node 24's), saying so.
+ *
+ * @param {Mocha.Context} context
+ * @param {string} peer what it runs against
+ */
+function skipPeersOff(context, peer) {
+  if (process.env.LILA_PEERS !== 'off') return;
+  console.log(`      skipped: the suites against ${peer} run on one Node version in CI (LILA_PEERS=off)`);
+  context.skip();
+}
+
+module.exports = { findTool, needTool, runTool, skipPeersOff };
 
 function isExecutable(file) {
   try {

@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "73fae9d4c85e83058db169d4f32ad6db79c4f54327538c16639fb1bf49a5d339"
+  sha256 "51d82f465a580b07a2f4895cc05861e6b264329c1b35bb51fbcf10d8b52f093f"
   license "MIT"
 
   depends_on "node"
