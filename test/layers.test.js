@@ -38,6 +38,9 @@ const MAY_IMPORT = {
   // What a file request is answered (a route's --root): the file a path names, its type, validators,
   // ranges, listing; no socket. Accept-Encoding is read by --compress's one parser.
   files: ['http/lifecycle', 'http/compression', 'errors'],
+  // lila's cache (--cache): its policy and its stores; conditional and range answers from a stored
+  // one are files/'s validators and ranges.
+  cache: ['files', 'http/lifecycle', 'http', 'errors'],
   // Upgrades (WebSocket and others), from either engine: a passage whose sockets are then joined.
   'http/upgrade': ['http/lifecycle', 'http', 'actions', 'pool-binding', 'net', 'errors'],
   // One request on its way to a backend of its pool, for HTTP/1.1 and h2 clients alike.
