@@ -38,6 +38,9 @@ const MAY_IMPORT = {
   // What a file request is answered (a route's --root): the file a path names, its type, validators,
   // ranges, listing; no socket. Accept-Encoding is read by --compress's one parser.
   files: ['http/lifecycle', 'http/compression', 'errors'],
+  // The shared cache (--cache): its policy (RFC 9111, 9213, 5861, 9211) and its stores; it answers
+  // conditional and range requests from a stored answer with files' validators, ranges and dates.
+  cache: ['files', 'http/lifecycle', 'http', 'errors'],
   // Upgrades (WebSocket and others), from either engine: a passage whose sockets are then joined.
   'http/upgrade': ['http/lifecycle', 'http', 'actions', 'pool-binding', 'net', 'errors'],
   // One request on its way to a backend of its pool, for HTTP/1.1 and h2 clients alike.
