@@ -38,8 +38,8 @@ const MAY_IMPORT = {
   // What a file request is answered (a route's --root): the file a path names, its type, validators,
   // ranges, listing; no socket. Accept-Encoding is read by --compress's one parser.
   files: ['http/lifecycle', 'http/compression', 'errors'],
-  // lila's cache (--cache): its policy and its stores; conditional and range answers from a stored
-  // one are files/'s validators and ranges.
+  // The shared cache (--cache): its policy (RFC 9111, 9213, 5861, 9211) and its stores; it answers
+  // conditional and range requests from a stored answer with files' validators, ranges and dates.
   cache: ['files', 'http/lifecycle', 'http', 'errors'],
   // Upgrades (WebSocket and others), from either engine: a passage whose sockets are then joined.
   'http/upgrade': ['http/lifecycle', 'http', 'actions', 'pool-binding', 'net', 'errors'],
