@@ -34,7 +34,7 @@ function storedAnswer(entry, request, age, status) {
     else if (name === 'last-modified') lastModified = entry.headers[i + 1];
     fields.push(entry.headers[i], entry.headers[i + 1]);
   }
-  fields.push('Age', String(age), 'Cache-Status', status);
+  fields.push('Age', String(Math.max(0, Math.floor(age))), 'Cache-Status', status);
   const head = request.method === 'HEAD';
   if (entry.status === 200 && (etag !== undefined || lastModified !== undefined)) {
     const validators = { etag, lastModified };

@@ -98,6 +98,7 @@ class Traffic {
     fields.bytes = bytes;
     fields.user_agent = fieldOf(request, 'user-agent') ?? null;
     if (user !== undefined) fields.user = user;
+    if (record.cacheResult !== undefined && record.cacheResult !== null) fields.cache = record.cacheResult;
     if (ids !== undefined && ids !== null) {
       fields.request_id = ids.requestId;
       fields.trace_id = ids.traceId;

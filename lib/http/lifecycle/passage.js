@@ -72,8 +72,9 @@ class Passage {
     this.stickyId = cookie === null ? null : readCookie(request.rawHeaders, cookie);
     // Its route's features' observers, once it goes to its pool (null: none); a body filter one of them put on its response.
     this.observers = null;
-    // What a feature answered it with itself (a LocalResponse), or null.
+    // What a feature answered it with itself (a LocalResponse), or null; what the cache did with it (its access line's).
     this.local = null;
+    this.cacheResult = null;
     this.filter = null;
     // Response body bytes the client was sent (nginx's $body_bytes_sent).
     this.bytesSent = 0;
