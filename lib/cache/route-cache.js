@@ -102,6 +102,13 @@ class RouteCache {
     return [...headers, 'Cache-Status', cacheStatus({ fwd, fwdStatus: status })];
   }
 
+  /** @returns {object} /status's: its requests by result, and the share answered from the store */
+  describe() {
+    const { hit, miss, stale, revalidated, bypass } = this.counts;
+    const looked = hit + miss + stale + revalidated;
+    return { ...this.counts, hit_ratio: looked === 0 ? null : Math.round(((hit + stale) / looked) * 1000) / 1000 };
+  }
+
   /**
    * Counts a request's result, and says it in its access line.
    *

@@ -311,7 +311,8 @@ class Configuration {
       pools,
       traffic: this.traffic,
       openConnections: entries.reduce((sum, { listener }) => sum + listener.connections.size, 0),
-      rateLimitStore: this.rateLimitStore
+      rateLimitStore: this.rateLimitStore,
+      cache: this.cache
     };
   }
 }
