@@ -621,7 +621,7 @@ const OPTIONS = [
   {
     name: 'cache', group: 'cache', scope: 'route', default: 'off', action: 'cache',
     help: 'store what RFC 9111 lets a shared cache store of this route\'s answers, and answer from the store: fresh ' +
-      'answers at once, stale ones revalidated, one fetch per key however many clients ask at once (see Caching)'
+      'answers at once, stale ones revalidated, one fetch per key however many clients ask at once'
   },
   {
     name: 'cache-size', arg: '<bytes>', group: 'cache', scope: 'global', default: '256m',
@@ -737,7 +737,7 @@ const GROUPS = {
   match: 'What a route takes, besides its host and path (route lines only; all must hold)',
   route: 'What a route does to a request (route and listen lines, or the command line)',
   files: 'Serving files (route and listen lines, or the command line)',
-  cache: 'Caching responses (--cache on route and listen lines, or the command line; the rest on lines of their own)',
+  cache: 'Caching responses (--cache on routes; the others on lines of their own)',
   equilibrio: "equilibrio's command line (lila -e host:port -e host:port -t ip-hash)"
 };
 
