@@ -145,7 +145,8 @@ class KeyFetch {
       this.done(true);
       return;
     }
-    this.policy = responsePolicy(this.request, { status: fill.status, headers: fill.headers },
+    // The answer is to the GET lila sent, whatever its first client asked (a HEAD is answered from a GET).
+    this.policy = responsePolicy({ method: 'GET', headers: this.request.headers }, { status: fill.status, headers: fill.headers },
       { now, requestTime: fill.requestTime, staleIfError: this.cache.staleIfError });
     for (const waiter of this.waiters) this.answer(waiter);
     this.waiters.clear();
