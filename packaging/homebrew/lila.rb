@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "73fae9d4c85e83058db169d4f32ad6db79c4f54327538c16639fb1bf49a5d339"
+  sha256 "27ea1c1179a2f137567e02559fcddaf0bed5868e1a554e614b50cbf71f4152c3"
   license "MIT"
 
   depends_on "node"
