@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "51d82f465a580b07a2f4895cc05861e6b264329c1b35bb51fbcf10d8b52f093f"
+  sha256 "27ea1c1179a2f137567e02559fcddaf0bed5868e1a554e614b50cbf71f4152c3"
   license "MIT"
 
   depends_on "node"
