@@ -7,7 +7,7 @@ const { responsePolicy } = require('./policy');
 const { staleOnError } = require('./reuse');
 const { varyValues } = require('./keys');
 const { revalidationHeaders, updateFrom304, matches304, cacheTags, answerHeaders } = require('./stored-fields');
-const { currentAge } = require('./freshness');
+const { currentAge, freshnessLifetime } = require('./freshness');
 const { cacheStatus } = require('./cache-status');
 const { storedAnswer } = require('./stored-answer');
 
@@ -266,14 +266,17 @@ class KeyFetch {
     return staleOnError(this.stale, this.request, now, { staleIfError: this.cache.staleIfError });
   }
 
-  // Every waiter gets the stale answer in place of the backend's failure.
+  // Every waiter gets the stale answer in place of the backend's failure (its ttl negative: RFC 9211 §2.5).
   answerStale(status) {
     const entry = this.stale;
+    const now = Date.now();
+    const age = currentAge(entry, now);
+    const ttl = freshnessLifetime(entry) - age;
     for (const waiter of this.waiters) {
       clearTimeout(waiter.timer);
       waiter.routeCache.counted(waiter.passage, 'stale');
-      const value = cacheStatus({ fwd: 'stale', fwdStatus: status, collapsed: waiter.collapsed, ttl: 0, detail: 'stale-if-error' });
-      waiter.resolve(storedAnswer({ ...entry, headers: answerHeaders(entry, Date.now()) }, waiter.passage.request, currentAge(entry, Date.now()), value));
+      const value = cacheStatus({ fwd: 'stale', fwdStatus: status, collapsed: waiter.collapsed, ttl, detail: 'stale-if-error' });
+      waiter.resolve(storedAnswer({ ...entry, headers: answerHeaders(entry, now) }, waiter.passage.request, age, value));
     }
     this.waiters.clear();
   }
