@@ -8,7 +8,7 @@ const { cleanup, onCleanup, startLila } = require('./helpers');
 const suite = require('./http-cache-tests');
 
 // lila's options besides `round-robin <origin> -a 127.0.0.1 -p 0`: where `--cache` goes.
-const LILA_OPTIONS = [];
+const LILA_OPTIONS = ['--cache'];
 // The fewest tests of each kind lila must pass (a result of `true`, see tally() in
 // ./http-cache-tests.js), as README's "Reliability" states them. Today lila stores nothing, and
 // passes what a proxy that stores nothing passes (the same counts with no proxy in between);

@@ -302,7 +302,12 @@ function responseOnClose() {
 
 function requestOnError(err) {
   const fetch = this[kFetch];
-  if (fetch.upstream !== null && fetch.upstream.request === this) fetch.attemptFailed(err, false);
+  const upstream = fetch.upstream;
+  if (upstream === null || upstream.request !== this) return;
+  // Once the response came, its own end says whether it is whole (bytes after it, which core http
+  // reports as a parse error, are no failure of the answer): see responseOnClose.
+  if (upstream.response !== null) return;
+  fetch.attemptFailed(err, false);
 }
 
 function requestOnTimeout() {

@@ -34,10 +34,8 @@ const { LilaError, codes, describeError } = require('../../errors');
  * answer, or the response cut short once begun) and `outgoingHead()` (the
  * request as its backend gets it, for observers).
  *
- * It is also the pick context a strategy reads (`request`, `clientAddress`,
- * `tried`, `stickyId`), and the record `Traffic#request` reads once it is
- * over (`servedBy`, `answered`, `elapsed`, `request`, `clientAddress`,
- * `bytesSent`, `clientSocket`, `route`, `pool`, `ids`, `view`).
+ * It is also the pick context a strategy reads (`request`, `clientAddress`, `tried`,
+ * `stickyId`), and the record `Traffic#request` reads once it is over.
  */
 class Passage {
   /**
@@ -185,6 +183,8 @@ class Passage {
     answer.then(
       (result) => {
         if (!this.gone()) this.answerWith(result);
+        // Its client left meanwhile: an answer made for it is let go (a file closed, a fetch's reader).
+        else if (result !== null && typeof result.destroy === 'function') result.destroy();
       },
       (err) => {
         if (err instanceof LilaError) {
@@ -199,6 +199,8 @@ class Passage {
 
   /** Goes on with what the features answered: a `LocalResponse`, a `LilaError`, or null (to its pool). */
   answerWith(answer) {
+    // An answer whose body failed before it could be relayed (its fetch cut short) is lila's 502.
+    if (answer !== null && answer.destroyed === true) answer = new LilaError(codes.UPSTREAM, 'the backend failed mid-response', 502);
     if (answer instanceof LilaError) {
       this.refuse(answer);
       return;
