@@ -39,6 +39,29 @@ class Cache {
     this.staleIfError = options.cacheStaleIfError ?? DEFAULTS.staleIfError;
     /** @type {Map<string, import('./route-cache').KeyFetch>} the fetches in flight, by key */
     this.fetches = new Map();
+    /** @type {Set<Promise<unknown>>} the stores' writes under way (puts, deletes), which `close` waits for */
+    this.writes = new Set();
+  }
+
+  /**
+   * Stores an answer (memory, and --cache-dir's disk), its write kept until done: an answer
+   * given just before a stop is on disk for the next run.
+   *
+   * @param {import('./entry').Entry} entry
+   * @returns {Promise<boolean>} whether a store took it
+   */
+  put(entry) {
+    return this.written(this.store.put(entry));
+  }
+
+  /**
+   * Removes every stored variant of a key (an unsafe request's invalidation), as `put` keeps its write.
+   *
+   * @param {string} key
+   * @returns {Promise<number>} how many entries went
+   */
+  delete(key) {
+    return this.written(this.store.delete(key));
   }
 
   /**
@@ -72,9 +95,22 @@ class Cache {
     return this.store.stats();
   }
 
-  /** Stops the disk store's timers; fetches in flight end with their backends. */
-  close() {
-    return this.store.close();
+  /**
+   * Once the writes under way are done, stops the disk store's timers; fetches in flight end with
+   * their backends. Await it before the process exits, or the last answers stored may not be on disk.
+   *
+   * @returns {Promise<void>}
+   */
+  async close() {
+    while (this.writes.size > 0) await Promise.allSettled(this.writes);
+    await this.store.close();
+  }
+
+  // A store's write, kept in `writes` until it is done (the stores' promises never reject on disk errors).
+  written(write) {
+    const kept = write.finally(() => this.writes.delete(kept));
+    this.writes.add(kept);
+    return kept;
   }
 }
 

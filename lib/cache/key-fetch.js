@@ -200,7 +200,7 @@ class KeyFetch {
     const fill = this.fill;
     const body = fill.wholeBody();
     const entry = this.policy !== null && this.policy.store && body !== null ? this.entryOf(body) : null;
-    if (entry !== null) this.cache.store.put(entry);
+    if (entry !== null) this.cache.put(entry);
     for (const { waiter, status } of this.whole) {
       waiter.resolve(entry === null ? this.streamed(waiter.passage.request, status) : storedAnswer(entry, waiter.passage.request, 0, status));
     }
@@ -238,7 +238,7 @@ class KeyFetch {
     const tags = cacheTags(fill.headers);
     const entry = { ...stale, headers: updateFrom304(stale.headers, fill.headers, now), requestTime: fill.requestTime, responseTime: now,
       tags: tags.length > 0 ? tags : stale.tags };
-    this.cache.store.put(entry);
+    this.cache.put(entry);
     for (const waiter of this.waiters) {
       clearTimeout(waiter.timer);
       waiter.routeCache.counted(waiter.passage, 'revalidated');

@@ -96,7 +96,7 @@ class RouteCache {
     const request = passage.request;
     if (status < 400 && request.method !== 'GET' && request.method !== 'HEAD') {
       const key = cacheKey(passage.scheme, passage.host === undefined ? '' : passage.host, request.url);
-      for (const stale of invalidated(request, { status, headers }, key)) this.cache.store.delete(stale);
+      for (const stale of invalidated(request, { status, headers }, key)) this.cache.delete(stale);
     }
     const fwd = passage.cacheResult === 'bypass' ? (request.method === 'GET' || request.method === 'HEAD' ? 'bypass' : 'method') : 'miss';
     return [...headers, 'Cache-Status', cacheStatus({ fwd, fwdStatus: status })];
