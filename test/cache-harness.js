@@ -10,8 +10,9 @@ const { createAdminServer } = require('../lib/ops/admin-server');
 /**
  * An origin for the cache's tests: an http backend on 127.0.0.1:0 whose
  * answers the test sets per target (`serve`), and that records every
- * request it gets (`requests`, `hits(target)`). A target without an answer
- * gets 200 with its name and no caching fields.
+ * request it gets (`requests`, `hits(target)`). A request is answered as
+ * its whole target says, else its path, else `*`; with none of them, 200
+ * with the origin's name and no caching fields.
  *
  * @param {string} [name]
  * @returns {Promise<Awaited<ReturnType<typeof startHttpBackend>> & {
@@ -27,7 +28,7 @@ async function startOrigin(name = 'origin') {
   const origin = await startHttpBackend(name, (req, res) => {
     requests.push({ method: req.method, url: req.url, headers: req.headers });
     for (const wait of waiting) wait();
-    const answer = answers.get(req.url) ?? answers.get(req.url.split('?')[0]);
+    const answer = answers.get(req.url) ?? answers.get(req.url.split('?')[0]) ?? answers.get('*');
     const count = requests.filter((seen) => seen.url === req.url).length;
     if (typeof answer === 'function') {
       answer(req, res, count);
