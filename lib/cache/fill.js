@@ -18,12 +18,13 @@ const WINDOW = 1024 * 1024;
 class Fill {
   /**
    * @param {{maxObject: number, head: (fill: Fill) => void, done: (fill: Fill) => void,
-   *   failed: (fill: Fill, error: object) => void}} handlers `head`: its head came (`status`, `headers`);
-   *   `done`: its body is whole (`body()`, or null past maxObject); `failed`: no answer, or cut short
+   *   failed: (fill: Fill, error: object) => void, unread: (fill: Fill) => void}} handlers `head`: its head
+   *   came (`status`, `headers`); `done`: its body is whole (`body()`, or null past maxObject); `failed`: no
+   *   answer, or cut short; `unread`: past maxObject, no reader is left, and none can come (its start is gone)
    */
-  constructor({ maxObject, head, done, failed }) {
+  constructor({ maxObject, head, done, failed, unread }) {
     this.maxObject = maxObject;
-    this.handlers = { head, done, failed };
+    this.handlers = { head, done, failed, unread };
     this.fetch = null;
     this.status = 0;
     this.headers = null;
@@ -36,6 +37,8 @@ class Fill {
     this.keeping = true;
     this.complete = false;
     this.error = null;
+    // Stopped before its end: no one waits for it any more.
+    this.abandoned = false;
     /** The readers' streams (LocalResponse bodies), each with `offset`: the bytes it has taken. */
     this.readers = new Set();
     // The time the request went and the head came, for the stored answer's age.
@@ -67,7 +70,7 @@ class Fill {
     this.bytes += chunk.length;
     if (this.keeping && this.bytes > this.maxObject) this.keeping = false;
     for (const reader of this.readers) reader.more();
-    if (!this.keeping) this.trim();
+    if (!this.keeping && this.unread()) return false;
     return this.keeping || this.lag() < WINDOW;
   }
 
@@ -108,6 +111,7 @@ class Fill {
 
   /** No one waits any more and nothing is to be stored: the fetch stops. */
   abandon() {
+    this.abandoned = true;
     if (this.fetch !== null) this.fetch.abandon();
     for (const reader of this.readers) reader.destroy();
     this.readers.clear();
@@ -129,8 +133,18 @@ class Fill {
 
   // A reader took more, or went away: the fetch may read on.
   readerMoved() {
-    if (!this.keeping) this.trim();
+    if (!this.keeping && this.unread()) return;
     if (this.fetch !== null && !this.complete && this.lag() < WINDOW) this.fetch.resume();
+  }
+
+  // Past maxObject: what every reader took is let go; with no reader left, the rest is no one's (a reader
+  // can start only from the body's start, which is gone, and nothing is stored): the owner is told.
+  unread() {
+    this.trim();
+    if (this.readers.size > 0 || this.complete || this.error !== null || this.abandoned) return false;
+    this.abandoned = true;
+    this.handlers.unread(this);
+    return true;
   }
 }
 

@@ -88,7 +88,8 @@ class KeyFetch {
       maxObject: this.cache.maxObject,
       head: () => this.headCame(),
       done: () => this.bodyCame(),
-      failed: (fill, error) => this.failed(error)
+      failed: (fill, error) => this.failed(error),
+      unread: () => this.unread()
     });
     this.fill.start(new Fetch(passage.engine, this.fetchHead(passage), passage.route, passage.binding,
       { clientAddress: passage.clientAddress, scheme: passage.scheme, client: passage.clientSocket }, this.fill));
@@ -260,6 +261,14 @@ class KeyFetch {
     for (const { waiter } of this.whole) waiter.resolve(error);
     this.whole = [];
     this.done(false);
+  }
+
+  // Past --cache-max-object with every client gone: nobody takes the rest, nor the store; it stops. A client
+  // waiting for the whole answer (its range, its conditions) goes on its own, as it would at its end.
+  unread() {
+    for (const { waiter } of this.whole) waiter.resolve(null);
+    this.whole = [];
+    this.done(true);
   }
 
   staleAllowed(now) {
