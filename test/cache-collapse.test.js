@@ -297,6 +297,39 @@ describe('cache: collapsed misses', () => {
       assert.deepEqual(lila.cache.stats().memory.objects, 0);
     });
 
+    it('stops fetching a larger answer once no client reads it (it will not be stored)', async () => {
+      const origin = await startOrigin();
+      const total = 200 * 1024 * 1024;
+      let written = 0;
+      const finished = deferred();
+      origin.serve('/endless', (req, res) => {
+        res.writeHead(200, { 'Cache-Control': 'max-age=600', 'Content-Length': String(total) });
+        const chunk = Buffer.alloc(64 * 1024, 1);
+        const pump = () => {
+          while (written < total) {
+            written += chunk.length;
+            if (!res.write(chunk)) return res.once('drain', pump);
+          }
+          res.end();
+        };
+        res.on('close', () => finished.resolve(res.writableFinished));
+        pump();
+      });
+      const lila = await startCachingLila([origin.address], { cache: { cacheMaxObject: 1024 * 1024 } });
+
+      const response = await open(lila.port, '/endless');
+      let received = 0;
+      response.on('data', (chunk) => {
+        received += chunk.length;
+        if (received > 4 * 1024 * 1024 && !response.socket.destroyed) response.socket.resetAndDestroy();
+      });
+
+      assert.equal(await finished.promise, false);
+      assert.ok(written < total / 2, `the backend wrote ${written} bytes`);
+      await until(() => fetchOf(lila, '/endless') === undefined, 'the fetch is forgotten');
+      assert.equal((await get(lila.port, '/small')).status, 200);
+    });
+
     it('streams an answer of many megabytes to concurrent clients, the slowest setting the pace', async function () {
       this.timeout(30000);
       const origin = await startOrigin();
