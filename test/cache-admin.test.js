@@ -16,6 +16,50 @@ describe('cache: Cache-Status, purge, metrics, status, access lines', () => {
     return send(lila.adminPort, 'POST', '/cache/purge', JSON.stringify(selector), headers);
   }
 
+  describe('configuration', () => {
+    it("takes a listen line's --cache as its routes' own, and leaves a route without it alone", async () => {
+      const origin = await startOrigin();
+      origin.serve('*', { headers: { 'Cache-Control': 'max-age=600' }, body: (count) => `answer ${count}` });
+      const lila = await startCachingLila([], {
+        lines: [
+          `pool origin round-robin ${origin.address}`,
+          'listen 127.0.0.1:0 --cache',
+          '  route /api origin',
+          '  route * origin',
+          'listen 127.0.0.1:0',
+          '  route * origin'
+        ]
+      });
+      const plainPort = lila.service.configuration.listeners[1].address.port;
+
+      for (const target of ['/api/x', '/page']) {
+        await get(lila.port, target);
+        const hit = await get(lila.port, target);
+        assert.equal(hit.body, 'answer 1', target);
+        assert.match(lilaStatus(hit), /^hit/, target);
+      }
+      const first = await get(plainPort, '/plain');
+      const second = await get(plainPort, '/plain');
+      assert.deepEqual([first.body, second.body], ['answer 1', 'answer 2']);
+      assert.equal(second.headers['cache-status'], undefined);
+    });
+
+    it('keeps what is stored across a reload', async () => {
+      const origin = await startOrigin();
+      origin.serve('*', { headers: { 'Cache-Control': 'max-age=600' }, body: (count) => `answer ${count}` });
+      const config = (more) => ['--engine fast', `pool origin round-robin ${origin.address}`, 'listen 127.0.0.1:0', ...more, '  route * origin --cache'];
+      const lila = await startCachingLila([], { lines: config([]).slice(1) });
+      await get(lila.port, '/kept');
+
+      const reloaded = await lila.service.reloadText(`${config(['  route /more origin --cache']).join('\n')}\n`);
+      const hit = await get(lila.port, '/kept');
+
+      assert.equal(reloaded.ok, true, reloaded.message);
+      assert.equal(hit.body, 'answer 1');
+      assert.match(lilaStatus(hit), /^hit/);
+    });
+  });
+
   describe('Cache-Status', () => {
     it('says what the cache did with each request', async () => {
       const origin = await startOrigin();

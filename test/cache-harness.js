@@ -81,15 +81,18 @@ async function startOrigin(name = 'origin') {
  * @param {object} [options.cache] the service's cache options (cacheSize, cacheLockTimeout...)
  * @param {string} [options.token] the admin API's token
  * @param {string} [options.listen] more of the listen line (`--http2`...)
+ * @param {string[]} [options.lines] the config's lines after `--engine`, in place of the pool, listen and route lines
  * @returns {Promise<{service: object, port: number, adminPort: number, access: object[], cache: import('../lib/cache/cache'),
  *   accessLine: (path: string) => Promise<object>}>}
  */
 async function startCachingLila(servers, options = {}) {
   const lines = [
     `--engine ${options.engine ?? 'fast'}`,
-    `pool origin round-robin ${servers.join(' ')} ${options.pool ?? ''}`,
-    `listen 127.0.0.1:0 ${options.listen ?? ''}`,
-    `  route * origin --cache ${options.route ?? ''}`
+    ...options.lines ?? [
+      `pool origin round-robin ${servers.join(' ')} ${options.pool ?? ''}`,
+      `listen 127.0.0.1:0 ${options.listen ?? ''}`,
+      `  route * origin --cache ${options.route ?? ''}`
+    ]
   ];
   const access = [];
   const waiting = new Set();
