@@ -10,6 +10,7 @@ const { revalidationHeaders, updateFrom304, matches304, cacheTags, answerHeaders
 const { currentAge, freshnessLifetime } = require('./freshness');
 const { cacheStatus } = require('./cache-status');
 const { storedAnswer } = require('./stored-answer');
+const { LilaError } = require('../errors');
 
 // What a fetch of lila's own never sends: the client's conditions and ranges are the store's to answer.
 const CLIENT_CONDITIONS = new Set(['if-none-match', 'if-modified-since', 'if-match', 'if-unmodified-since', 'if-range', 'range']);
@@ -250,15 +251,17 @@ class KeyFetch {
     this.done(true);
   }
 
-  // The fetch failed: the stale answer where RFC 5861 allows it, else lila's own answer of the failure.
+  // The fetch failed: the stale answer where RFC 5861 allows it, else lila's own answer of the failure,
+  // with its Cache-Status (no fwd-status: the backend gave none).
   failed(error) {
     if (this.stale !== null && this.staleAllowed(Date.now())) this.answerStale(error.status);
     for (const waiter of this.waiters) {
       clearTimeout(waiter.timer);
-      waiter.resolve(error);
+      waiter.routeCache.counted(waiter.passage, 'miss');
+      waiter.resolve(withCacheStatus(error, cacheStatus({ fwd: waiter.fwd, collapsed: waiter.collapsed })));
     }
     this.waiters.clear();
-    for (const { waiter } of this.whole) waiter.resolve(error);
+    for (const { waiter } of this.whole) waiter.resolve(withCacheStatus(error, cacheStatus({ fwd: waiter.fwd, collapsed: waiter.collapsed })));
     this.whole = [];
     this.done(false);
   }
@@ -308,3 +311,10 @@ class KeyFetch {
 }
 
 module.exports = KeyFetch;
+
+// lila's answer of a failure (a LilaError, which the engine answers), for one client: with its Cache-Status.
+function withCacheStatus(error, status) {
+  const answer = new LilaError(error.code, error.message, error.status);
+  answer.fields = [...error.fields ?? [], 'Cache-Status', status];
+  return answer;
+}
