@@ -1,7 +1,8 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const { cleanup } = require('./helpers');
+const { cleanup, refusingPort } = require('./helpers');
+const { connectH2, fetchH2 } = require('./h2');
 const { startOrigin, startCachingLila, get, send, lilaStatus, httpDate } = require('./cache-harness');
 
 // What an operator sees of the cache and does with it: Cache-Status (RFC 9211) on every answer
@@ -86,6 +87,22 @@ describe('cache: Cache-Status, purge, metrics, status, access lines', () => {
         [await get(lila.port, '/nothing', { 'cache-control': 'only-if-cached' }), /^fwd=miss; detail=only-if-cached$/]
       ];
       for (const [answer, expected] of table) assert.match(lilaStatus(answer), expected);
+    });
+
+    it("is on lila's own answer when the backend fails and nothing stored may be given", async () => {
+      const port = await refusingPort();
+      const lila = await startCachingLila([`127.0.0.1:${port}`]);
+      const session = await connectH2(`http://127.0.0.1:${lila.port}`);
+
+      const miss = await get(lila.port, '/down');
+      const h2 = await fetchH2(session, { ':path': '/down' });
+      const line = await lila.accessLine('/down');
+
+      assert.equal(miss.status, 502);
+      assert.equal(lilaStatus(miss), 'fwd=uri-miss');
+      assert.equal(h2.status, 502);
+      assert.equal(h2.headers['cache-status'], 'lila; fwd=uri-miss');
+      assert.equal(line.cache, 'miss');
     });
 
     // RFC 9211 §2: each member is a cache that handled the request; on a hit, lila alone did.
