@@ -83,7 +83,7 @@ async function startOrigin(name = 'origin') {
  * @param {string} [options.listen] more of the listen line (`--http2`...)
  * @param {string[]} [options.lines] the config's lines after `--engine`, in place of the pool, listen and route lines
  * @returns {Promise<{service: object, port: number, adminPort: number, access: object[], cache: import('../lib/cache/cache'),
- *   accessLine: (path: string) => Promise<object>}>}
+ *   accessLine: (path: string) => Promise<object>, accessLines: (path: string, count: number) => Promise<object[]>}>}
  */
 async function startCachingLila(servers, options = {}) {
   const lines = [
@@ -131,14 +131,18 @@ async function startCachingLila(servers, options = {}) {
     get cache() {
       return service.cache;
     },
-    // The access line of a path, once it is written (lines are written as requests end).
-    accessLine(path) {
+    // The first access line of a path, once it is written (lines are written as requests end).
+    async accessLine(path) {
+      return (await this.accessLines(path, 1))[0];
+    },
+    // The first `count` access lines of a path, once written.
+    accessLines(path, count) {
       return new Promise((resolve) => {
         const check = () => {
-          const line = access.find((seen) => seen.path === path);
-          if (line === undefined) return;
+          const lines = access.filter((seen) => seen.path === path);
+          if (lines.length < count) return;
           waiting.delete(check);
-          resolve(line);
+          resolve(lines.slice(0, count));
         };
         waiting.add(check);
         check();
