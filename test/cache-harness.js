@@ -1,11 +1,10 @@
 'use strict';
 
 const http = require('node:http');
-const { once } = require('node:events');
 const { PassThrough } = require('node:stream');
-const { onCleanup, startHttpBackend } = require('./helpers');
-const { createService, Logger } = require('../lib');
-const { createAdminServer } = require('../lib/ops/admin-server');
+const { startHttpBackend } = require('./helpers');
+const { startConfiguredAdmin } = require('./configured-admin');
+const { Logger } = require('../lib');
 
 /**
  * An origin for the cache's tests: an http backend on 127.0.0.1:0 whose
@@ -80,7 +79,7 @@ async function startOrigin(name = 'origin') {
  * @param {string} [options.pool] more of the pool line: `--timeout 300ms`...
  * @param {object} [options.cache] the service's cache options (cacheSize, cacheLockTimeout...)
  * @param {string} [options.token] the admin API's token
- * @param {string} [options.listen] more of the listen line (`--http2`...)
+ * @param {string} [options.listen] more of the listen line
  * @param {string[]} [options.lines] the config's lines after `--engine`, in place of the pool, listen and route lines
  * @returns {Promise<{service: object, port: number, adminPort: number, access: object[], cache: import('../lib/cache/cache'),
  *   accessLine: (path: string) => Promise<object>, accessLines: (path: string, count: number) => Promise<object[]>}>}
@@ -105,28 +104,16 @@ async function startCachingLila(servers, options = {}) {
     while ((end = text.indexOf('\n')) !== -1) {
       const line = text.slice(0, end);
       text = text.slice(end + 1);
-      if (line.includes('"msg":"access"') || line.includes('"method"')) access.push(JSON.parse(line));
+      if (line.includes('"msg":"access"')) access.push(JSON.parse(line));
       for (const wait of waiting) wait();
     }
   });
   const logger = new Logger({ level: 'error', format: 'json', access: true, stream });
-  const service = createService({ config: `${lines.join('\n')}\n`, logger, drainTimeout: 2000, cache: options.cache });
-  const address = await service.start();
-  onCleanup(() => {
-    service.stop();
-    return service.exited;
-  });
-  const admin = createAdminServer(service.proxy, { token: options.token, logger });
-  admin.listen(0, '127.0.0.1');
-  await once(admin, 'listening');
-  onCleanup(() => {
-    admin.closeAllConnections();
-    return new Promise((resolve) => admin.close(resolve));
-  });
+  const { service, port, adminPort } = await startConfiguredAdmin(lines, { token: options.token, cache: options.cache, logger });
   return {
     service,
-    port: address.port,
-    adminPort: admin.address().port,
+    port,
+    adminPort,
     access,
     get cache() {
       return service.cache;
