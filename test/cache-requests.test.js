@@ -122,6 +122,17 @@ describe('cache: what requests ask', () => {
       assert.equal(origin.hits('/r'), 2);
     });
 
+    it('never answers a stale s-maxage answer for max-stale (s-maxage carries proxy-revalidate)', async () => {
+      const origin = await validatingOrigin('s-maxage=10', { Age: '40' });
+      const lila = await startCachingLila([origin.address]);
+
+      await get(lila.port, '/r');
+      const answer = await get(lila.port, '/r', { 'cache-control': 'max-stale=600' });
+
+      assert.match(lilaStatus(answer), /^fwd=stale; fwd-status=304/);
+      assert.equal(origin.hits('/r'), 2);
+    });
+
     it('answers only-if-cached from the store, or 504 without asking the backend', async () => {
       const origin = await validatingOrigin('max-age=10', { Age: '40' });
       origin.serve('/fresh', { headers: { 'Cache-Control': 'max-age=600' }, body: 'fresh' });

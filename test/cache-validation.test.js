@@ -41,8 +41,8 @@ describe('cache: validation and invalidation', () => {
       }
       assert.match(lilaStatus(revalidated), /^fwd=stale; fwd-status=304$/);
       // Validated just now: its age starts again.
-      assert.equal(revalidated.headers.age, '0');
-      assert.match(lilaStatus(hit), /^hit; ttl=(599|600)$/);
+      assert.match(revalidated.headers.age, /^[01]$/);
+      assert.match(lilaStatus(hit), /^hit; ttl=(598|599|600)$/);
       assert.equal(origin.hits('/page'), 2);
     });
 
