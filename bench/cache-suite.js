@@ -21,26 +21,29 @@ const KEEPALIVE_SECONDS = 75;
 const COLUMNS = [['target', 16], ['required', 8], ['optimal', 7], ['check', 5], ['table: required', 15], ['optimal', 7], ['check', 5],
   ['seconds', 7]];
 
-// `node bench/cache-suite.js [--only lila,nginx] [-- <lila options>]`: the HTTP working group's
-// cache tests (http-cache-tests, as test/cache-suite.test.js runs them) against the suite's own
-// origin with nothing in between (`direct`), then through lila, nginx `proxy_cache` and Varnish,
-// one after the other; the passes by kind, and the tests each did not pass in files it keeps.
+// `node bench/cache-suite.js [--only lila,nginx] [--suite DIR] [-- <lila options>]`: the HTTP
+// working group's cache tests (http-cache-tests, as test/cache-suite.test.js runs them) against the
+// suite's own origin with nothing in between (`direct`), then through lila, nginx `proxy_cache` and
+// Varnish, one after the other; the passes by kind, and the tests each did not pass in files it
+// keeps. `--suite DIR`: a checkout of github.com/http-tests/cache-tests instead of the npm package
+// (the current tests, which cache-tests.fyi's table runs). lila's options: `--cache` unless given.
 runBench({}, async (run) => {
   const options = optionsFrom(process.argv.slice(2));
   run.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-cache-suite-bench-'));
   const kept = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-cache-suite-failing-'));
-  const origin = await suite.startOrigin(run.dir);
+  const tested = options.suite === undefined ? undefined : suite.suiteAt(path.resolve(options.suite));
+  const origin = await suite.startOrigin(run.dir, tested);
   run.children.push(origin.child);
-  const tests = await suite.listTests();
+  const tests = await suite.listTests(tested);
   const targets = targetsFor(run, origin.port, options.lilaOptions).filter(({ name }) => options.only.includes(name));
-  const lines = [`http-cache-tests ${suite.VERSION}, node ${process.version}, ${os.cpus().length} CPUs; passed: a result of true ` +
+  const lines = [`http-cache-tests ${tested === undefined ? suite.VERSION : tested.label}, node ${process.version}, ${os.cpus().length} CPUs; passed: a result of true ` +
     "(the package's count); table: as cache-tests.fyi's table marks them, a test whose dependencies failed not passed", ''];
   for (const target of targets) lines.push(`${target.name}: ${target.version}${target.skipped ? ` (skipped: ${target.skipped})` : ''}`);
   process.stdout.write(`${[...lines, '', ...textHeader(COLUMNS)].join('\n')}\n`);
   for (const target of targets.filter(({ skipped }) => !skipped)) {
     const { base, child } = await target.start();
     const started = performance.now();
-    const results = await suite.runClient(base);
+    const results = await suite.runClient(base, { suite: tested });
     const seconds = (performance.now() - started) / 1000;
     if (child !== null) await stopRunChild(run, child);
     const { counts, verdicts } = suite.tally(tests, results);
@@ -53,11 +56,11 @@ runBench({}, async (run) => {
 });
 
 function optionsFrom(args) {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { only: { type: 'string' } } });
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { only: { type: 'string' }, suite: { type: 'string' } } });
   const only = values.only === undefined ? TARGETS : values.only.split(',');
   const unknown = only.filter((name) => !TARGETS.includes(name));
   if (unknown.length > 0) throw new Error(`--only takes ${TARGETS.join(', ')}; received ${unknown.join(', ')}`);
-  return { only, lilaOptions: positionals };
+  return { only, suite: values.suite, lilaOptions: positionals.length === 0 ? ['--cache'] : positionals };
 }
 
 // Each target: what it is, and how to start it in front of the origin (`base`: where the client goes).

@@ -3,6 +3,7 @@
 const assert = require('node:assert/strict');
 const { formatHttpDate } = require('../lib/files/http-date');
 const { parseCacheControl, parseTargetedCacheControl, fieldNames } = require('../lib/cache/cache-control');
+const { parseSurrogateControl, surrogateCapability } = require('../lib/cache/surrogate-control');
 const { freshnessLifetime, currentAge, ageHeader, HEURISTIC_CAP } = require('../lib/cache/freshness');
 const { responsePolicy } = require('../lib/cache/policy');
 const { requestPolicy, servable, staleOnError } = require('../lib/cache/reuse');
@@ -325,6 +326,40 @@ describe('cache policy: parseTargetedCacheControl (RFC 9213, a Structured Field 
   }
 });
 
+describe('cache policy: parseSurrogateControl (W3C Edge Architecture §2.2)', () => {
+  const CASES = [
+    ['max-age=3600', { 'max-age': 3600 }],
+    ['MaX-aGe=3600', { 'max-age': 3600 }],
+    ['foobar, max-age=3600', { 'max-age': 3600 }],
+    ['max-age=3600;lila', { 'max-age': 3600 }],
+    ['max-age=60;other, max-age=30;LILA', { 'max-age': 30 }],
+    ['content="ESI/1.0", max-age=600+3600, no-store-remote', { 'max-age': 600, 'stale-if-error': 3600 }],
+    ['no-store', { 'no-store': true }],
+    ['max-age=99999999999', { 'max-age': 2147483648 }],
+    // The first of a directive given twice holds, as in Cache-Control.
+    ['max-age=5, max-age=10', { 'max-age': 5 }],
+    ['ext="a, max-age=1", max-age=9', { 'max-age': 9 }]
+  ];
+  for (const [value, expected] of CASES) {
+    it(`reads ${JSON.stringify(value)}`, () => {
+      assert.deepEqual({ ...parseSurrogateControl(value) }, expected);
+    });
+  }
+
+  // Nothing for lila: the answer's Cache-Control decides.
+  for (const value of [undefined, '', 'max-age =100', 'max-age= 100', 'max-age=1.5', 'max-age=-1', 'max-age=3600;not-for-you',
+    'no-store;akamai', 'content="ESI/1.0"', 'no-store-remote', 'no-store=1', 'foo']) {
+    it(`finds nothing for lila in ${JSON.stringify(value)}`, () => {
+      assert.equal(parseSurrogateControl(value), null);
+    });
+  }
+
+  it('announces lila after the surrogates in front of it (Surrogate-Capability, §2.1)', () => {
+    assert.equal(surrogateCapability(undefined), 'lila="Surrogate/1.0"');
+    assert.equal(surrogateCapability('cdn="Surrogate/1.0 ESI/1.0"'), 'cdn="Surrogate/1.0 ESI/1.0", lila="Surrogate/1.0"');
+  });
+});
+
 describe('cache policy: age and freshness (RFC 9111 §4.2)', () => {
   const stored = (headers, { status = 200, requestTime = T0 - 2000, responseTime = T0 } = {}) =>
     ({ status, headers: fields(headers), requestTime, responseTime });
@@ -371,6 +406,16 @@ describe('cache policy: age and freshness (RFC 9111 §4.2)', () => {
     assert.equal(freshnessLifetime(stored([['CDN-Cache-Control', 'max-age=5'], ['Cache-Control', 'max-age=50']])), 5);
     assert.equal(freshnessLifetime(stored([['CDN-Cache-Control', 'no-transform'], ['Expires', 30], ['Date', 0], ['Last-Modified', -1000]])), 100);
     assert.equal(freshnessLifetime(stored([['CDN-Cache-Control', 'max-age="5"'], ['Cache-Control', 'max-age=50']])), 50);
+  });
+
+  it('reads Surrogate-Control for lila after CDN-Cache-Control, ignoring Cache-Control and Expires (surrogate-max-age-*)', () => {
+    assert.equal(freshnessLifetime(stored([['Surrogate-Control', 'max-age=5'], ['Cache-Control', 'max-age=50']])), 5);
+    assert.equal(freshnessLifetime(stored([['Surrogate-Control', 'max-age=0'], ['Expires', 30], ['Date', 0]])), 0);
+    assert.equal(freshnessLifetime(stored([['Surrogate-Control', 'max-age=3600'], ['Expires', -10], ['Date', 0]])), 3600);
+    assert.equal(freshnessLifetime(stored([['CDN-Cache-Control', 'max-age=7'], ['Surrogate-Control', 'max-age=5']])), 7);
+    // Targeted at another surrogate, or nothing lila applies: Cache-Control decides.
+    assert.equal(freshnessLifetime(stored([['Surrogate-Control', 'max-age=5;akamai'], ['Cache-Control', 'max-age=50']])), 50);
+    assert.equal(freshnessLifetime(stored([['Surrogate-Control', 'content="ESI/1.0"'], ['Cache-Control', 'max-age=50']])), 50);
   });
 });
 
@@ -613,17 +658,19 @@ describe('cache policy: a 304 updates a stored answer (RFC 9111 §3.2, §4.3.4)'
   const stored = fields([['Date', -10], ['Cache-Control', 'max-age=2'], ['ETag', '"e1"'], ['Age', '5'],
     ...HEADER_LIST.filter((name) => !['Cache-Control', 'ETag'].includes(name)).map((name) => [name, `${name}-A`])]);
 
-  it('replaces each field the 304 carries, but Content-Length, and keeps the others (304-lm-use-stored-Test-Header, 304-etag-update-response-*)', () => {
+  // What the stored bytes depend on: a 304 carries none (304-etag-update-response-Content-Encoding, -Content-MD5...).
+  const KEPT = ['Content-Length', 'Content-Range', 'Content-Encoding', 'Content-MD5'];
+
+  it('replaces each field the 304 carries, but those the stored content depends on, and keeps the others (304-lm-use-stored-Test-Header, 304-etag-update-response-*)', () => {
     const updated = updateFrom304(stored, fields([['Date', 0], ['Cache-Control', 'max-age=3600'], ['ETag', '"e1"'],
       ...HEADER_LIST.filter((name) => !['Cache-Control', 'ETag', 'Test-Header'].includes(name)).map((name) => [name, `${name}-B`])]), T0);
     const lines = {};
     for (let i = 0; i < updated.length; i += 2) (lines[updated[i]] ??= []).push(updated[i + 1]);
     assert.deepEqual(lines['Test-Header'], ['Test-Header-A']);
-    assert.deepEqual(lines['Content-Length'], ['Content-Length-A']);
-    assert.deepEqual(lines['Content-Range'], ['Content-Range-A']);
+    for (const name of KEPT) assert.deepEqual(lines[name], [`${name}-A`], name);
     assert.deepEqual(lines['Cache-Control'], ['max-age=3600']);
     assert.deepEqual(lines.Date, [date(0)]);
-    for (const name of HEADER_LIST.filter((name) => !['Cache-Control', 'ETag', 'Test-Header', 'Content-Length', 'Content-Range'].includes(name))) {
+    for (const name of HEADER_LIST.filter((name) => !['Cache-Control', 'ETag', 'Test-Header', ...KEPT].includes(name))) {
       assert.deepEqual(lines[name], [`${name}-B`], name);
     }
     // The validated answer's age is the 304's: the stored Age goes.

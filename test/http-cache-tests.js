@@ -3,7 +3,9 @@
 // The HTTP working group's cache tests (npm `http-cache-tests`, cache-tests.fyi), driven from
 // outside the package as its own scripts do (`npm run server`, `npm run cli`): its origin server
 // and its client are child processes configured by npm_config_* variables, and the client prints
-// every test's result as JSON. Used by test/cache-suite.test.js and bench/cache-suite.js.
+// every test's result as JSON. Used by test/cache-suite.test.js and bench/cache-suite.js (which
+// also runs a checkout of the repository's current suite, `suiteAt(dir)`: its engine moved to
+// test-engine/ and it needs no package of its own).
 // One test again, with its requests and responses printed, in the package's folder:
 //   npm_config_base=http://127.0.0.1:<cache port> npm_config_id=<test id> node cli.mjs
 const fs = require('node:fs');
@@ -20,18 +22,46 @@ const KINDS = ['required', 'optimal', 'check'];
 const PASSED = new Set(['pass', 'yes']);
 
 /**
+ * @typedef {object} Suite where a copy of the suite keeps its parts
+ * @property {string} dir
+ * @property {string} label `0.4.5`, or `<dir>@<version>` for a checkout
+ * @property {string} cli the client, relative to dir
+ * @property {string} server the origin, relative to dir
+ * @property {string[]} testFiles the lists of tests, in tests/, as the client loads them
+ */
+
+/**
+ * The suite in `dir`: the npm package's layout (0.4.5: cli.mjs, server/, Surrogate-Control's
+ * tests added by the client) or the repository's (test-engine/, every list in tests/index.mjs).
+ *
+ * @param {string} dir
+ * @returns {Suite}
+ */
+function suiteAt(dir) {
+  const version = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).version;
+  if (fs.existsSync(path.join(dir, 'test-engine', 'cli.mjs'))) {
+    return { dir, label: `${dir} (repository, package.json ${version})`, cli: path.join('test-engine', 'cli.mjs'),
+      server: path.join('test-engine', 'server', 'server.mjs'), testFiles: ['index.mjs'] };
+  }
+  return { dir, label: version, cli: 'cli.mjs', server: path.join('server', 'server.mjs'), testFiles: ['index.mjs', 'surrogate-control.mjs'] };
+}
+
+// The npm package's, the one CI runs.
+const PACKAGED = suiteAt(PACKAGE);
+
+/**
  * Starts the suite's origin server (server/server.mjs) on a port the kernel picks, on every
  * interface (it listens on no address of its own), its pidfile in `dir`.
  *
  * @param {string} dir
+ * @param {Suite} [suite]
  * @returns {Promise<{port: number, child: import('node:child_process').ChildProcess, output: () => string,
  *   stop: () => Promise<void>}>} output: what it printed (a `SERVER WARNING` line for each request it
  *   did not expect)
  */
-async function startOrigin(dir) {
+async function startOrigin(dir, suite = PACKAGED) {
   const env = { ...process.env, npm_config_port: '0', npm_config_protocol: 'http', npm_config_pidfile: path.join(dir, 'origin.pid') };
-  const child = spawn(process.execPath, ['--no-warnings', path.join('server', 'server.mjs')],
-    { cwd: PACKAGE, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--no-warnings', suite.server], { cwd: suite.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stderr.setEncoding('utf8').on('data', (text) => { output += text; });
   const closed = new Promise((resolve) => child.once('close', resolve));
@@ -61,14 +91,14 @@ async function startOrigin(dir) {
  * the client does, and reads the results it prints.
  *
  * @param {string} base the cache's URL, `http://127.0.0.1:<port>`
- * @param {{signal?: AbortSignal}} [options] aborting it kills the client
+ * @param {{signal?: AbortSignal, suite?: Suite}} [options] aborting it kills the client
  * @returns {Promise<Record<string, true | [string, string]>>} by test id: true, or a failure's
  *   [kind, message], kind `Assertion`, `Setup` or a harness error's name (e.g. `FetchError`)
  */
-async function runClient(base, { signal } = {}) {
+async function runClient(base, { signal, suite = PACKAGED } = {}) {
   // Both id variables, empty: an empty npm_config_id falls through to npm_package_config_id.
   const env = { ...process.env, npm_config_base: base, npm_package_config_base: base, npm_config_id: '', npm_package_config_id: '' };
-  const child = spawn(process.execPath, ['--no-warnings', 'cli.mjs'], { cwd: PACKAGE, env, signal, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--no-warnings', suite.cli], { cwd: suite.dir, env, signal, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (text) => { stdout += text; });
@@ -86,15 +116,16 @@ async function runClient(base, { signal } = {}) {
 }
 
 /**
- * The suite's tests as cache-tests.fyi lists them: tests/index.mjs, then surrogate-control.mjs
- * (as cli.mjs and index.html add it).
+ * The suite's tests as cache-tests.fyi lists them: tests/index.mjs, then (0.4.5)
+ * surrogate-control.mjs, as its cli.mjs and index.html add it.
  *
+ * @param {Suite} [suite]
  * @returns {Promise<{id: string, name: string, kind: 'required' | 'optimal' | 'check', suite: string,
  *   dependsOn: string[], browserOnly: boolean}[]>} kind `required` for the tests that name none
  */
-async function listTests() {
-  const load = async (file) => (await import(pathToFileURL(path.join(PACKAGE, 'tests', file)).href)).default;
-  const suites = [...await load('index.mjs'), await load('surrogate-control.mjs')];
+async function listTests(suite = PACKAGED) {
+  const load = async (file) => (await import(pathToFileURL(path.join(suite.dir, 'tests', file)).href)).default;
+  const suites = (await Promise.all(suite.testFiles.map(load))).flat();
   return suites.flatMap((suite) => suite.tests.map((test) => ({
     id: test.id,
     name: test.name,
@@ -169,7 +200,7 @@ function writeFailures(file, tests, results, verdicts) {
   return failing.length;
 }
 
-module.exports = { PACKAGE, VERSION, KINDS, startOrigin, runClient, listTests, tally, describeCounts, writeFailures };
+module.exports = { PACKAGE, VERSION, KINDS, suiteAt, startOrigin, runClient, listTests, tally, describeCounts, writeFailures };
 
 // determineTestResult of lib/display.mjs (0.4.5), by the names of its verdicts; its "harness
 // fail" is never reached there (it asks for a result that is `false`, which no test gives).

@@ -1,6 +1,7 @@
 'use strict';
 
 const { parseCacheControl, parseTargetedCacheControl, MAX_DELTA_SECONDS } = require('./cache-control');
+const { parseSurrogateControl } = require('./surrogate-control');
 const { parseHttpDate } = require('../files/http-date');
 
 // RFC 9110 §15.1: the status codes heuristically cacheable (RFC 9111 §4.2.2).
@@ -28,9 +29,10 @@ const summaries = new WeakMap();
 /**
  * @typedef {object} Summary what a response's header fields say of its caching
  * @property {import('./cache-control').Directives} directives those that decide
- * @property {'cdn-cache-control' | 'cache-control'} target where they come from: a valid,
- *   non-empty CDN-Cache-Control takes precedence, and Cache-Control and Expires are then
- *   ignored (RFC 9213 §2.1)
+ * @property {'cdn-cache-control' | 'surrogate-control' | 'cache-control'} target where they
+ *   come from: a valid, non-empty CDN-Cache-Control takes precedence (RFC 9213 §2.1), then a
+ *   Surrogate-Control with directives for lila (surrogate-control.js); Cache-Control and
+ *   Expires are then ignored
  * @property {boolean} explicit s-maxage, max-age or (Cache-Control only) Expires is there
  * @property {number} date Date in ms, NaN when absent or invalid
  */
@@ -59,9 +61,16 @@ function summarize(headers) {
  * @returns {Summary}
  */
 function readSummary(headers) {
-  const targeted = parseTargetedCacheControl(fieldLines(headers, 'cdn-cache-control'));
-  const directives = targeted ?? parseCacheControl(fieldLines(headers, 'cache-control'));
-  const target = targeted === null ? 'cache-control' : 'cdn-cache-control';
+  let target = 'cdn-cache-control';
+  let directives = parseTargetedCacheControl(fieldLines(headers, 'cdn-cache-control'));
+  if (directives === null) {
+    target = 'surrogate-control';
+    directives = parseSurrogateControl(fieldLines(headers, 'surrogate-control'));
+  }
+  if (directives === null) {
+    target = 'cache-control';
+    directives = parseCacheControl(fieldLines(headers, 'cache-control'));
+  }
   const explicit = directives['s-maxage'] !== undefined || directives['max-age'] !== undefined ||
     (target === 'cache-control' && firstLine(headers, 'expires') !== undefined);
   return { directives, target, explicit, date: parseDate(firstLine(headers, 'date')) };
@@ -74,7 +83,7 @@ function readSummary(headers) {
  * is in the past, §5.3), else the heuristic of §4.2.2 where it is allowed
  * (a heuristically cacheable status, or `public`): 10% of the time from
  * Last-Modified to Date, at most a day; 0 without Last-Modified. With a valid
- * CDN-Cache-Control, only its directives count. An invalid `max-age` or
+ * CDN-Cache-Control or Surrogate-Control, only its directives count. An invalid `max-age` or
  * `s-maxage` gives 0 (stale, as §4.2.1 encourages).
  *
  * @param {Stored} entry
@@ -107,9 +116,10 @@ function freshnessLifetime(entry, summary = summarize(entry.headers)) {
  * delay, plus the time resident here. Date absent or invalid: the arrival
  * time (RFC 9110 §6.6.1). Age: the first field line, its first list member,
  * a parameter after the number tolerated; an Age that is no non-negative
- * integer (`abc`, `-1`, `1.5`) is ignored, as the HTTP working group's
- * cache tests require (`age-parse-*`; RFC 9111 §5.1 would rather make the
- * answer stale), and one past 2^31 is 2^31 (§1.2.2).
+ * integer (`abc`, `-1`, `1.5`) is ignored, as RFC 9111 §5.1 says (the
+ * HTTP working group's cache tests `age-parse-*` would rather have it make
+ * the answer stale; nginx, Varnish, Squid and Traffic Server ignore it too),
+ * and one past 2^31 is 2^31 (§1.2.2).
  *
  * @param {Stored} entry
  * @param {number} now ms

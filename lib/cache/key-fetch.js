@@ -6,7 +6,8 @@ const LocalResponse = require('../http/lifecycle/local-response');
 const { responsePolicy } = require('./policy');
 const { staleOnError } = require('./reuse');
 const { varyValues } = require('./keys');
-const { revalidationHeaders, updateFrom304, matches304, cacheTags, answerHeaders } = require('./stored-fields');
+const { revalidationHeaders, updateFrom304, matches304, cacheTags, answerHeaders, forClients } = require('./stored-fields');
+const { surrogateCapability } = require('./surrogate-control');
 const { currentAge, freshnessLifetime } = require('./freshness');
 const { cacheStatus } = require('./cache-status');
 const { storedAnswer } = require('./stored-answer');
@@ -96,14 +97,18 @@ class KeyFetch {
       { clientAddress: passage.clientAddress, scheme: passage.scheme, client: passage.clientSocket }, this.fill));
   }
 
-  // The head lila sends: the request as its backend gets it, as a GET, with the stored validators.
+  // The head lila sends: the request as its backend gets it, as a GET, with the stored validators
+  // and lila's Surrogate-Capability.
   fetchHead(passage) {
     const head = passage.outgoingHead();
     const rawHeaders = [];
+    let capability;
     for (let i = 0; i < head.headers.length; i += 2) {
       const name = head.headers[i].toLowerCase();
-      if (!CLIENT_CONDITIONS.has(name) && name !== 'content-length' && name !== 'transfer-encoding') rawHeaders.push(head.headers[i], head.headers[i + 1]);
+      if (name === 'surrogate-capability') capability = capability === undefined ? head.headers[i + 1] : `${capability}, ${head.headers[i + 1]}`;
+      else if (!CLIENT_CONDITIONS.has(name) && name !== 'content-length' && name !== 'transfer-encoding') rawHeaders.push(head.headers[i], head.headers[i + 1]);
     }
+    rawHeaders.push('Surrogate-Capability', surrogateCapability(capability));
     if (this.stale !== null) rawHeaders.push(...revalidationHeaders(this.stale.headers));
     return { method: 'GET', url: head.target, headers: { host: head.host }, rawHeaders };
   }
@@ -186,7 +191,7 @@ class KeyFetch {
     let length = -1;
     for (let i = 0; i < fill.headers.length; i += 2) {
       const name = fill.headers[i].toLowerCase();
-      if (name === 'cache-tag' || name === 'surrogate-key') continue;
+      if (!forClients(name)) continue;
       if (name === 'content-length') length = Number(fill.headers[i + 1]);
       headers.push(fill.headers[i], fill.headers[i + 1]);
     }

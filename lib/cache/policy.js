@@ -21,7 +21,7 @@ const UNDERSTOOD = new Set([200, 201, 202, 203, 204, 205, 206, 300, 301, 302, 30
  *   `not-cacheable` (no explicit freshness and not heuristically cacheable), `unusable` (a lifetime
  *   of 0 or `no-cache`, no validator to revalidate with, no stale window: nothing could use it,
  *   and a store full of such answers helps nobody); null when stored
- * @property {'cdn-cache-control' | 'cache-control'} target the field whose directives decided
+ * @property {'cdn-cache-control' | 'surrogate-control' | 'cache-control'} target the field whose directives decided
  * @property {import('./cache-control').Directives} directives those directives
  * @property {number} lifetime freshness lifetime, seconds
  * @property {boolean} heuristic whether the lifetime is heuristic

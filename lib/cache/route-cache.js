@@ -4,6 +4,7 @@ const { requestPolicy, servable } = require('./reuse');
 const { cacheKey, selectVariant, invalidated } = require('./keys');
 const { cacheStatus } = require('./cache-status');
 const { storedAnswer } = require('./stored-answer');
+const { forClients } = require('./stored-fields');
 const KeyFetch = require('./key-fetch');
 const LocalResponse = require('../http/lifecycle/local-response');
 
@@ -99,7 +100,10 @@ class RouteCache {
       for (const stale of invalidated(request, { status, headers }, key)) this.cache.delete(stale);
     }
     const fwd = passage.cacheResult === 'bypass' ? (request.method === 'GET' || request.method === 'HEAD' ? 'bypass' : 'method') : 'miss';
-    return [...headers, 'Cache-Status', cacheStatus({ fwd, fwdStatus: status })];
+    const kept = [];
+    for (let i = 0; i < headers.length; i += 2) if (forClients(headers[i].toLowerCase())) kept.push(headers[i], headers[i + 1]);
+    kept.push('Cache-Status', cacheStatus({ fwd, fwdStatus: status }));
+    return kept;
   }
 
   /** @returns {object} /status's: its requests by result, and the share answered from the store */

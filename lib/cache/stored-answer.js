@@ -2,6 +2,7 @@
 
 const LocalResponse = require('../http/lifecycle/local-response');
 const { preconditions } = require('../files/validators');
+const { forClients } = require('./stored-fields');
 const { parseRange, ifRangeAllows, multipartByteranges, contentRange, unsatisfiedRange } = require('../files/ranges');
 
 // What a 304 from the store carries of the stored answer's fields (RFC 9110 §15.4.5).
@@ -29,7 +30,7 @@ function storedAnswer(entry, request, age, status) {
   let lastModified;
   for (let i = 0; i < entry.headers.length; i += 2) {
     const name = entry.headers[i].toLowerCase();
-    if (FRAMING.has(name) || name === 'age' || name === 'cache-status') continue;
+    if (FRAMING.has(name) || name === 'age' || name === 'cache-status' || !forClients(name)) continue;
     if (name === 'etag') etag = entry.headers[i + 1];
     else if (name === 'last-modified') lastModified = entry.headers[i + 1];
     fields.push(entry.headers[i], entry.headers[i + 1]);

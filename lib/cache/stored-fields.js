@@ -10,9 +10,14 @@ const { readSummary, ageHeader, firstLine, fieldLines, parseDate } = require('./
 const NEVER_STORED = new Set(['proxy-authenticate', 'proxy-authentication-info', 'proxy-authorization', 'cache-tag',
   'surrogate-key']);
 // What a 304 does not change besides those (RFC 9111 §3.2): the length of the stored content,
-// and Content-Range, which describes a part lila never stores.
-const NOT_UPDATED = new Set(['content-length', 'content-range']);
+// Content-Range, which describes a part lila never stores, and what the stored bytes depend on
+// (their coding and digests: a 304 carries no content, so it cannot change them).
+const NOT_UPDATED = new Set(['content-length', 'content-range', 'content-encoding', 'content-md5', 'content-digest',
+  'repr-digest', 'digest']);
 const TAG_FIELDS = ['cache-tag', 'surrogate-key'];
+// What a caching route keeps from its clients: its tags, and the directives meant for lila
+// (Surrogate-Control, consumed by the surrogate it targets, as Fastly and Squid do).
+const NOT_FOR_CLIENTS = new Set(['cache-tag', 'surrogate-key', 'surrogate-control']);
 
 /**
  * The header fields a response is stored with (RFC 9111 §3.1): as received,
@@ -49,8 +54,9 @@ function storedHeaders(headers, now, directives = readSummary(headers).directive
  * A stored answer's header fields updated by a 304 (RFC 9111 §3.2, §4.3.4):
  * each field the 304 carries replaces every line of that field, the others
  * are kept. Never taken from the 304: the fields never stored (see
- * storedHeaders), the 304's hop-by-hop fields, Content-Length and
- * Content-Range. The stored Age goes (the answer was just validated: its
+ * storedHeaders), the 304's hop-by-hop fields, Content-Length,
+ * Content-Range, and what the stored bytes depend on (Content-Encoding and
+ * the digests: Content-MD5, Content-Digest, Repr-Digest, Digest). The stored Age goes (the answer was just validated: its
  * age is the 304's, whose Age, if any, takes its place), and a 304 without
  * Date is dated with the time it arrived, as a response would be. The fields
  * the updated directives withhold (qualified `private`, `no-cache`) go.
@@ -169,7 +175,17 @@ function answerHeaders(entry, now) {
   return out;
 }
 
-module.exports = { storedHeaders, updateFrom304, matches304, revalidationHeaders, cacheTags, answerHeaders };
+/**
+ * Whether a field of an answer from a caching route goes on to its client.
+ *
+ * @param {string} lower the field's name, lower-cased
+ * @returns {boolean}
+ */
+function forClients(lower) {
+  return !NOT_FOR_CLIENTS.has(lower);
+}
+
+module.exports = { storedHeaders, updateFrom304, matches304, revalidationHeaders, cacheTags, answerHeaders, forClients };
 
 function opaqueTag(tag) {
   return tag.trim().replace(/^w\//i, '');
