@@ -330,7 +330,11 @@ describe('cache: Cache-Status, purge, metrics, status, access lines', () => {
 
       const lines = await Promise.all(['/logged?1', '/logged?2', '/logged?3'].map((path) => lila.accessLine(path)));
       assert.deepEqual(lines.map((line) => line.cache), ['miss', 'miss', 'bypass']);
-      assert.deepEqual((await lila.accessLines('/logged?1', 2)).map((line) => line.cache), ['miss', 'stale']);
+      const first = await lila.accessLines('/logged?1', 2);
+      assert.deepEqual(first.map((line) => line.cache), ['miss', 'stale']);
+      // A miss names the backend the cache's fetch went to; a stored answer, none.
+      assert.deepEqual(first.map((line) => line.backend), [origin.address, null]);
+      assert.equal(lines[2].backend, origin.address);
     });
   });
 });

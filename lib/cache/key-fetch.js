@@ -172,6 +172,7 @@ class KeyFetch {
       return;
     }
     waiter.routeCache.counted(passage, this.stale === null ? 'miss' : 'revalidated');
+    passage.fetchedFrom = this.fill.fetch.servedBy;
     const status = cacheStatus({ fwd: waiter.fwd, fwdStatus: this.fill.status, stored: this.policy.store, collapsed: waiter.collapsed });
     if (ANSWERED_WHOLE.some((name) => passage.request.headers[name] !== undefined) && this.policy.store) {
       this.whole.push({ waiter, status });
@@ -249,6 +250,7 @@ class KeyFetch {
     for (const waiter of this.waiters) {
       clearTimeout(waiter.timer);
       waiter.routeCache.counted(waiter.passage, 'revalidated');
+      waiter.passage.fetchedFrom = this.fill.fetch.servedBy;
       const status = cacheStatus({ fwd: waiter.fwd, fwdStatus: 304, collapsed: waiter.collapsed });
       waiter.resolve(storedAnswer(entry, waiter.passage.request, currentAge(entry, Date.now()), status));
     }

@@ -99,7 +99,8 @@ class RouteCache {
       const key = cacheKey(passage.scheme, passage.host === undefined ? '' : passage.host, request.url);
       for (const stale of invalidated(request, { status, headers }, key)) this.cache.delete(stale);
     }
-    const fwd = passage.cacheResult === 'bypass' ? (request.method === 'GET' || request.method === 'HEAD' ? 'bypass' : 'method') : 'miss';
+    // GET and HEAD are always looked up: one here went on its own (past the lock, not shared).
+    const fwd = passage.cacheResult === 'bypass' ? 'method' : 'miss';
     const kept = [];
     for (let i = 0; i < headers.length; i += 2) if (forClients(headers[i].toLowerCase())) kept.push(headers[i], headers[i + 1]);
     kept.push('Cache-Status', cacheStatus({ fwd, fwdStatus: status }));

@@ -124,11 +124,12 @@ function cacheFamilies(view) {
     }
   }
   const stores = Object.entries(view.cache.stats()).filter(([, stats]) => stats !== null);
-  const of = (field) => stores.map(([store, stats]) => sample(`lila_cache_${field}`, { store }, stats[field]));
+  const of = (field, name) => stores.map(([store, stats]) => sample(name, { store }, stats[field]));
   return family('lila_cache_requests_total', 'counter', 'Requests of --cache routes: hit, miss, stale (answered stale), revalidated, bypass.', requests) +
-    family('lila_cache_bytes', 'gauge', 'Bytes the cache holds (headers counted), by store: memory, disk.', of('bytes')) +
-    family('lila_cache_objects', 'gauge', 'Answers the cache holds, by store.', of('objects')) +
-    family('lila_cache_evictions_total', 'counter', 'Answers the cache let go to stay within its size, by store.', of('evictions'));
+    family('lila_cache_bytes', 'gauge', 'Bytes the cache holds (headers counted), by store: memory, disk.', of('bytes', 'lila_cache_bytes')) +
+    family('lila_cache_objects', 'gauge', 'Answers the cache holds, by store.', of('objects', 'lila_cache_objects')) +
+    family('lila_cache_evictions_total', 'counter', 'Answers the cache let go to stay within its size, by store.',
+      of('evictions', 'lila_cache_evictions_total'));
 }
 
 // --mirror: the copies of requests meant for each mirror pool, by what became of them.

@@ -219,13 +219,15 @@ class Service {
     if (this.fileWatch !== null) this.fileWatch.close();
     if (this.acme !== null) this.acme.stop();
     for (const follower of [this.fleet, this.kubernetes]) if (follower !== null) follower.close();
-    for (const held of [this.rateLimits, this.cache]) if (held !== null) held.close();
+    if (this.rateLimits !== null) this.rateLimits.close();
     if (this.adminServer !== null) {
       this.adminServer.close();
       this.adminServer.closeAllConnections();
     }
     this.logger.info(`${why} received, draining for up to ${this.drainTimeout} ms`);
-    this.configuration.drain(this.drainTimeout).then(({ closed }) => {
+    this.configuration.drain(this.drainTimeout).then(async ({ closed }) => {
+      // The cache closes once nothing answers from it; the disk's writes under way end first.
+      if (this.cache !== null) await this.cache.close().catch(() => {});
       this.logger.info(closed === 0
         ? 'stopped: every request and connection finished'
         : `stopped: closed ${closed} connection${closed === 1 ? '' : 's'} still open at the drain timeout`);

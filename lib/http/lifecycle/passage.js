@@ -34,8 +34,7 @@ const { LilaError, codes, describeError } = require('../../errors');
  * answer, or the response cut short once begun) and `outgoingHead()` (the
  * request as its backend gets it, for observers).
  *
- * It is also the pick context a strategy reads (`request`, `clientAddress`, `tried`,
- * `stickyId`), and the record `Traffic#request` reads once it is over.
+ * It is also a strategy's pick context and, once over, `Traffic#request`'s record.
  */
 class Passage {
   /**
@@ -70,9 +69,10 @@ class Passage {
     this.stickyId = cookie === null ? null : readCookie(request.rawHeaders, cookie);
     // Its route's features' observers, once it goes to its pool (null: none); a body filter one of them put on its response.
     this.observers = null;
-    // What a feature answered it with itself (a LocalResponse), or null; what the cache did with it (its access line's).
+    // What a feature answered it with (a LocalResponse) or null; for its access line, what the cache did, its fetch's backend.
     this.local = null;
     this.cacheResult = null;
+    this.fetchedFrom = null;
     this.filter = null;
     // Response body bytes the client was sent (nginx's $body_bytes_sent).
     this.bytesSent = 0;
