@@ -2,6 +2,7 @@
 
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
+const http = require('node:http');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -40,6 +41,39 @@ describe('cache: engines, protocols and --compress', () => {
         assert.deepEqual([range.status, range.body, range.headers['content-range']], [206, 'document', 'bytes 4-11/12']);
         assert.deepEqual([notModified.status, notModified.body], [304, '']);
         assert.equal(origin.hits('/doc'), 1);
+      });
+
+      it("relays a miss's 103 Early Hints to its client, and stores only the final answer", async () => {
+        const origin = await startOrigin();
+        origin.serve('/hinted', (req, res) => {
+          req.resume();
+          res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' }, () => {
+            res.writeHead(200, { 'Cache-Control': 'max-age=600' });
+            res.end('hinted');
+          });
+        });
+        const lila = await startCachingLila([origin.address], { engine });
+        const hinted = (path) => new Promise((resolve, reject) => {
+          const hints = [];
+          const req = http.request({ host: '127.0.0.1', port: lila.port, path, agent: false });
+          req.on('information', (info) => hints.push([info.statusCode, info.headers.link]));
+          req.on('response', (res) => {
+            let body = '';
+            res.setEncoding('utf8').on('data', (chunk) => { body += chunk; }).on('end', () => resolve({ hints, body, res }));
+          });
+          req.on('error', reject);
+          req.end();
+        });
+
+        const miss = await hinted('/hinted');
+        const hit = await hinted('/hinted');
+
+        assert.deepEqual(miss.hints, [[103, '</style.css>; rel=preload; as=style']]);
+        assert.equal(miss.body, 'hinted');
+        assert.deepEqual(hit.hints, []);
+        assert.equal(hit.body, 'hinted');
+        assert.match(lilaStatus(hit.res), /^hit/);
+        assert.equal(origin.hits('/hinted'), 1);
       });
 
       it('sends concurrent misses as one backend request, and answers stale when the backend fails', async () => {

@@ -10,10 +10,10 @@ const suite = require('./http-cache-tests');
 // lila's options besides `round-robin <origin> -a 127.0.0.1 -p 0`: where `--cache` goes.
 const LILA_OPTIONS = ['--cache'];
 // The fewest tests of each kind lila must pass (a result of `true`, see tally() in
-// ./http-cache-tests.js), as README's "Reliability" states them. Today lila stores nothing, and
-// passes what a proxy that stores nothing passes (the same counts with no proxy in between);
-// `check` tests say what a cache does, not whether it is right, and have no floor.
-const FLOOR = { required: 97, optimal: 1 };
+// ./http-cache-tests.js), as README's "Reliability" states them: one under what lila passes
+// (153 and 87), for a test whose timing a loaded machine upsets; doc/cache.md lists the others
+// and why. `check` tests say what a cache does, not whether it is right, and have no floor.
+const FLOOR = { required: 152, optimal: 86 };
 const README = path.join(__dirname, '..', 'README.md');
 
 describe(`the HTTP working group's cache tests (http-cache-tests ${suite.VERSION}) through lila`, function () {

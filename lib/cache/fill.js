@@ -18,13 +18,14 @@ const WINDOW = 1024 * 1024;
 class Fill {
   /**
    * @param {{maxObject: number, head: (fill: Fill) => void, done: (fill: Fill) => void,
-   *   failed: (fill: Fill, error: object) => void, unread: (fill: Fill) => void}} handlers `head`: its head
-   *   came (`status`, `headers`); `done`: its body is whole (`body()`, or null past maxObject); `failed`: no
-   *   answer, or cut short; `unread`: past maxObject, no reader is left, and none can come (its start is gone)
+   *   failed: (fill: Fill, error: object) => void, unread: (fill: Fill) => void,
+   *   hints: (head: object) => void}} handlers `head`: its head came (`status`, `headers`); `done`: its body
+   *   is whole (`body()`, or null past maxObject); `failed`: no answer, or cut short; `unread`: past
+   *   maxObject, no reader is left, and none can come (its start is gone); `hints`: a 103 before the head
    */
-  constructor({ maxObject, head, done, failed, unread }) {
+  constructor({ maxObject, head, done, failed, unread, hints }) {
     this.maxObject = maxObject;
-    this.handlers = { head, done, failed, unread };
+    this.handlers = { head, done, failed, unread, hints };
     this.fetch = null;
     this.status = 0;
     this.headers = null;
@@ -56,6 +57,10 @@ class Fill {
   }
 
   // FetchSink
+
+  inform(head) {
+    this.handlers.hints(head);
+  }
 
   head(status, headers, reason) {
     this.status = status;

@@ -91,7 +91,8 @@ class KeyFetch {
       head: () => this.headCame(),
       done: () => this.bodyCame(),
       failed: (fill, error) => this.failed(error),
-      unread: () => this.unread()
+      unread: () => this.unread(),
+      hints: (head) => this.hints(head)
     });
     this.fill.start(new Fetch(passage.engine, this.fetchHead(passage), passage.route, passage.binding,
       { clientAddress: passage.clientAddress, scheme: passage.scheme, client: passage.clientSocket }, this.fill));
@@ -271,6 +272,11 @@ class KeyFetch {
     for (const { waiter } of this.whole) waiter.resolve(withCacheStatus(error, cacheStatus({ fwd: waiter.fwd, collapsed: waiter.collapsed })));
     this.whole = [];
     this.done(false);
+  }
+
+  // A 103 Early Hints goes to the clients waiting for the head (never stored: RFC 9111 §3).
+  hints(head) {
+    for (const { passage } of this.waiters) if (!passage.done && !passage.gone()) passage.inform(head);
   }
 
   // Past --cache-max-object with every client gone: nobody takes the rest, nor the store; it stops. A client

@@ -17,6 +17,7 @@ const kUpstream = Symbol('kUpstream');
  * @typedef {object} FetchSink what a fetch's answer goes to (a cache's fetch of a key, `lib/cache/`)
  * @property {(status: number, headers: string[], reason: string) => void} head the backend's final head,
  *   `[name, value, ...]` as received
+ * @property {(head: {status: number, rawHeaders: string[]}) => void} inform a 103 Early Hints before the final head
  * @property {(chunk: Buffer) => boolean} body a piece of its body (unframed); false: read no more until `fetch.resume()`
  * @property {() => void} end the body is whole
  * @property {(error: LilaError) => void} failed no answer: lila's own (502, 503, 504); or, once the head came, the body cut short
@@ -222,6 +223,7 @@ class RequestUpstream {
     request[kFetch] = fetch;
     request.on('socket', requestOnSocket);
     request.on('response', requestOnResponse);
+    request.on('information', requestOnInformation);
     request.on('error', requestOnError);
     request.on('timeout', requestOnTimeout);
   }
@@ -264,6 +266,14 @@ function socketOnReady() {
   const fetch = request[kFetch];
   fetch.connected = true;
   this.setTimeout(fetch.binding.settings.timeout);
+}
+
+// 103 Early Hints go to the clients waiting (100 Continue is core http's own: a fetch sends no body).
+function requestOnInformation(info) {
+  const fetch = this[kFetch];
+  if (info.statusCode === 103 && fetch.upstream !== null && fetch.upstream.request === this && !fetch.responded) {
+    fetch.sink.inform({ status: 103, rawHeaders: info.rawHeaders });
+  }
 }
 
 function requestOnResponse(response) {
