@@ -128,6 +128,13 @@ describe('files: resolveFile', () => {
     const index = await resolveFile(root, '/dirlink-in/');
     assert.equal(index.file, path.join(root, 'sub', 'index.html'));
     assert.equal(index.index, true);
+    // A link in the middle of the path, in the root and out of it, on either thread.
+    for (const resolve of [resolveFile, resolveFileSync]) {
+      const inner = await resolve(root, '/dirlink-in/page.html');
+      assert.equal(inner.file, path.join(root, 'sub', 'page.html'));
+      assert.equal(inner.path, path.join(root, 'dirlink-in', 'page.html'));
+      assert.deepEqual(await resolve(root, '/up/secret.txt'), { kind: 'refused', status: 404, why: 'a symbolic link out of the root' });
+    }
   });
 
   it('decodes once, strict UTF-8, from percent-encoding or raw bytes (read as latin1)', async () => {
