@@ -86,10 +86,16 @@ class FileStream extends Readable {
     this.push(n === want ? buffer : buffer.subarray(0, n));
   }
 
+  // As fs.ReadStream: an error closing is the stream's error, unless it has one already.
   _destroy(err, callback) {
     const fd = this.fd;
     this.fd = -1;
-    if (fd !== -1) fs.closeSync(fd);
+    try {
+      if (fd !== -1) fs.closeSync(fd);
+    } catch (closeErr) {
+      callback(err || closeErr);
+      return;
+    }
     callback(err);
   }
 }
