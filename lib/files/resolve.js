@@ -12,6 +12,8 @@ const DENIED = new Set(['EACCES', 'EPERM']);
 // The file system calls the checks make, through libuv's threadpool or on the calling thread.
 const ASYNC = { realpath: fsp.realpath, lstat: fsp.lstat };
 const SYNC = { realpath: fs.realpathSync.native, lstat: fs.lstatSync };
+// What `walking` answers at a link below its base: the path is to be resolved whole.
+const LINK = Symbol('LINK');
 
 /**
  * What a request path names under a root (issue 47: "nothing outside DIR,
@@ -30,18 +32,24 @@ const SYNC = { realpath: fs.realpathSync.native, lstat: fs.lstatSync };
  *
  * @param {string} root absolute and normalized (`path.resolve`); it may be a link itself (a deploy's `current`)
  * @param {string} path the request path as received (percent-encoded, latin1), without its query, after --strip-prefix
- * @param {{index?: string[], realRoot?: string, windows?: boolean}} [options] `index`: the names tried
- *   in a directory (default `['index.html']`); `realRoot`: `fs.realpath(root)` when the caller holds it
- *   (else it is asked for on each call, so that a root link switched by a deploy is followed at once);
+ * @param {{index?: string[], realRoot?: string, lazyRealRoot?: boolean, windows?: boolean}} [options]
+ *   `index`: the names tried in a directory (default `['index.html']`); `realRoot`: `fs.realpath(root)`
+ *   when the caller holds it (else it is asked for on each call, so that a root link switched by a
+ *   deploy is followed at once); `lazyRealRoot`: ask for it only when a link below the root is met
+ *   (or an index name is no plain name): a path with no link below the root names a file in the
+ *   directory the root names at that moment, whatever links lead to the root, and is answered with
+ *   that path (the root's real path would cost a readlink per directory of the root on every call);
  *   `windows`: refuse the names Windows reads as others (default: on Windows)
  * @returns {Promise<
- *   {kind: 'file', file: string, path: string, stat: import('node:fs').Stats, realRoot: string, index?: true} |
- *   {kind: 'directory', dir: string, path: string, stat: import('node:fs').Stats, realRoot: string, slash: boolean} |
+ *   {kind: 'file', file: string, path: string, stat: import('node:fs').Stats, realRoot: string | null, index?: true} |
+ *   {kind: 'directory', dir: string, path: string, stat: import('node:fs').Stats, realRoot: string | null, slash: boolean} |
  *   {kind: 'missing'} |
  *   {kind: 'refused', status: 400 | 403 | 404, why: string}>}
- *   `file`/`dir`: the real path, to open; `path`: the path under `root` as asked (its name gives the
+ *   `file`/`dir`: the real path, to open (with lazyRealRoot and `realRoot` null: the path under `root`
+ *   as asked, no link below the root in it); `path`: the path under `root` as asked (its name gives the
  *   Content-Type, precompressed siblings lie beside it); `realRoot`: the root's real path checked against
- *   (for `precompressedSiblings` and `directoryEntries`). Rejects only on an unexpected I/O error (EIO, EMFILE).
+ *   (for `precompressedSiblings` and `directoryEntries`; null when lazyRealRoot did without it, see
+ *   `realRootSync`). Rejects only on an unexpected I/O error (EIO, EMFILE).
  */
 async function resolveFile(root, path, options = {}) {
   return runAsync(resolving(root, path, options));
@@ -55,11 +63,22 @@ async function resolveFile(root, path, options = {}) {
  *
  * @param {string} root
  * @param {string} path
- * @param {{index?: string[], realRoot?: string, windows?: boolean}} [options]
+ * @param {{index?: string[], realRoot?: string, lazyRealRoot?: boolean, windows?: boolean}} [options]
  * @returns {ReturnType<typeof resolveFile> extends Promise<infer R> ? R : never} as resolveFile's, not a promise
  */
 function resolveFileSync(root, path, options = {}) {
   return runSync(resolving(root, path, options));
+}
+
+/**
+ * A root's real path, on the calling thread: what `resolveFile` checks
+ * against, for a caller whose answer came without it (lazyRealRoot).
+ *
+ * @param {string} root
+ * @returns {string | null} null: the root names nothing (now)
+ */
+function realRootSync(root) {
+  return runSync(realRootOf(root));
 }
 
 /**
@@ -100,7 +119,7 @@ function within(file, base) {
   return file.startsWith(prefix);
 }
 
-module.exports = { resolveFile, resolveFileSync, inspect, inspectSync, within, DEFAULT_INDEX };
+module.exports = { resolveFile, resolveFileSync, realRootSync, inspect, inspectSync, within, DEFAULT_INDEX };
 
 /*
  * The checks are written once, as generators that yield each file system call they make
@@ -114,11 +133,19 @@ function* resolving(root, path, options) {
   // An invariant (segments hold no separator and no dot segment), checked all the same.
   if (!within(joined, root)) return { kind: 'refused', status: 404, why: 'a path out of the root' };
   const given = options.realRoot !== undefined;
-  const realRoot = given ? options.realRoot : yield* realRootOf(root);
-  // A root removed while serving (a deploy between two releases) names nothing.
-  if (realRoot === null) return { kind: 'missing' };
-  // A real root the caller holds is checked against, not walked from: what it says is not known here.
-  const found = given ? yield* inspecting(joined, realRoot) : yield* walking(realRoot, asked.segments, joined, realRoot);
+  let realRoot = given ? options.realRoot : null;
+  // lazyRealRoot: the names are walked from the root as named, whose own links the kernel follows at each call.
+  let found = !given && options.lazyRealRoot === true && asked.segments.length > 0 ? yield* walking(root, asked.segments) : LINK;
+  if (found === LINK) {
+    if (!given) {
+      realRoot = yield* realRootOf(root);
+      // A root removed while serving (a deploy between two releases) names nothing.
+      if (realRoot === null) return { kind: 'missing' };
+    }
+    // A real root the caller holds is checked against, not walked from: what it says is not known here.
+    if (!given) found = yield* walking(realRoot, asked.segments);
+    if (found === LINK) found = yield* inspecting(joined, realRoot);
+  }
   if (found.kind === 'file') {
     // /file.txt/ names no directory (ENOTDIR to a shell), as nginx answers it.
     return asked.slash ? { kind: 'missing' } : { kind: 'file', file: found.real, path: joined, stat: found.stat, realRoot };
@@ -128,7 +155,12 @@ function* resolving(root, path, options) {
     for (const name of options.index === undefined ? DEFAULT_INDEX : options.index) {
       const indexPath = nodePath.join(joined, name);
       if (!within(indexPath, joined)) continue;
-      const index = plainName(name) ? yield* walking(found.real, [name], indexPath, realRoot) : yield* inspecting(indexPath, realRoot);
+      let index = plainName(name) ? yield* walking(found.real, [name]) : LINK;
+      if (index === LINK) {
+        realRoot ??= yield* realRootOf(root);
+        if (realRoot === null) return { kind: 'missing' };
+        index = yield* inspecting(indexPath, realRoot);
+      }
       if (index.kind === 'file') return { kind: 'file', file: index.real, path: indexPath, stat: index.stat, realRoot, index: true };
     }
   }
@@ -136,23 +168,23 @@ function* resolving(root, path, options) {
 }
 
 /*
- * What `names` name under `realBase` (a real path: no link in it), checked as `inspecting` checks
- * `asked` (the same path, as the request named it): one lstat per name, in order, while none is
- * a link. Then the real path is `realBase` and the names joined, and realpath's readlink of every
- * component of the path, the root's again among them, is saved: for a file at the top of a root
- * three directories deep, one system call in place of five (realpath's 4, then lstat). At the first
- * link, `inspecting` resolves `asked` whole, as it always did. Each name is one component: no
- * separator, not `.` or `..`.
+ * What `names` name under `base`, checked as `inspecting` checks the same path: one lstat per
+ * name, in order, while none is a link. `base` is the root's real path (no link in it), or with
+ * lazyRealRoot the root as named. Then the path to open is `base` and the names joined, and
+ * realpath's readlink of every component of the path, the root's again among them, is saved: for
+ * a file at the top of a root three directories deep, one system call in place of five
+ * (realpath's 4, then lstat). At the first link, LINK: the caller resolves the path whole with
+ * `inspecting`, as it always did. Each name is one component: no separator, not `.` or `..`.
  */
-function* walking(realBase, names, asked, realRoot) {
-  let real = realBase;
+function* walking(base, names) {
+  let real = base;
   let stat;
   try {
     if (names.length === 0) stat = yield ['lstat', real];
     for (const name of names) {
       real = real.endsWith(nodePath.sep) ? real + name : real + nodePath.sep + name;
       stat = yield ['lstat', real];
-      if (stat.isSymbolicLink()) return yield* inspecting(asked, realRoot);
+      if (stat.isSymbolicLink()) return LINK;
     }
   } catch (err) {
     return failed(err);
