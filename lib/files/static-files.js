@@ -1,7 +1,7 @@
 'use strict';
 
 const fs = require('node:fs');
-const { resolveFileSync } = require('./resolve');
+const { resolveFileSync, realRootSync } = require('./resolve');
 const { openFileSync } = require('./open');
 const { contentTypeOf } = require('./mime');
 const { etagOf, lastModifiedOf, preconditions } = require('./validators');
@@ -98,13 +98,19 @@ class StaticFiles {
     return quiet(new LilaError(codes.NO_FILE, 'no such file', 404));
   }
 
-  // resolveFileSync, lila's own errors (out of descriptors, an I/O error) as answers.
+  // resolveFileSync, lila's own errors (out of descriptors, an I/O error) as answers. The root's
+  // real path is read only where a link below it, a sibling or a listing needs it (realRoot()).
   resolve(path) {
     try {
-      return resolveFileSync(this.root, path, { index: this.index });
+      return resolveFileSync(this.root, path, { index: this.index, lazyRealRoot: true });
     } catch (err) {
       return localError(err);
     }
+  }
+
+  // What resolve() found's links are checked against: the root's real path, read now if it was not; null: the root is gone.
+  realRoot(found) {
+    return found.realRoot !== null ? found.realRoot : realRootSync(this.root);
   }
 
   /**
@@ -118,7 +124,13 @@ class StaticFiles {
     let coding = null;
     let vary = false;
     if (this.precompressed) {
-      const siblings = precompressedSiblingsSync(found, found.realRoot);
+      let realRoot;
+      try {
+        realRoot = this.realRoot(found);
+      } catch (err) {
+        return localError(err);
+      }
+      const siblings = realRoot === null ? [] : precompressedSiblingsSync(found, realRoot);
       vary = siblings.length > 0;
       const sibling = vary ? chooseSibling(request.headers['accept-encoding'], siblings) : null;
       if (sibling !== null) {
@@ -175,7 +187,9 @@ class StaticFiles {
   async listing(passage, found) {
     let entries;
     try {
-      entries = await directoryEntries(found.dir, found.realRoot);
+      const realRoot = this.realRoot(found);
+      if (realRoot === null) return this.missing(passage);
+      entries = await directoryEntries(found.dir, realRoot);
     } catch (err) {
       return localError(err);
     }
