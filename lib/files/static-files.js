@@ -5,6 +5,7 @@ const { resolveFileSync, realRootSync } = require('./resolve');
 const { openFileSync } = require('./open');
 const { contentTypeOf } = require('./mime');
 const { etagOf, lastModifiedOf, preconditions } = require('./validators');
+const { formatHttpDate } = require('./http-date');
 const { parseRange, ifRangeAllows, multipartByteranges, contentRange, unsatisfiedRange } = require('./ranges');
 const { precompressedSiblingsSync, chooseSibling } = require('./precompressed');
 const { directoryEntries } = require('./entries');
@@ -149,7 +150,8 @@ class StaticFiles {
     const etag = etagOf(stat, coding);
     const lastModified = lastModifiedOf(stat);
     const type = contentTypeOf(found.path);
-    const headers = ['Last-Modified', lastModified, 'ETag', etag, 'Accept-Ranges', 'bytes'];
+    // Date: an origin server with a clock sends it (RFC 9110 §6.6.1), as nginx does.
+    const headers = ['Date', formatHttpDate(Date.now()), 'Last-Modified', lastModified, 'ETag', etag, 'Accept-Ranges', 'bytes'];
     if (vary) headers.push('Vary', 'Accept-Encoding');
     const validators = { etag, lastModified };
     const precondition = preconditions(request, validators, request.method);

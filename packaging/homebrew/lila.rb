@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "51d82f465a580b07a2f4895cc05861e6b264329c1b35bb51fbcf10d8b52f093f"
+  sha256 "c5aa27032cb45524f8c1a61e8dfb183ea37410fd3feb3ee00b4ef1508d2408b0"
   license "MIT"
 
   depends_on "node"
