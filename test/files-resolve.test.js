@@ -7,7 +7,7 @@ const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { promisify } = require('node:util');
-const { resolveFile, resolveFileSync, inspect, within } = require('../lib/files/resolve');
+const { resolveFile, resolveFileSync, realRootSync, inspect, within } = require('../lib/files/resolve');
 const { openFile } = require('../lib/files/open');
 const { directoryEntries } = require('../lib/files/entries');
 const { cleanup, onCleanup } = require('./helpers');
@@ -128,6 +128,13 @@ describe('files: resolveFile', () => {
     const index = await resolveFile(root, '/dirlink-in/');
     assert.equal(index.file, path.join(root, 'sub', 'index.html'));
     assert.equal(index.index, true);
+    // A link in the middle of the path, in the root and out of it, on either thread.
+    for (const resolve of [resolveFile, resolveFileSync]) {
+      const inner = await resolve(root, '/dirlink-in/page.html');
+      assert.equal(inner.file, path.join(root, 'sub', 'page.html'));
+      assert.equal(inner.path, path.join(root, 'dirlink-in', 'page.html'));
+      assert.deepEqual(await resolve(root, '/up/secret.txt'), { kind: 'refused', status: 404, why: 'a symbolic link out of the root' });
+    }
   });
 
   it('decodes once, strict UTF-8, from percent-encoding or raw bytes (read as latin1)', async () => {
@@ -201,6 +208,42 @@ describe('files: resolveFile', () => {
     assert.equal(found.realRoot, root);
     assert.equal(given.file, path.join(root, 'a.txt'));
     assert.equal(wrongRealRoot.status, 404);
+  });
+
+  it('reads the root\'s real path only at a link below it with lazyRealRoot, and answers as without it', async () => {
+    const lazy = { lazyRealRoot: true };
+    const served = ['/', '/a.txt', '/link-in', '/dirlink-in/', '/dirlink-in/page.html', '/up/secret.txt', '/evil', '/etc/passwd', '/loop',
+      '/sub', '/sub/', '/sub/page.html', '/empty/', '/.well-known/security.txt', '/nope', '/nope/x', '/a.txt/x', '/fifo'];
+    const answer = ({ stat, file, dir, realRoot, ...rest }) => ({ ...rest, ino: stat && stat.ino });
+    const paths = ({ file, dir, realRoot }) => ({ file, dir, realRoot });
+    for (const p of [...ATTACKS.map(([attack]) => attack), ...served]) {
+      const found = await resolveFile(root, p, lazy);
+      assert.deepEqual(answer(found), answer(await resolveFile(root, p)), p);
+      assert.deepEqual(answer(resolveFileSync(root, p, lazy)), answer(found), p);
+      // Without a link below the root, the path as asked; at one, the real path and the real root, as without lazyRealRoot.
+      if (found.realRoot === null) assert.equal(found.file || found.dir, found.path, p);
+      else if (found.realRoot !== undefined) assert.deepEqual(paths(found), paths(await resolveFile(root, p)), p);
+    }
+    assert.equal((await resolveFile(root, '/a.txt', lazy)).realRoot, null);
+    assert.equal((await resolveFile(root, '/link-in', lazy)).realRoot, root);
+    assert.deepEqual(await resolveFile(path.join(base, 'gone'), '/a.txt', lazy), { kind: 'missing' });
+    assert.equal(realRootSync(path.join(base, 'current')), root);
+    assert.equal(realRootSync(path.join(base, 'gone')), null);
+  });
+
+  it('follows a root link switched by a deploy at the next call with lazyRealRoot', async () => {
+    const release = path.join(base, 'release');
+    fs.symlinkSync('www', release);
+    onCleanup(() => fs.rmSync(release, { force: true }));
+    const before = resolveFileSync(release, '/a.txt', { lazyRealRoot: true });
+    fs.rmSync(release);
+    fs.symlinkSync('www-evil', release);
+    const after = resolveFileSync(release, '/secret.txt', { lazyRealRoot: true });
+
+    assert.equal(before.file, path.join(release, 'a.txt'));
+    assert.equal(before.stat.ino, fs.statSync(path.join(root, 'a.txt')).ino);
+    assert.deepEqual(resolveFileSync(release, '/a.txt', { lazyRealRoot: true }), { kind: 'missing' });
+    assert.equal(after.stat.ino, fs.statSync(path.join(base, 'www-evil', 'secret.txt')).ino);
   });
 
   it('answers missing when the root itself is gone (a deploy between two releases)', async () => {

@@ -9,6 +9,10 @@ const TIME = '(\\d{2}):(\\d{2}):(\\d{2})';
 const IMF_FIXDATE = new RegExp(`^(?:${DAYS}), (\\d{2}) (${MONTH}) (\\d{4}) ${TIME} GMT$`);
 const RFC850_DATE = new RegExp(`^(?:${LONG_DAYS}), (\\d{2})-(${MONTH})-(\\d{2}) ${TIME} GMT$`);
 const ASCTIME_DATE = new RegExp(`^(?:${DAYS}) (${MONTH}) ([ \\d]\\d) ${TIME} (\\d{4})$`);
+// Dates formatted, by second: a site's files share few modification times (a deploy writes
+// them within seconds), and Date's toUTCString costs a file's answer about a microsecond.
+const FORMATTED = new Map();
+const FORMATTED_LIMIT = 1024;
 
 /**
  * An HTTP-date's time (RFC 9110 §5.6.7): IMF-fixdate
@@ -43,7 +47,14 @@ function parseHttpDate(text, now = Date.now()) {
  * @returns {string}
  */
 function formatHttpDate(ms) {
-  return new Date(ms).toUTCString();
+  const second = Math.floor(ms / 1000);
+  let text = FORMATTED.get(second);
+  if (text === undefined) {
+    text = new Date(second * 1000).toUTCString();
+    if (FORMATTED.size >= FORMATTED_LIMIT) FORMATTED.clear();
+    FORMATTED.set(second, text);
+  }
+  return text;
 }
 
 module.exports = { parseHttpDate, formatHttpDate };

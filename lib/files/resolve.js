@@ -12,6 +12,8 @@ const DENIED = new Set(['EACCES', 'EPERM']);
 // The file system calls the checks make, through libuv's threadpool or on the calling thread.
 const ASYNC = { realpath: fsp.realpath, lstat: fsp.lstat };
 const SYNC = { realpath: fs.realpathSync.native, lstat: fs.lstatSync };
+// What `walking` answers at a link below its base: the path is to be resolved whole.
+const LINK = Symbol('LINK');
 
 /**
  * What a request path names under a root (issue 47: "nothing outside DIR,
@@ -30,18 +32,24 @@ const SYNC = { realpath: fs.realpathSync.native, lstat: fs.lstatSync };
  *
  * @param {string} root absolute and normalized (`path.resolve`); it may be a link itself (a deploy's `current`)
  * @param {string} path the request path as received (percent-encoded, latin1), without its query, after --strip-prefix
- * @param {{index?: string[], realRoot?: string, windows?: boolean}} [options] `index`: the names tried
- *   in a directory (default `['index.html']`); `realRoot`: `fs.realpath(root)` when the caller holds it
- *   (else it is asked for on each call, so that a root link switched by a deploy is followed at once);
+ * @param {{index?: string[], realRoot?: string, lazyRealRoot?: boolean, windows?: boolean}} [options]
+ *   `index`: the names tried in a directory (default `['index.html']`); `realRoot`: `fs.realpath(root)`
+ *   when the caller holds it (else it is asked for on each call, so that a root link switched by a
+ *   deploy is followed at once); `lazyRealRoot`: ask for it only when a link below the root is met
+ *   (or an index name is no plain name): a path with no link below the root names a file in the
+ *   directory the root names at that moment, whatever links lead to the root, and is answered with
+ *   that path (the root's real path would cost a readlink per directory of the root on every call);
  *   `windows`: refuse the names Windows reads as others (default: on Windows)
  * @returns {Promise<
- *   {kind: 'file', file: string, path: string, stat: import('node:fs').Stats, realRoot: string, index?: true} |
- *   {kind: 'directory', dir: string, path: string, stat: import('node:fs').Stats, realRoot: string, slash: boolean} |
+ *   {kind: 'file', file: string, path: string, stat: import('node:fs').Stats, realRoot: string | null, index?: true} |
+ *   {kind: 'directory', dir: string, path: string, stat: import('node:fs').Stats, realRoot: string | null, slash: boolean} |
  *   {kind: 'missing'} |
  *   {kind: 'refused', status: 400 | 403 | 404, why: string}>}
- *   `file`/`dir`: the real path, to open; `path`: the path under `root` as asked (its name gives the
+ *   `file`/`dir`: the real path, to open (with lazyRealRoot and `realRoot` null: the path under `root`
+ *   as asked, no link below the root in it); `path`: the path under `root` as asked (its name gives the
  *   Content-Type, precompressed siblings lie beside it); `realRoot`: the root's real path checked against
- *   (for `precompressedSiblings` and `directoryEntries`). Rejects only on an unexpected I/O error (EIO, EMFILE).
+ *   (for `precompressedSiblings` and `directoryEntries`; null when lazyRealRoot did without it, see
+ *   `realRootSync`). Rejects only on an unexpected I/O error (EIO, EMFILE).
  */
 async function resolveFile(root, path, options = {}) {
   return runAsync(resolving(root, path, options));
@@ -55,11 +63,22 @@ async function resolveFile(root, path, options = {}) {
  *
  * @param {string} root
  * @param {string} path
- * @param {{index?: string[], realRoot?: string, windows?: boolean}} [options]
+ * @param {{index?: string[], realRoot?: string, lazyRealRoot?: boolean, windows?: boolean}} [options]
  * @returns {ReturnType<typeof resolveFile> extends Promise<infer R> ? R : never} as resolveFile's, not a promise
  */
 function resolveFileSync(root, path, options = {}) {
   return runSync(resolving(root, path, options));
+}
+
+/**
+ * A root's real path, on the calling thread: what `resolveFile` checks
+ * against, for a caller whose answer came without it (lazyRealRoot).
+ *
+ * @param {string} root
+ * @returns {string | null} null: the root names nothing (now)
+ */
+function realRootSync(root) {
+  return runSync(realRootOf(root));
 }
 
 /**
@@ -100,7 +119,7 @@ function within(file, base) {
   return file.startsWith(prefix);
 }
 
-module.exports = { resolveFile, resolveFileSync, inspect, inspectSync, within, DEFAULT_INDEX };
+module.exports = { resolveFile, resolveFileSync, realRootSync, inspect, inspectSync, within, DEFAULT_INDEX };
 
 /*
  * The checks are written once, as generators that yield each file system call they make
@@ -113,10 +132,20 @@ function* resolving(root, path, options) {
   const joined = nodePath.join(root, ...asked.segments);
   // An invariant (segments hold no separator and no dot segment), checked all the same.
   if (!within(joined, root)) return { kind: 'refused', status: 404, why: 'a path out of the root' };
-  const realRoot = options.realRoot === undefined ? yield* realRootOf(root) : options.realRoot;
-  // A root removed while serving (a deploy between two releases) names nothing.
-  if (realRoot === null) return { kind: 'missing' };
-  const found = yield* inspecting(joined, realRoot);
+  const given = options.realRoot !== undefined;
+  let realRoot = given ? options.realRoot : null;
+  // lazyRealRoot: the names are walked from the root as named, whose own links the kernel follows at each call.
+  let found = !given && options.lazyRealRoot === true && asked.segments.length > 0 ? yield* walking(root, asked.segments) : LINK;
+  if (found === LINK) {
+    if (!given) {
+      realRoot = yield* realRootOf(root);
+      // A root removed while serving (a deploy between two releases) names nothing.
+      if (realRoot === null) return { kind: 'missing' };
+    }
+    // A real root the caller holds is checked against, not walked from: what it says is not known here.
+    if (!given) found = yield* walking(realRoot, asked.segments);
+    if (found === LINK) found = yield* inspecting(joined, realRoot);
+  }
   if (found.kind === 'file') {
     // /file.txt/ names no directory (ENOTDIR to a shell), as nginx answers it.
     return asked.slash ? { kind: 'missing' } : { kind: 'file', file: found.real, path: joined, stat: found.stat, realRoot };
@@ -126,11 +155,41 @@ function* resolving(root, path, options) {
     for (const name of options.index === undefined ? DEFAULT_INDEX : options.index) {
       const indexPath = nodePath.join(joined, name);
       if (!within(indexPath, joined)) continue;
-      const index = yield* inspecting(indexPath, realRoot);
+      let index = plainName(name) ? yield* walking(found.real, [name]) : LINK;
+      if (index === LINK) {
+        realRoot ??= yield* realRootOf(root);
+        if (realRoot === null) return { kind: 'missing' };
+        index = yield* inspecting(indexPath, realRoot);
+      }
       if (index.kind === 'file') return { kind: 'file', file: index.real, path: indexPath, stat: index.stat, realRoot, index: true };
     }
   }
   return { kind: 'directory', dir: found.real, path: joined, stat: found.stat, realRoot, slash: asked.slash };
+}
+
+/*
+ * What `names` name under `base`, checked as `inspecting` checks the same path: one lstat per
+ * name, in order, while none is a link. `base` is the root's real path (no link in it), or with
+ * lazyRealRoot the root as named. Then the path to open is `base` and the names joined, and
+ * realpath's readlink of every component of the path, the root's again among them, is saved: for
+ * a file at the top of a root three directories deep, one system call in place of five
+ * (realpath's 4, then lstat). At the first link, LINK: the caller resolves the path whole with
+ * `inspecting`, as it always did. Each name is one component: no separator, not `.` or `..`.
+ */
+function* walking(base, names) {
+  let real = base;
+  let stat;
+  try {
+    if (names.length === 0) stat = yield ['lstat', real];
+    for (const name of names) {
+      real = real.endsWith(nodePath.sep) ? real + name : real + nodePath.sep + name;
+      stat = yield ['lstat', real];
+      if (stat.isSymbolicLink()) return LINK;
+    }
+  } catch (err) {
+    return failed(err);
+  }
+  return kindOf(real, stat);
 }
 
 function* inspecting(file, realRoot) {
@@ -142,13 +201,27 @@ function* inspecting(file, realRoot) {
     // lstat: the real path holds no link, unless one was put there since; then it is not followed.
     stat = yield ['lstat', real];
   } catch (err) {
-    if (MISSING.has(err.code)) return { kind: 'missing' };
-    if (DENIED.has(err.code)) return { kind: 'refused', status: 403, why: 'permission denied' };
-    throw err;
+    return failed(err);
   }
+  return kindOf(real, stat);
+}
+
+function kindOf(real, stat) {
   if (stat.isFile()) return { kind: 'file', real, stat };
   if (stat.isDirectory()) return { kind: 'directory', real, stat };
   return { kind: 'refused', status: 404, why: 'neither a regular file nor a directory' };
+}
+
+// A file system call's error as what the path names: nothing (404), nothing lila may read (403), or thrown.
+function failed(err) {
+  if (MISSING.has(err.code)) return { kind: 'missing' };
+  if (DENIED.has(err.code)) return { kind: 'refused', status: 403, why: 'permission denied' };
+  throw err;
+}
+
+// An index name that is one component, which `walking` can take.
+function plainName(name) {
+  return name !== '.' && name !== '..' && !name.includes('/') && !name.includes(nodePath.sep);
 }
 
 function* realRootOf(root) {

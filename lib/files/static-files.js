@@ -1,10 +1,11 @@
 'use strict';
 
 const fs = require('node:fs');
-const { resolveFileSync } = require('./resolve');
+const { resolveFileSync, realRootSync } = require('./resolve');
 const { openFileSync } = require('./open');
 const { contentTypeOf } = require('./mime');
 const { etagOf, lastModifiedOf, preconditions } = require('./validators');
+const { formatHttpDate } = require('./http-date');
 const { parseRange, ifRangeAllows, multipartByteranges, contentRange, unsatisfiedRange } = require('./ranges');
 const { precompressedSiblingsSync, chooseSibling } = require('./precompressed');
 const { directoryEntries } = require('./entries');
@@ -98,13 +99,19 @@ class StaticFiles {
     return quiet(new LilaError(codes.NO_FILE, 'no such file', 404));
   }
 
-  // resolveFileSync, lila's own errors (out of descriptors, an I/O error) as answers.
+  // resolveFileSync, lila's own errors (out of descriptors, an I/O error) as answers. The root's
+  // real path is read only where a link below it, a sibling or a listing needs it (realRoot()).
   resolve(path) {
     try {
-      return resolveFileSync(this.root, path, { index: this.index });
+      return resolveFileSync(this.root, path, { index: this.index, lazyRealRoot: true });
     } catch (err) {
       return localError(err);
     }
+  }
+
+  // What resolve() found's links are checked against: the root's real path, read now if it was not; null: the root is gone.
+  realRoot(found) {
+    return found.realRoot !== null ? found.realRoot : realRootSync(this.root);
   }
 
   /**
@@ -118,7 +125,13 @@ class StaticFiles {
     let coding = null;
     let vary = false;
     if (this.precompressed) {
-      const siblings = precompressedSiblingsSync(found, found.realRoot);
+      let realRoot;
+      try {
+        realRoot = this.realRoot(found);
+      } catch (err) {
+        return localError(err);
+      }
+      const siblings = realRoot === null ? [] : precompressedSiblingsSync(found, realRoot);
       vary = siblings.length > 0;
       const sibling = vary ? chooseSibling(request.headers['accept-encoding'], siblings) : null;
       if (sibling !== null) {
@@ -137,7 +150,8 @@ class StaticFiles {
     const etag = etagOf(stat, coding);
     const lastModified = lastModifiedOf(stat);
     const type = contentTypeOf(found.path);
-    const headers = ['Last-Modified', lastModified, 'ETag', etag, 'Accept-Ranges', 'bytes'];
+    // Date: an origin server with a clock sends it (RFC 9110 §6.6.1), as nginx does.
+    const headers = ['Date', formatHttpDate(Date.now()), 'Last-Modified', lastModified, 'ETag', etag, 'Accept-Ranges', 'bytes'];
     if (vary) headers.push('Vary', 'Accept-Encoding');
     const validators = { etag, lastModified };
     const precondition = preconditions(request, validators, request.method);
@@ -175,7 +189,9 @@ class StaticFiles {
   async listing(passage, found) {
     let entries;
     try {
-      entries = await directoryEntries(found.dir, found.realRoot);
+      const realRoot = this.realRoot(found);
+      if (realRoot === null) return this.missing(passage);
+      entries = await directoryEntries(found.dir, realRoot);
     } catch (err) {
       return localError(err);
     }

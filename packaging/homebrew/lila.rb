@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "27ea1c1179a2f137567e02559fcddaf0bed5868e1a554e614b50cbf71f4152c3"
+  sha256 "c5aa27032cb45524f8c1a61e8dfb183ea37410fd3feb3ee00b4ef1508d2408b0"
   license "MIT"
 
   depends_on "node"

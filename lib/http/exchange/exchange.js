@@ -91,6 +91,7 @@ class Exchange extends ResponseRelay {
     this.upstream = upstream;
     this.received = true;
     this.respond(upstream.head());
+    upstream.start();
   }
 
   /**

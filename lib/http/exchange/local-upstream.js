@@ -11,7 +11,10 @@ const kRelay = Symbol('kRelay');
  * body's pieces to the relay with backpressure (the relay pauses and
  * resumes it as it pauses an upstream socket), and it is destroyed with the
  * response. A body that fails or ends short cuts the response (the file
- * changed or went away under it), blaming no backend.
+ * changed or went away under it), blaming no backend. A body held whole (a
+ * Buffer: a short file) goes to the relay at once after the head
+ * (`start()`), not through the answer's stream: a stream's ticks and events
+ * cost a short file's answer as much as reading it.
  */
 class LocalUpstream {
   /**
@@ -23,9 +26,21 @@ class LocalUpstream {
     this.response = local;
     this.relay = relay;
     local[kRelay] = this;
+    this.whole = local.body === null || Buffer.isBuffer(local.body);
+    if (this.whole) return;
     local.on('data', localOnData);
     local.on('end', localOnEnd);
     local.on('error', localOnError);
+  }
+
+  /** After the head: a whole body is relayed, and its end told, at once. */
+  start() {
+    if (!this.whole) return;
+    const local = this.response;
+    const body = local.body;
+    local.body = null;
+    if (body !== null && body.length > 0) localOnData.call(local, body);
+    localOnEnd.call(local);
   }
 
   /**
