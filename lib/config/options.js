@@ -463,7 +463,7 @@ const OPTIONS = [
     help: 'serve the admin API on this port: GET / (the live dashboard), GET /events, GET /status, GET /metrics (Prometheus), ' +
       'GET /route?key= (or ?id=), GET and PUT /config (with a config file or --store), GET /cluster (with --store), ' +
       'POST /pools/<pool>/backends, DELETE and PATCH ' +
-      '/pools/<pool>/backends/<name>, POST .../drain and .../enable (/backends/... while one pool runs); ' +
+      '/pools/<pool>/backends/<name>, POST .../drain and .../enable (/backends/... while one pool runs), POST /cache/purge; ' +
       'host 127.0.0.1 unless given',
     read: hostAndPort
   },
