@@ -274,7 +274,7 @@ class KeyFetch {
     this.done(false);
   }
 
-  // A 103 Early Hints goes to the clients waiting for the head (never stored: RFC 9111 §3).
+  // An interim head (103 Early Hints, 102) goes to the clients waiting for the final one (never stored: RFC 9111 §3).
   hints(head) {
     for (const { passage } of this.waiters) if (!passage.done && !passage.gone()) passage.inform(head);
   }

@@ -91,8 +91,9 @@ class ResponseRelay extends Passage {
   }
 
   /**
-   * Relays an interim response: 100 Continue to a client that asked for it,
-   * 103 Early Hints to HTTP/1.1 clients; others are dropped.
+   * Relays an interim response (RFC 9110 §15.2: a proxy forwards 1xx, but
+   * to HTTP/1.0 clients): 100 Continue to a client that asked for it, once;
+   * 102, 103 Early Hints and the others as they came (101 is an upgrade's).
    */
   inform(head) {
     if (this.request.httpVersionMinor === 0) return;
@@ -100,8 +101,9 @@ class ResponseRelay extends Passage {
       if (!this.request.expectContinue || this.continued) return;
       this.continued = true;
       this.emit('HTTP/1.1 100 Continue\r\n\r\n');
-    } else if (head.status === 103) {
-      this.emit(`HTTP/1.1 103 Early Hints\r\n${fieldLines(head.rawHeaders)}\r\n`);
+    } else if (head.status !== 101) {
+      const reason = head.reason || STATUS_CODES[head.status] || '';
+      this.emit(`HTTP/1.1 ${head.status} ${reason}\r\n${fieldLines(head.rawHeaders)}\r\n`);
     }
   }
 

@@ -17,7 +17,8 @@ const kUpstream = Symbol('kUpstream');
  * @typedef {object} FetchSink what a fetch's answer goes to (a cache's fetch of a key, `lib/cache/`)
  * @property {(status: number, headers: string[], reason: string) => void} head the backend's final head,
  *   `[name, value, ...]` as received
- * @property {(head: {status: number, rawHeaders: string[]}) => void} inform a 103 Early Hints before the final head
+ * @property {(head: {status: number, reason: string, rawHeaders: string[]}) => void} inform an interim head (102, 103
+ *   Early Hints...) before the final one
  * @property {(chunk: Buffer) => boolean} body a piece of its body (unframed); false: read no more until `fetch.resume()`
  * @property {() => void} end the body is whole
  * @property {(error: LilaError) => void} failed no answer: lila's own (502, 503, 504); or, once the head came, the body cut short
@@ -268,11 +269,12 @@ function socketOnReady() {
   this.setTimeout(fetch.binding.settings.timeout);
 }
 
-// 103 Early Hints go to the clients waiting (100 Continue is core http's own: a fetch sends no body).
+// 103 Early Hints and the other 1xx go to the clients waiting (100 Continue is core http's own: a
+// fetch sends no body; 101 is an upgrade's).
 function requestOnInformation(info) {
   const fetch = this[kFetch];
-  if (info.statusCode === 103 && fetch.upstream !== null && fetch.upstream.request === this && !fetch.responded) {
-    fetch.sink.inform({ status: 103, rawHeaders: info.rawHeaders });
+  if (info.statusCode > 101 && fetch.upstream !== null && fetch.upstream.request === this && !fetch.responded) {
+    fetch.sink.inform({ status: info.statusCode, reason: info.statusMessage, rawHeaders: info.rawHeaders });
   }
 }
 
