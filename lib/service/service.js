@@ -16,7 +16,7 @@ const { warnLowOpenFiles } = require('../net/local-errors');
 const { formatHostPort } = require('../net/address');
 const { TicketKeyRotation } = require('../tls/ticket-keys');
 const AcmeRunner = require('../acme/runner');
-const { rateLimitStoreOf } = require('./rate-limit-store');
+const { rateLimitStoreOf, firstContact } = require('./rate-limit-store');
 const Cache = require('../cache/cache');
 const { DEFAULT_DRAIN_MS } = require('../config/defaults');
 const { LilaError } = require('../errors');
@@ -153,9 +153,11 @@ class Service {
     if (this.role !== WORKER) for (const warning of plan.model.warnings) this.logger.warn(warning);
     if (this.role === PRIMARY) return this.workerSide.startPrimary(plan);
     if (plan.listeners.some((item) => item.listener.certificates !== null)) this.shareTicketKeys();
-    // Stored certificates are in place before the first handshake (orders go on after), a fleet's drains before the first request.
+    // Stored certificates are in place before the first handshake (orders go on after), a fleet's drains and the
+    // rate limits' store (within its deadline) before the first request.
     if (this.acme !== null && this.role !== WORKER) await this.acme.start(this.configuration.certified(plan));
     if (this.fleet !== null) this.fleet.prime(plan.pools);
+    if (this.rateLimits !== null) await firstContact(this.rateLimits);
     try {
       if (this.cache !== null) await this.cache.openDisk();
       await this.configuration.commit(plan, { reusePort: workerReusesPort() });
