@@ -12,7 +12,8 @@ const HEAD_LIMIT = 16 * 1024;
 const kState = Symbol('kState');
 
 /**
- * Downloads one path over and over on keep-alive connections, each GET sent
+ * Downloads one path (or several, each connection taking them in turn from
+ * its own first one) over and over on keep-alive connections, each GET sent
  * when the answer before it has ended, and counts answers and bytes; every
  * byte received counts, the last answers' cut off at the end too.
  * autocannon parses bodies in JavaScript and tops out near 45 MB/s on one
@@ -24,29 +25,30 @@ const kState = Symbol('kState');
  *
  * @param {object} options
  * @param {number} options.port at 127.0.0.1
- * @param {string} options.path the request target: `/100m.bin`
+ * @param {string} [options.path] the request target: `/100m.bin`
+ * @param {string[]} [options.paths] several, in place of `path`: `/100k/0`, `/100k/1`...
  * @param {number} options.connections
  * @param {number} options.duration seconds
  * @param {number[]} options.pids the server's process tree
  * @returns {Promise<{rps: number, requests: number, bytes: number, errors: number, cpu: number | null}>}
  */
-async function downloads({ port, path, connections, duration, pids }) {
-  await download(port, path, connections, WARMUP_SECONDS);
-  const { value: totals, cpu } = await cpuDuring(pids, () => download(port, path, connections, duration));
+async function downloads({ port, path, paths = [path], connections, duration, pids }) {
+  await download(port, paths, connections, WARMUP_SECONDS);
+  const { value: totals, cpu } = await cpuDuring(pids, () => download(port, paths, connections, duration));
   return { rps: totals.requests / duration, requests: totals.requests, bytes: totals.bytes, errors: totals.errors, cpu };
 }
 
 module.exports = { downloads };
 
-function download(port, path, connections, seconds) {
+function download(port, paths, connections, seconds) {
   return new Promise((resolve) => {
     const totals = { requests: 0, bytes: 0, errors: 0 };
-    const request = Buffer.from(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+    const requests = paths.map((path) => Buffer.from(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`));
     const sockets = [];
     for (let i = 0; i < connections; i++) {
       // No delay: a GET waiting on Nagle for the ACK of the last one costs a delayed ACK (40 ms) per answer.
       const socket = net.connect({ port, host: '127.0.0.1', noDelay: true });
-      socket[kState] = { totals, request, head: null, remaining: -1, ending: false };
+      socket[kState] = { totals, requests, next: i % requests.length, head: null, remaining: -1, ending: false };
       socket.on('connect', socketOnConnect);
       socket.on('data', socketOnData);
       socket.on('error', socketOnError);
@@ -64,7 +66,7 @@ function download(port, path, connections, seconds) {
 }
 
 function socketOnConnect() {
-  this.write(this[kState].request);
+  sendNext(this, this[kState]);
 }
 
 // remaining: -1 while a head is read, else the body's bytes still to come. An answer that is no
@@ -99,9 +101,14 @@ function socketOnData(chunk) {
     if (state.remaining === 0) {
       state.remaining = -1;
       state.totals.requests++;
-      this.write(state.request);
+      sendNext(this, state);
     }
   }
+}
+
+function sendNext(socket, state) {
+  socket.write(state.requests[state.next]);
+  state.next = (state.next + 1) % state.requests.length;
 }
 
 // A connection lost or refused is counted as an error when it closes.

@@ -204,7 +204,42 @@ function haproxyConfig({ openFiles, keepAliveSeconds, mode, port, backends, tls,
   ].join('\n');
 }
 
-module.exports = { nginxBackends, nginxProxy, nginxStreamModule, nginxHttp2Syntax, haproxyConfig };
+/**
+ * nginx with one worker caching what `origin` answers (`proxy_cache`), as the HTTP working
+ * group's cache tests configure it (docker/nginx/nginx.conf: `proxy_cache_revalidate on`, HTTP/1.1
+ * upstream), with `proxy_cache_lock on` (collapsed misses, as lila's cache does) and no
+ * `proxy_cache_valid`, so that only the answers' headers say what is stored and for how long.
+ * For bench/cache.js, `statusHeader` names a header that tells each answer's
+ * `$upstream_cache_status` (HIT, MISS...), and `sendfile` turns `sendfile` on: a stored body
+ * goes from the cache file to the socket (without `tcp_nopush`, which Debian's nginx.conf adds:
+ * with it, hits of 100 KB stall here, a quarter of the requests per second).
+ *
+ * @param {Common & {port: number, origin: number, statusHeader?: string | null, sendfile?: boolean}} options
+ * @returns {string} nginx.conf
+ */
+function nginxCache({ dir, openFiles, keepAliveSeconds, port, origin, statusHeader = null, sendfile = false }) {
+  const http = [
+    'http {',
+    ...nginxHttpBasics(dir, keepAliveSeconds),
+    ...(sendfile ? ['  sendfile on;'] : []),
+    `  proxy_cache_path ${dir}/cache levels=1:2 keys_zone=suite:8m;`,
+    '  server {',
+    ...nginxListen(port),
+    '    location / {',
+    `      proxy_pass http://127.0.0.1:${origin};`,
+    '      proxy_http_version 1.1;',
+    '      proxy_cache suite;',
+    '      proxy_cache_revalidate on;',
+    '      proxy_cache_lock on;',
+    ...(statusHeader === null ? [] : [`      add_header ${statusHeader} $upstream_cache_status;`]),
+    '    }',
+    '  }',
+    '}'
+  ];
+  return nginxMain({ dir, openFiles, body: http });
+}
+
+module.exports = { nginxBackends, nginxProxy, nginxCache, nginxStreamModule, nginxHttp2Syntax, haproxyConfig };
 
 // One worker, run as the current user, everything it writes in `dir`.
 function nginxMain({ dir, openFiles, loadModule = null, body }) {

@@ -10,13 +10,14 @@ const { createAdminServer } = require('../lib/ops/admin-server');
  * 127.0.0.1:0, as lila wires them; both stopped on cleanup.
  *
  * @param {string[]} lines the config text, a line each
- * @param {{token?: string}} [options]
+ * @param {{token?: string, cache?: object, logger?: Logger}} [options] cache: the service's cache options
+ *   (`cacheSize`, `cacheLockTimeout`...); logger: in place of a silent one
  * @returns {Promise<{service: object, port: number, admin: import('node:http').Server, adminPort: number, url: string}>}
  *   port: the first listener's
  */
 async function startConfiguredAdmin(lines, options = {}) {
-  const logger = new Logger({ level: 'silent' });
-  const service = createService({ config: `${lines.join('\n')}\n`, logger, drainTimeout: 2000 });
+  const logger = options.logger ?? new Logger({ level: 'silent' });
+  const service = createService({ config: `${lines.join('\n')}\n`, logger, drainTimeout: 2000, cache: options.cache });
   const address = await service.start();
   onCleanup(() => {
     service.stop();

@@ -359,6 +359,25 @@ describe('dashboard in a browser', function () {
       assert.deepEqual(problems, []);
     });
 
+    it("says a --cache route's share of lookups answered from the store, as it changes", async () => {
+      const origin = await startHttpBackend('ORIGIN', (req, res) => {
+        req.resume();
+        res.writeHead(200, { 'Cache-Control': 'max-age=600' });
+        res.end('stored');
+      });
+      const lila = await startConfiguredAdmin([`pool app round-robin ${origin.address}`, 'listen 127.0.0.1:0', '  route * app --cache']);
+      for (let i = 0; i < 4; i++) await request(lila.port, { agent: false });
+
+      const { page, problems } = await open(lila.url);
+
+      const [route] = (await listenersShown(page))[0].routes;
+      assert.deepEqual(route, ['*', 'pool app 1 of 1 up · cached: 75% from the store (3 hit, 1 miss)', '4 requests']);
+      for (let i = 0; i < 4; i++) await request(lila.port, { agent: false });
+      await page.waitForFunction(() => document.querySelector('#listeners .cache').textContent === ' · cached: 88% from the store (7 hit, 1 miss)',
+        null, { timeout: 5000 });
+      assert.deepEqual(problems, []);
+    });
+
     it('is readable in a window 360 px wide: no sideways scroll, every address whole', async () => {
       const lila = await startSites();
 

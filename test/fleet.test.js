@@ -29,9 +29,9 @@ function temporaryDirectory() {
 }
 
 // The fleet: backends A and B, and three lila machines that reach both and `etcd` (three members).
-async function startFleet(etcd, { members = 3 } = {}) {
-  const backends = await Promise.all(['A', 'B'].map((name) => startHttpBackend(name)));
-  const config = [`pool web round-robin ${backends.map((b) => b.address).join(' ')}`, `listen 127.0.0.1:${PORT}`, '  route * web'].join('\n') + '\n';
+async function startFleet(etcd, { members = 3, handler, route = '' } = {}) {
+  const backends = await Promise.all(['A', 'B'].map((name) => startHttpBackend(name, handler === undefined ? undefined : handler(name))));
+  const config = [`pool web round-robin ${backends.map((b) => b.address).join(' ')}`, `listen 127.0.0.1:${PORT}`, `  route * web${route}`].join('\n') + '\n';
   await etcd.put(`${etcd.prefix}/config`, config);
   const fleet = { etcd, backends, config, machines: [] };
   fleet.start = async (i) => {
@@ -193,6 +193,41 @@ describe('a fleet of three lila on machines of their own, sharing a configuratio
       await fleet.start(i);
     }
     for (const machine of fleet.machines) assert.deepEqual([...new Set(await bodies(machine, 6))], ['B'], machine.name);
+  });
+
+  it('purges a cache through one member on all three within the deadline', async () => {
+    let served = 0;
+    const handler = (name) => (req, res) => {
+      req.resume();
+      res.writeHead(200, { 'Cache-Control': 'max-age=600', 'Cache-Tag': 'page' });
+      res.end(`${name} ${++served}`);
+    };
+    const fleet = await startFleet(sharedEtcd(), { handler, route: ' --cache' });
+    const [one] = fleet.machines;
+    const page = (machine) => request(machine.port(PORT), { path: '/page' });
+    for (const machine of fleet.machines) {
+      const first = await page(machine);
+      const again = await page(machine);
+      assert.equal(again.body, first.body, machine.name);
+      assert.match(again.headers['cache-status'], /^lila; hit/, machine.name);
+    }
+    const stored = served;
+    const started = performance.now();
+    const purgedEverywhere = fleet.machines.slice(1).map((machine) => machine.waitFor(/^lila: cache: purged 1 stored answer .* through the fleet$/, DEADLINE_MS)
+      .then(() => performance.now() - started));
+    const purged = await request(one.port(ADMIN), {
+      method: 'POST', path: '/cache/purge', body: '{"tag": "page"}',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }
+    });
+    assert.equal(purged.status, 200, purged.body);
+    assert.deepEqual(JSON.parse(purged.body), { purged: 1, fleet: 'shared' });
+    const took = await Promise.all(purgedEverywhere);
+    console.log(`      purged on the other members ${took.map((ms) => `${ms.toFixed(0)} ms`).join(', ')} after the POST`);
+    for (const machine of fleet.machines) {
+      const fetched = await page(machine);
+      assert.match(fetched.headers['cache-status'], /fwd=uri-miss/, machine.name);
+    }
+    assert.equal(served, stored + 3);
   });
 
   it('lists three members in GET /cluster, then two once a killed member\'s lease has expired', async () => {

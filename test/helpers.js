@@ -711,8 +711,9 @@ function untilWritten(lila, find, what, ms) {
  * What a lila started with `heapProbe` still holds after a garbage collection.
  *
  * @param {ReturnType<typeof spawnLila>} lila
- * @returns {Promise<{heapUsed: number, sockets: number, sessions: number, streams: number}>}
- *   sockets: net.Socket (TLS ones included); sessions and streams: HTTP/2's, both sides
+ * @returns {Promise<{heapUsed: number, arrayBuffers: number, sockets: number, sessions: number, streams: number}>}
+ *   arrayBuffers: the bytes of Buffers (outside the heap); sockets: net.Socket (TLS ones included); sessions and
+ *   streams: HTTP/2's, both sides
  */
 function liveObjects(lila) {
   return new Promise((resolve, reject) => {

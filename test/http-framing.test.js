@@ -21,6 +21,7 @@ const {
   request,
   sha256,
   collect,
+  rawRequest,
   responseReader
 } = require('./helpers');
 
@@ -170,6 +171,39 @@ for (const engine of HTTP_ENGINES) {
         const [res] = await once(req, 'response');
 
         assert.deepEqual(JSON.parse(await collect(res)), { body: 'part 1,part 2', rawTrailers: ['X-Checksum', 'c0ffee'] });
+      });
+    });
+
+    describe('interim responses', () => {
+      it('relays 102 Processing and 103 Early Hints before the final answer (RFC 9110 §15.2)', async () => {
+        const backend = await startHttpBackend('A', (req, res) => {
+          req.resume();
+          res.writeProcessing();
+          res.writeEarlyHints({ link: '</app.css>; rel=preload; as=style' }, () => res.end('final'));
+        });
+        const proxy = await start([backend]);
+
+        const req = http.request({ host: '127.0.0.1', port: proxy.port, agent: false });
+        const interim = [];
+        req.on('information', (info) => interim.push([info.statusCode, info.headers.link]));
+        req.end();
+        const [res] = await once(req, 'response');
+
+        assert.deepEqual(interim, [[102, undefined], [103, '</app.css>; rel=preload; as=style']]);
+        assert.equal((await collect(res)).toString(), 'final');
+      });
+
+      it('sends an HTTP/1.0 client none', async () => {
+        const backend = await startHttpBackend('A', (req, res) => {
+          req.resume();
+          res.writeEarlyHints({ link: '</app.css>; rel=preload' }, () => res.end('final'));
+        });
+        const proxy = await start([backend]);
+
+        const answer = await rawRequest(proxy.port, 'GET / HTTP/1.0\r\nHost: x\r\n\r\n');
+
+        assert.match(answer, /^HTTP\/1\.[01] 200 /);
+        assert.doesNotMatch(answer, /103/);
       });
     });
 

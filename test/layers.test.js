@@ -38,6 +38,11 @@ const MAY_IMPORT = {
   // What a file request is answered (a route's --root): the file a path names, its type, validators,
   // ranges, listing; no socket. Accept-Encoding is read by --compress's one parser.
   files: ['http/lifecycle', 'http/compression', 'errors'],
+  // The shared cache (--cache): its policy (RFC 9111, 9213, 5861, 9211) and its stores; it answers
+  // conditional and range requests from a stored answer with files' validators, ranges and dates.
+  // lila's own requests to a pool (a cache's fetches): a passage without a client, on the pools' connections.
+  'http/fetch': ['http/lifecycle', 'http/upstream', 'http/wire', 'http', 'pool-binding', 'net', 'errors'],
+  cache: ['files', 'http/fetch', 'http/lifecycle', 'http', 'errors'],
   // Upgrades (WebSocket and others), from either engine: a passage whose sockets are then joined.
   'http/upgrade': ['http/lifecycle', 'http', 'actions', 'pool-binding', 'net', 'errors'],
   // One request on its way to a backend of its pool, for HTTP/1.1 and h2 clients alike.
@@ -60,7 +65,7 @@ const MAY_IMPORT = {
   // A rate limit counts by --hash-key's grammar and reader (--rate-limit-key).
   limits: ['balancing/strategies', 'errors'],
   // Routes choose a pool (and --mirror's pools); they know pools only as the objects they are handed.
-  routing: ['files', 'http/lifecycle', 'http/mirror', 'http/compression', 'balancing', 'balancing/strategies', 'actions', 'pool-binding', 'layers', 'errors'],
+  routing: ['cache', 'files', 'http/lifecycle', 'http/mirror', 'http/compression', 'balancing', 'balancing/strategies', 'actions', 'pool-binding', 'layers', 'errors'],
   pool: ['balancing', 'balancing/strategies', 'config', 'discovery', 'health', 'tls', 'ops', 'layers', 'errors'],
   // A listener knows pools only as what its routes name and its engine binds.
   listener: ['engines', 'routing', 'tls', 'limits', 'config', 'ops', 'pool-binding', 'layers', 'net', 'errors'],
@@ -68,7 +73,7 @@ const MAY_IMPORT = {
   fleet: ['store', 'acme', 'balancing', 'ops', 'net', 'errors'],
   // --kubernetes: a cluster's resources made into a config text, run by a service it is handed.
   kubernetes: ['store', 'net', 'errors'],
-  service: ['listener', 'pool', 'cluster', 'config', 'tls', 'acme', 'limits', 'store', 'ops', 'layers', 'net', 'errors'],
+  service: ['listener', 'pool', 'cluster', 'config', 'tls', 'acme', 'limits', 'cache', 'store', 'ops', 'layers', 'net', 'errors'],
   cli: ['service', 'fleet', 'kubernetes', 'store', 'config', 'routing', 'actions', 'acme', 'balancing', 'balancing/strategies', 'tls', 'ops', 'errors'],
   index: ['service', 'config', 'balancing', 'balancing/strategies', 'ops', 'errors']
 };

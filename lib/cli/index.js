@@ -188,12 +188,21 @@ function parseCommandLine(args, env = process.env) {
       drainTimeout: options['drain-timeout'],
       admin: adminOf(options, env),
       workers: options.workers,
-      rateLimitStore: rateLimitStoreOf(options, env)
+      rateLimitStore: rateLimitStoreOf(options, env),
+      cache: cacheOf(options)
     }
   };
 }
 
 module.exports = { run, parseCommandLine };
+
+// --cache-size, --cache-dir and the cache's other global options, as the service takes them.
+function cacheOf(options) {
+  return {
+    cacheSize: options['cache-size'], cacheDir: options['cache-dir'], cacheDirSize: options['cache-dir-size'],
+    cacheMaxObject: options['cache-max-object'], cacheLockTimeout: options['cache-lock-timeout'], cacheStaleIfError: options['cache-stale-if-error']
+  };
+}
 
 // What help was asked for: `lila help config`, `lila --help push`. Other words after --help
 // are a command line's (lila round-robin a:1 --help), which gets the whole help; after `help`,
@@ -278,7 +287,8 @@ function configuredService(model, file, given, env, label = file) {
     admin: adminOf(options, env),
     workers: options.workers,
     acme: acmeOf(options),
-    rateLimitStore: rateLimitStoreOf(options, env)
+    rateLimitStore: rateLimitStoreOf(options, env),
+    cache: cacheOf(options)
   };
 }
 

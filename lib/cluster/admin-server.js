@@ -141,6 +141,11 @@ async function answer(primary, request, logger, acme) {
     if (replies.length === 0) throw settled[0].reason;
     // Workers apply the same change to the same members: they answer alike.
     if (replies.length < ports.length) logger.warn(`admin: ${request.method} ${request.url} reached ${replies.length} of ${ports.length} workers`);
+    // A purge: each worker purged its own memory (and the disk the first one reached): the most any one let go.
+    if (path === '/cache/purge' && replies.every((reply) => reply.status === 200)) {
+      const answers = replies.map((reply) => JSON.parse(reply.body));
+      return json(200, { ...answers[0], purged: Math.max(...answers.map((one) => one.purged)) });
+    }
     return replies[0];
   } catch (err) {
     return json(502, { error: `a worker did not answer: ${err.message}` });

@@ -5,7 +5,7 @@ const Logger = require('../ops/logger');
 const { MIN_VERSIONS } = require('../tls/certificate-store');
 const { CLIENT_VERIFY_MODES } = require('../tls/client-verification');
 const { validateCiphers, validateCurves } = require('../tls/profile');
-const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers, validateDirectory, validateNames } = require('./validate');
+const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers, validateDirectory, validateNames, validateCacheDir } = require('./validate');
 const { parseRateLimit, parseRateLimitName, validateSize, parseSticky } = require('./traffic-values');
 const { parseMirror } = require('./mirror-values');
 const { DEFAULTS, DEFAULT_DRAIN_MS, LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS } = require('./defaults');
@@ -463,7 +463,7 @@ const OPTIONS = [
     help: 'serve the admin API on this port: GET / (the live dashboard), GET /events, GET /status, GET /metrics (Prometheus), ' +
       'GET /route?key= (or ?id=), GET and PUT /config (with a config file or --store), GET /cluster (with --store), ' +
       'POST /pools/<pool>/backends, DELETE and PATCH ' +
-      '/pools/<pool>/backends/<name>, POST .../drain and .../enable (/backends/... while one pool runs); ' +
+      '/pools/<pool>/backends/<name>, POST .../drain and .../enable (/backends/... while one pool runs), POST /cache/purge; ' +
       'host 127.0.0.1 unless given',
     read: hostAndPort
   },
@@ -619,6 +619,42 @@ const OPTIONS = [
     read: validateSize
   },
   {
+    name: 'cache', group: 'cache', scope: 'route', default: 'off', action: 'cache',
+    help: 'store what RFC 9111 lets a shared cache store of this route\'s answers, and answer from the store: fresh ' +
+      'answers at once, stale ones revalidated, one fetch per key however many clients ask at once'
+  },
+  {
+    name: 'cache-size', arg: '<bytes>', group: 'cache', scope: 'global', default: '256m',
+    help: 'the memory --cache stores in, in bytes or with k, m or g (headers counted); past it, the least recently used go',
+    read: validateSize
+  },
+  {
+    name: 'cache-dir', arg: '<dir>', group: 'cache', scope: 'global', default: 'none',
+    help: 'also store on disk in this directory: what is stored survives a restart, and --workers share it',
+    read: (value, flag) => validateCacheDir(value, flag)
+  },
+  {
+    name: 'cache-dir-size', arg: '<bytes>', group: 'cache', scope: 'global', default: '1g',
+    help: 'the disk --cache-dir stores on, in bytes or with k, m or g; past it, the least recently used go',
+    read: validateSize
+  },
+  {
+    name: 'cache-max-object', arg: '<bytes>', group: 'cache', scope: 'global', default: '8m',
+    help: 'the largest answer --cache stores (its body); a larger one goes to its clients as usual, not stored',
+    read: validateSize
+  },
+  {
+    name: 'cache-lock-timeout', arg: '<t>', group: 'cache', scope: 'global', default: '5s',
+    help: 'how long a request waits for another one\'s fetch of the same answer before it goes to the backend on its own',
+    read: validateDuration
+  },
+  {
+    name: 'cache-stale-if-error', arg: '<t>', group: 'cache', scope: 'global', default: '0',
+    help: 'how long past its freshness a stored answer that says no stale-if-error of its own may be given when the ' +
+      'backend fails (refused, reset, timed out, 500, 502, 503, 504)',
+    read: validateDuration
+  },
+  {
     name: 'root', arg: '<dir>', group: 'files', scope: 'route', default: 'off', action: 'root',
     help: 'answer GET and HEAD from the files under this directory, the request path appended (after --strip-prefix and ' +
       'the other path edits), before the route\'s pool if it has one: what is no file goes there (without a pool: 404)',
@@ -701,6 +737,7 @@ const GROUPS = {
   match: 'What a route takes, besides its host and path (route lines only; all must hold)',
   route: 'What a route does to a request (route and listen lines, or the command line)',
   files: 'Serving files (route and listen lines, or the command line)',
+  cache: 'Caching responses (--cache on routes; the others on lines of their own)',
   equilibrio: "equilibrio's command line (lila -e host:port -e host:port -t ip-hash)"
 };
 

@@ -6,8 +6,8 @@ const { LilaError, codes } = require('../errors');
 const RATE = /^([0-9]+)\/(s|m)(?:,burst=([0-9]+))?$/;
 const MS_PER = { s: 1000, m: 60000 };
 // A size in bytes, KiB or MiB: `1048576`, `512k`, `10m`.
-const SIZE = /^([0-9]+)([kKmM]?)$/;
-const BYTES_PER = { '': 1, k: 1024, m: 1024 * 1024 };
+const SIZE = /^([0-9]+)([kKmMgG]?)$/;
+const BYTES_PER = { '': 1, k: 1024, m: 1024 * 1024, g: 1024 * 1024 * 1024 };
 // RFC 6265 cookie names are RFC 9110 tokens.
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** The sticky cookie's name unless `--sticky cookie:<name>` says otherwise. */
@@ -72,7 +72,7 @@ function validateSize(value, name) {
     if (match !== null) bytes = Number(match[1]) * BYTES_PER[match[2].toLowerCase()];
   }
   if (!Number.isSafeInteger(bytes) || bytes < 1) {
-    throw new LilaError(codes.INVALID_OPTION, `"${name}" must be a number of bytes of 1 or more, with an optional k or m suffix (10k, 1m), received "${value}"`);
+    throw new LilaError(codes.INVALID_OPTION, `"${name}" must be a number of bytes of 1 or more, with an optional k, m or g suffix (10k, 1m), received "${value}"`);
   }
   return bytes;
 }

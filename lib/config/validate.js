@@ -128,6 +128,27 @@ function validateDirectory(value, name) {
 }
 
 /**
+ * Checks `--cache-dir`: a directory lila can make (it makes it at start) or that exists, given as
+ * an absolute path or one relative to where lila runs (the path returned absolute).
+ *
+ * @param {unknown} value
+ * @param {string} name
+ * @returns {string}
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
+ */
+function validateCacheDir(value, name) {
+  if (typeof value !== 'string' || value === '') throw new LilaError(codes.INVALID_OPTION, `"${name}" needs a directory, received "${value}"`);
+  const dir = path.resolve(value);
+  try {
+    if (!fs.statSync(dir).isDirectory()) throw new LilaError(codes.INVALID_OPTION, `"${name}" ${value} is not a directory`);
+  } catch (err) {
+    if (err instanceof LilaError) throw err;
+    if (err.code !== 'ENOENT') throw new LilaError(codes.INVALID_OPTION, `"${name}" ${value}: ${err.message}`);
+  }
+  return dir;
+}
+
+/**
  * Checks a comma-separated list of file names (no slash, no dot segment).
  *
  * @param {unknown} value
@@ -167,7 +188,7 @@ function validateResolvers(value, name) {
   });
 }
 
-module.exports = { validatePort, validateChoice, validateDuration, validateCount, validatePath, validateResolvers, validateDirectory, validateNames };
+module.exports = { validatePort, validateChoice, validateDuration, validateCount, validatePath, validateResolvers, validateDirectory, validateNames, validateCacheDir };
 
 function badResolver(value, name) {
   return new LilaError(

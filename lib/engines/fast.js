@@ -68,10 +68,7 @@ class FastEngine extends StreamEngine {
    * @returns {PoolBinding}
    */
   bind(pool) {
-    return new PoolBinding(pool, {
-      sockets: pool.connections('fast-sockets', () => new UpstreamSockets(pool.balancer, pool.settings.backendTls)),
-      sessions: pool.connections('fast-sessions', () => new UpstreamSessions(pool.balancer, pool.settings.backendTls, pool.settings, pool.logger))
-    });
+    return new PoolBinding(pool, { sockets: UpstreamSockets.of(pool), sessions: UpstreamSessions.of(pool) });
   }
 
   /**

@@ -41,7 +41,7 @@ class NodeEngine extends StreamEngine {
    * @returns {PoolBinding}
    */
   bind(pool) {
-    return new PoolBinding(pool, { agents: pool.connections('node-agents', () => new UpstreamAgents(pool.balancer)) });
+    return new PoolBinding(pool, { agents: UpstreamAgents.of(pool) });
   }
 
   /**

@@ -6,6 +6,7 @@ const StoreSession = require('./session');
 const AcmeStore = require('./acme-store');
 const Members = require('./members');
 const SharedBackends = require('./shared-backends');
+const SharedPurges = require('./shared-purges');
 const { storeFamilies } = require('../ops/metrics');
 const { LilaError, codes } = require('../errors');
 
@@ -53,6 +54,11 @@ class Fleet {
     this.storeRevision = 0;
     this.backends = new SharedBackends({
       client: this.client, prefix: this.prefix, logger: this.logger, changed: () => this.keep(), up: () => this.up === true
+    });
+    this.purges = new SharedPurges({
+      client: this.client, prefix: this.prefix, memberId: () => this.members.self.id, lease: () => this.currentLease(),
+      purge: (selector) => (this.service === null || this.service.cache === null ? Promise.resolve(0) : this.service.cache.purge(selector)),
+      logger: this.logger
     });
     this.seed = null;
     // --acme's state, when it runs: kept in the store.
@@ -223,6 +229,8 @@ class Fleet {
         if (event.type === 'put') this.backends.put(event.key, event.value);
         else this.backends.delete(event.key);
         records = true;
+      } else if (this.purges.owns(event.key)) {
+        this.purges.apply(event);
       }
     }
     if (records) this.queue(() => this.applyRecords());

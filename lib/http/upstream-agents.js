@@ -58,4 +58,13 @@ class UpstreamAgents {
   }
 }
 
+/**
+ * A pool's keep-alive agents, made once and kept by the pool: the node engine's bindings and
+ * lila's own fetches share them.
+ *
+ * @param {import('../pool-binding').BoundPool} pool
+ * @returns {UpstreamAgents}
+ */
+UpstreamAgents.of = (pool) => pool.connections('node-agents', () => new UpstreamAgents(pool.balancer));
+
 module.exports = UpstreamAgents;

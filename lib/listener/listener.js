@@ -38,6 +38,7 @@ class Listener {
    * @param {import('../limits/named-limits') | null} [options.rateLimits] its lila's limits by identity: the
    *   limits it and its routes name are shared with every other place naming them
    * @param {number} [options.rateLimitPort] the port its configuration names, which its limits are known by
+   * @param {import('../cache/cache') | null} [options.cache] its lila's cache (--cache routes)
    * @throws {import('../errors').LilaError} for invalid options or routes
    */
   constructor(options) {
@@ -46,6 +47,8 @@ class Listener {
     this.logger = options.logger || new Logger();
     // Its lila's limits by identity (in --rate-limit-store, if any), and its port, which its limits are named by.
     this.rateLimitShared = { rateLimits: options.rateLimits || null, rateLimitPort: options.rateLimitPort };
+    // Its lila's cache, which its routes with --cache store in and answer from.
+    this.cache = options.cache || null;
     this.settings = listenerSettings(options, this.layer);
     // h2 is served beside HTTP/1.1 by the engines that speak it.
     this.settings.http2 = this.settings.http2 && layerOf(this.layer).h2Engines.includes(this.engineName);
@@ -107,7 +110,7 @@ class Listener {
     };
     // A plain listener answers ACME's HTTP-01 tokens before every route.
     const challenges = this.acme !== null && this.certificates === null ? this.acme.challenges : null;
-    const next = new ListenerRoutes(withRateLimiters(routes, this.rateLimitShared), bindingOf, this.layer, challenges);
+    const next = new ListenerRoutes(withCache(withRateLimiters(routes, this.rateLimitShared), this.cache), bindingOf, this.layer, challenges);
     // A route kept across a reload keeps its count, as a counter should, and its --rate-limit's
     // buckets when that limit did not change.
     if (this.routes !== null) {
@@ -356,6 +359,12 @@ function withRateLimiters(routes, shared = {}) {
     const limiter = rateLimiterOf(spec.actions || {}, { where: `route "${spec.text}": `, name: '--rate-limit' }, sharedOf(shared, spec));
     return limiter === null ? spec : { ...spec, rateLimiter: limiter };
   });
+}
+
+// The lila's cache, for the routes with --cache.
+function withCache(routes, cache) {
+  if (cache === null) return routes;
+  return routes.map((spec) => (spec.actions !== undefined && spec.actions !== null && spec.actions.cache === true ? { ...spec, cache } : spec));
 }
 
 // Whether two route limiters count the same way, under one identity: the running one then keeps its buckets.

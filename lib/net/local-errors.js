@@ -19,6 +19,8 @@ let lastLimit = null;
 const PROBE_MS = 1000;
 // lila's own resource errors are logged once a burst: a burst ends after this long without one.
 const LOCAL_BURST_MS = 5000;
+// Below this many open files, lila says so at start: each proxied connection takes two.
+const LOW_OPEN_FILES = 4096;
 
 /**
  * What a socket error says about this machine: a short description when it
@@ -135,4 +137,20 @@ class LocalProblems {
   }
 }
 
-module.exports = { localProblem, openFilesLimit, parseOpenFilesLimit, probeDescriptors, LocalProblems };
+/**
+ * Says the open-files limit at start (debug), and warns when it is low: each proxied connection
+ * takes two descriptors.
+ *
+ * @param {{debug: (line: string) => void, warn: (line: string) => void}} logger
+ */
+function warnLowOpenFiles(logger) {
+  const limit = openFilesLimit();
+  if (limit === null) return;
+  logger.debug(`open-files limit: ${limit}`);
+  if (limit < LOW_OPEN_FILES) {
+    logger.warn(`the open-files limit is ${limit}, below ${LOW_OPEN_FILES}: each proxied connection takes two; ` +
+      'raise it (ulimit -n, or LimitNOFILE= in a systemd unit)');
+  }
+}
+
+module.exports = { localProblem, openFilesLimit, parseOpenFilesLimit, probeDescriptors, warnLowOpenFiles, LocalProblems };

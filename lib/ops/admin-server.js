@@ -8,6 +8,7 @@ const { backendChanges, describeBackend } = require('./admin-backends');
 const { getRoute } = require('./admin-route');
 const { ok, fail, JSON_TYPE } = require('./admin-replies');
 const { refuseWithoutToken, sha256 } = require('./admin-token');
+const { purgeCache } = require('./admin-cache');
 const { withoutConfig, withoutFleet, getCluster, getConfig, putConfig } = require('./admin-config');
 const DashboardFeed = require('./dashboard/feed');
 const { Sampler } = require('./dashboard/sampler');
@@ -39,6 +40,7 @@ const ROUTES = [
   { path: ['route'], methods: { GET: getRoute } },
   { path: ['config'], methods: { GET: getConfig, PUT: putConfig }, absent: withoutConfig },
   { path: ['cluster'], methods: { GET: getCluster }, absent: withoutFleet },
+  { path: ['cache', 'purge'], methods: { POST: purgeCache } },
   ...BACKEND_ROUTES,
   ...BACKEND_ROUTES.map(({ path, methods }) => ({ path: ['pools', POOL_SEGMENT, ...path], methods }))
 ];
@@ -235,8 +237,9 @@ function configuredStatus(view) {
         requests: route.requests,
         // --mirror: where copies of its requests go, and which share of them.
         ...(route.mirror ? { mirror: route.mirror.describe() } : {}),
-        // A route line's --rate-limit, counted apart from the listener's.
-        ...(route.rateLimiter ? { rate_limit: rateLimitStatus(route.rateLimiter) } : {})
+        // A route line's --rate-limit, counted apart from the listener's; --cache's counts and hit ratio.
+        ...(route.rateLimiter ? { rate_limit: rateLimitStatus(route.rateLimiter) } : {}),
+        ...(route.cache ? { cache: route.cache.describe() } : {})
       }))
     })),
     pools: pools.map((pool) => ({

@@ -53,6 +53,7 @@ function renderMetrics(view, stats) {
   for (const family of families) text += family(scope);
   if (!view.single) text += routeFamilies(view, view.traffic);
   if (view.traffic.mirrors.size > 0) text += mirrorFamily(view.traffic);
+  if (view.cache !== undefined && view.cache !== null) text += cacheFamilies(view);
   if (listener.certificates !== null) text += tlsFamilies(scope);
   if (listener.acceptProxy === true) text += proxyHeaderFamily(scope);
   const discovery = pool === null ? null : pool.discovery;
@@ -111,6 +112,24 @@ function routeFamilies(view, traffic) {
     sample('lila_route_requests_total', { listener: listener.address, route: route.text }, route.requests)));
   return family('lila_route_requests_total', 'counter', 'HTTP requests (tcp: connections) each route sent to its pools.', lines) +
     single('lila_no_route_total', 'counter', 'HTTP requests answered 404 and tcp connections closed because no route matched.', traffic.noRoute);
+}
+
+// --cache: each route's requests by result, and what each store holds and let go.
+function cacheFamilies(view) {
+  const requests = [];
+  for (const listener of view.listeners) {
+    for (const route of listener.routes) {
+      if (!route.cache) continue;
+      for (const [result, count] of Object.entries(route.cache.counts)) requests.push(sample('lila_cache_requests_total', { route: route.text, result }, count));
+    }
+  }
+  const stores = Object.entries(view.cache.stats()).filter(([, stats]) => stats !== null);
+  const of = (field, name) => stores.map(([store, stats]) => sample(name, { store }, stats[field]));
+  return family('lila_cache_requests_total', 'counter', 'Requests of --cache routes: hit, miss, stale (answered stale), revalidated, bypass.', requests) +
+    family('lila_cache_bytes', 'gauge', 'Bytes the cache holds (headers counted), by store: memory, disk.', of('bytes', 'lila_cache_bytes')) +
+    family('lila_cache_objects', 'gauge', 'Answers the cache holds, by store.', of('objects', 'lila_cache_objects')) +
+    family('lila_cache_evictions_total', 'counter', 'Answers the cache let go to stay within its size, by store.',
+      of('evictions', 'lila_cache_evictions_total'));
 }
 
 // --mirror: the copies of requests meant for each mirror pool, by what became of them.

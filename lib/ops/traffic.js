@@ -93,16 +93,29 @@ class Traffic {
     }
     const fields = { client, method: request.method, path: request.url, protocol: protocolOf(request), status };
     if (this.namesRoutes && record.route !== undefined) withRoute(fields, record.route, record.pool);
-    fields.backend = backend === null ? null : backend.name;
+    // A cache's fetch answered it: its backend, counted there by `fetched`.
+    const named = backend ?? record.fetchedFrom ?? null;
+    fields.backend = named === null ? null : named.name;
     fields.duration_ms = Math.round(ms * 10) / 10;
     fields.bytes = bytes;
     fields.user_agent = fieldOf(request, 'user-agent') ?? null;
     if (user !== undefined) fields.user = user;
+    if (record.cacheResult !== undefined && record.cacheResult !== null) fields.cache = record.cacheResult;
     if (ids !== undefined && ids !== null) {
       fields.request_id = ids.requestId;
       fields.trace_id = ids.traceId;
     }
     logger.access(withTls(fields, record.clientSocket));
+  }
+
+  /**
+   * A request lila sent a pool itself (a cache's fetch), over: counted on its
+   * backend as a request is, with no access line (no client made it).
+   *
+   * @param {{servedBy: import('../balancing/backend') | null, answered: number, elapsed: number}} record
+   */
+  fetched(record) {
+    if (record.servedBy !== null) record.servedBy.stats.request(record.answered, record.elapsed / 1000);
   }
 
   /**
@@ -139,7 +152,9 @@ class Traffic {
     if (!this.logger.accessEnabled) return;
     const fields = { client };
     if (this.namesRoutes && route !== undefined) withRoute(fields, route, pool);
-    fields.backend = backend === null ? null : backend.name;
+    // A cache's fetch answered it: its backend, counted there by `fetched`.
+    const named = backend ?? record.fetchedFrom ?? null;
+    fields.backend = named === null ? null : named.name;
     fields.duration_ms = Math.round(ms * 10) / 10;
     fields.bytes_from_client = fromClient;
     fields.bytes_to_client = toClient;
@@ -150,6 +165,7 @@ class Traffic {
 /**
  * @typedef {object} RequestRecord what `Traffic#request` reads of a finished http request
  * @property {import('../balancing/backend') | null} servedBy the last backend it went to; null: lila answered it
+ * @property {import('../balancing/backend') | null} [fetchedFrom] the backend a cache's fetch got its answer from
  * @property {number} answered the status the client got; 499 when it left before any
  * @property {number} elapsed ms since its head arrived
  * @property {{method: string, url: string, rawHeaders?: string[], h2?: boolean}} request

@@ -7,6 +7,7 @@ const RouteActions = require('../actions/route-actions');
 const MirrorPolicy = require('../http/mirror/policy');
 const { Compression } = require('../http/compression/compression');
 const StaticFiles = require('../files/static-files');
+const RouteCache = require('../cache/route-cache');
 const RouteConditions = require('./route-conditions');
 const { featuresOf } = require('../http/lifecycle/observers');
 const ChallengeActions = require('../actions/acme-challenge');
@@ -30,7 +31,7 @@ class Route {
     // --mirror comes as `spec.mirror`, its pools found (service/configuration.js).
     // --rate-limit comes as `spec.rateLimiter`, made by the listener (listener/listener.js).
     const { matchMethod, matchHeader, matchQuery, matchCookie, mirror: _mirror, mirrorBodyLimit: _limit, rateLimit, rateLimitKey: _key,
-      rateLimitName: _name, compress, root, index, browse, fallback, precompressed, ...actions } = spec.actions || {};
+      rateLimitName: _name, compress, root, index, browse, fallback, precompressed, cache, ...actions } = spec.actions || {};
     /** What it asks of a request besides its host and path (--match-*); null: nothing. */
     this.conditions = RouteConditions.from({ matchMethod, matchHeader, matchQuery, matchCookie }, `route "${spec.text}"`);
     /** Its match and conditions as the config file writes them: its name in /status, /metrics and access lines. */
@@ -84,6 +85,11 @@ class Route {
       : new MirrorPolicy(spec.mirror, bindingOf, this.key, `route "${spec.text}"`);
     /** `--compress`: which of its responses are compressed, and how; null: none. */
     this.compression = Compression.from(compress, `route "${spec.text}"`);
+    /** `--cache`: its answers stored in its lila's cache and answered from it; null: none. */
+    this.cache = RouteCache.from(cache, spec.cache === undefined ? null : spec.cache, this.text);
+    if (cache === true && layer === 'tcp') {
+      throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": --cache stores http answers; a tcp listener's routes only choose a pool`);
+    }
     /** What observes its requests on their way (--compress, --mirror), in the lifecycle's order; null: nothing. */
     this.features = takesRouteOptions ? featuresOf(this) : null;
   }

@@ -67,7 +67,8 @@ function fleetView(service) {
     status: () => fleet.storeStatus(),
     metrics: () => fleet.metrics(),
     shareBackend: (pool, change) => fleet.backends.share(pool, change),
-    drainedWeight: (pool, name) => fleet.backends.drainedWeight(pool, name)
+    drainedWeight: (pool, name) => fleet.backends.drainedWeight(pool, name),
+    sharePurge: (selector) => fleet.purges.share(selector)
   };
 }
 

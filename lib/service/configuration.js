@@ -40,6 +40,8 @@ class Configuration {
     this.rateLimitStore = options.rateLimitStore || null;
     /** Every listener's and route's --rate-limit by what makes them one (a name, or a port and route). */
     this.rateLimits = new NamedLimits({ store: this.rateLimitStore });
+    /** The process's cache, which --cache routes store in (kept across reloads). */
+    this.cache = options.cache || null;
     this.drainTimeout = options.drainTimeout;
     this.traffic = options.traffic || new Traffic(this.logger);
     /** @type {Map<string, {pool: Pool, key: string, servers: object[]}>} */
@@ -120,7 +122,7 @@ class Configuration {
     }
     const listener = built(model, (err) => lineOfFile(spec, err), () => new Listener({
       ...spec.options, engine, requestId, logger: this.logger, traffic: this.traffic, routes, acme: this.acme,
-      rateLimits: this.rateLimits, rateLimitPort: spec.port
+      rateLimits: this.rateLimits, rateLimitPort: spec.port, cache: this.cache
     }));
     return { spec, key, running: null, listener, routes };
   }
@@ -309,7 +311,8 @@ class Configuration {
       pools,
       traffic: this.traffic,
       openConnections: entries.reduce((sum, { listener }) => sum + listener.connections.size, 0),
-      rateLimitStore: this.rateLimitStore
+      rateLimitStore: this.rateLimitStore,
+      cache: this.cache
     };
   }
 }

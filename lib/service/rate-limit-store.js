@@ -3,6 +3,9 @@
 const { RedisClient } = require('../store/redis-client');
 const RateLimitStore = require('../limits/rate-limit-store');
 
+// Each store's first state (up or down) as a promise, for firstContact.
+const firstStates = new WeakMap();
+
 /**
  * `--rate-limit-store`: the Redis (or Valkey) every --rate-limit of this
  * process counts in, with every lila naming it. One client a process (each
@@ -17,6 +20,8 @@ const RateLimitStore = require('../limits/rate-limit-store');
 function rateLimitStoreOf(settings, logger) {
   const { redis } = settings;
   let store = null;
+  let found;
+  const first = new Promise((resolve) => { found = resolve; });
   const client = new RedisClient({
     host: redis.host,
     port: redis.port,
@@ -29,11 +34,28 @@ function rateLimitStoreOf(settings, logger) {
     logger,
     onState: (up, err) => {
       if (store !== null) store.stateChanged(up, err);
+      found();
     }
   });
   store = new RateLimitStore({ client, timeout: settings.timeout, syncMs: settings.syncMs, logger, url: redis.text });
+  firstStates.set(store, first);
   client.connect();
   return store;
 }
 
-module.exports = { rateLimitStoreOf };
+/**
+ * Resolves once the store was first found up or down, or at the store's
+ * deadline (`--rate-limit-store-timeout`): a lila that starts counts in the
+ * store from its first request when the store answers in time, and waits no
+ * longer than a request would. Never rejects.
+ *
+ * @param {RateLimitStore} store made by rateLimitStoreOf
+ * @returns {Promise<void>}
+ */
+function firstContact(store) {
+  let timer;
+  const deadline = new Promise((resolve) => { timer = setTimeout(resolve, store.timeout); });
+  return Promise.race([firstStates.get(store), deadline]).finally(() => clearTimeout(timer));
+}
+
+module.exports = { rateLimitStoreOf, firstContact };

@@ -12,17 +12,16 @@ const { watchFiles } = require('../config/file-watch');
 const { sourceOf } = require('./source');
 const { tellPrimary } = require('../cluster/worker');
 const { workerReusesPort } = require('../cluster/distribution');
-const { openFilesLimit } = require('../net/local-errors');
+const { warnLowOpenFiles } = require('../net/local-errors');
 const { formatHostPort } = require('../net/address');
 const { TicketKeyRotation } = require('../tls/ticket-keys');
 const AcmeRunner = require('../acme/runner');
-const { rateLimitStoreOf } = require('./rate-limit-store');
+const { rateLimitStoreOf, firstContact } = require('./rate-limit-store');
+const Cache = require('../cache/cache');
 const { DEFAULT_DRAIN_MS } = require('../config/defaults');
 const { LilaError } = require('../errors');
 
 const DEFAULT_ADMIN_HOST = '127.0.0.1';
-// Below this open-files limit a busy lila runs out of descriptors (two per proxied connection).
-const LOW_OPEN_FILES = 4096;
 // What this process is in a service.
 const [SINGLE, PRIMARY, WORKER] = ['single', 'primary', 'worker'];
 
@@ -63,6 +62,7 @@ class Service {
    *   admin API there (host 127.0.0.1 by default); bind it to loopback, or give a token
    * @param {number} [options.workers] worker processes; 0 (default): this process serves
    * @param {Parameters<typeof rateLimitStoreOf>[0]} [options.rateLimitStore] `--rate-limit-store`: limits counted there
+   * @param {Parameters<typeof Cache.create>[0]} [options.cache] --cache-size, --cache-dir and the cache's other global options
    * @param {import('../fleet/fleet')} [options.fleet] `--store`: a fleet's member, bootstrapped; the service
    *   runs what it gave, and it applies each new revision of the stored configuration as a reload
    * @param {import('../kubernetes/controller').KubernetesController} [options.kubernetes] `--kubernetes`: the same, of a cluster's resources
@@ -99,8 +99,11 @@ class Service {
     this.acme = options.acme === undefined || options.acme === null ? null : new AcmeRunner(options.acme, { logger: this.logger });
     // --rate-limit-store: where the processes that serve count their limits (not the primary of workers).
     this.rateLimits = options.rateLimitStore && this.role !== PRIMARY ? rateLimitStoreOf(options.rateLimitStore, this.logger) : null;
+    // --cache's store, in the processes that serve; a reload keeps what it holds.
+    this.cache = this.role === PRIMARY ? null : Cache.create(options.cache, this.logger);
     this.configuration = new Configuration({
-      logger: this.logger, drainTimeout: this.drainTimeout, acme: this.acme === null ? null : this.acme.shared, rateLimitStore: this.rateLimits
+      logger: this.logger, drainTimeout: this.drainTimeout, acme: this.acme === null ? null : this.acme.shared, rateLimitStore: this.rateLimits,
+      cache: this.cache
     });
     /** What runs, seen as one pool behind one listener: the library's `Proxy`. */
     this.proxy = new Proxy(this.configuration);
@@ -143,16 +146,20 @@ class Service {
    *   in a worker, its primary is told why and says it
    */
   async start() {
-    if (this.role !== WORKER) this.checkOpenFilesLimit();
+    // The workers inherit the primary's limit: said once, by whoever starts.
+    if (this.role !== WORKER) warnLowOpenFiles(this.logger);
     const plan = this.plan;
     this.plan = null;
     if (this.role !== WORKER) for (const warning of plan.model.warnings) this.logger.warn(warning);
     if (this.role === PRIMARY) return this.workerSide.startPrimary(plan);
     if (plan.listeners.some((item) => item.listener.certificates !== null)) this.shareTicketKeys();
-    // Stored certificates are in place before the first handshake (orders go on after), a fleet's drains before the first request.
+    // Stored certificates are in place before the first handshake (orders go on after), a fleet's drains and the
+    // rate limits' store (within its deadline) before the first request.
     if (this.acme !== null && this.role !== WORKER) await this.acme.start(this.configuration.certified(plan));
     if (this.fleet !== null) this.fleet.prime(plan.pools);
+    if (this.rateLimits !== null) await firstContact(this.rateLimits);
     try {
+      if (this.cache !== null) await this.cache.openDisk();
       await this.configuration.commit(plan, { reusePort: workerReusesPort() });
     } catch (err) {
       if (this.acme !== null) this.acme.stop();
@@ -220,7 +227,9 @@ class Service {
       this.adminServer.closeAllConnections();
     }
     this.logger.info(`${why} received, draining for up to ${this.drainTimeout} ms`);
-    this.configuration.drain(this.drainTimeout).then(({ closed }) => {
+    this.configuration.drain(this.drainTimeout).then(async ({ closed }) => {
+      // The cache closes once nothing answers from it; the disk's writes under way end first.
+      if (this.cache !== null) await this.cache.close().catch(() => {});
       this.logger.info(closed === 0
         ? 'stopped: every request and connection finished'
         : `stopped: closed ${closed} connection${closed === 1 ? '' : 's'} still open at the drain timeout`);
@@ -381,17 +390,6 @@ class Service {
    */
   setTicketKeys(keys) {
     for (const { listener } of this.configuration.listeners) listener.setTicketKeys(keys);
-  }
-
-  // The workers inherit the primary's limit: said once, by whoever starts.
-  checkOpenFilesLimit() {
-    const limit = openFilesLimit();
-    if (limit === null) return;
-    this.logger.debug(`open-files limit: ${limit}`);
-    if (limit < LOW_OPEN_FILES) {
-      this.logger.warn(`the open-files limit is ${limit}, below ${LOW_OPEN_FILES}: each proxied connection takes two; ` +
-        'raise it (ulimit -n, or LimitNOFILE= in a systemd unit)');
-    }
   }
 }
 

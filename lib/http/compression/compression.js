@@ -53,14 +53,16 @@ class Compression {
    * @param {{request: object, filterBody: (filter: Encoder) => void}} passage
    * @param {number} status
    * @param {string[]} headers `[name, value, ...]` as the client would get them
-   * @param {boolean} bodiless no body follows (HEAD, 204, 304): nothing to compress
+   * @param {boolean} bodiless no body follows (HEAD, 204, 304): nothing to compress; a HEAD
+   *   gets the head its GET would (RFC 9110 §9.3.2)
    * @returns {string[]}
    */
   responseHead(passage, status, headers, bodiless) {
-    if (bodiless) return headers;
+    const head = passage.request.method === 'HEAD';
+    if (bodiless && !head) return headers;
     const plan = this.plan(status, headers, passage.request);
     if (plan === null) return headers;
-    if (plan.coding !== null) passage.filterBody(this.encoder(plan, passage));
+    if (plan.coding !== null && !head) passage.filterBody(this.encoder(plan, passage));
     return plan.headers;
   }
 

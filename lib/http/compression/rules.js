@@ -30,7 +30,7 @@ let lastCoding = null;
  */
 function shouldCompress(status, headers, request) {
   if (status < 200 || status === 204 || status === 205 || status === 206 || status === 304) return false;
-  if (request.method === 'HEAD' || request.headers.range !== undefined) return false;
+  if (request.headers.range !== undefined) return false;
   let compressible = false;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i].toLowerCase();

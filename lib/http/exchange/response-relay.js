@@ -1,21 +1,22 @@
 'use strict';
 
-const { STATUS_CODES } = require('node:http');
 const { forwardResponseHeaders, rewriteLocation, withoutField } = require('../headers');
-const { withResponseId } = require('../../actions/request-id');
 const { withStickyCookie } = require('../sticky-cookie');
 const ChunkedScanner = require('../wire/chunked-scanner');
 const { trailerLines } = require('../wire/translate');
 const { lendReadBuffer } = require('../upstream/sockets');
 const Passage = require('../lifecycle/passage');
 const { filterBody, passFiltered, endFiltered } = require('./filtered-body');
-const { readResponseHead } = require('./response-head');
+const { readResponseHead, relayInterim, writeClientHead } = require('./response-head');
 const { NONE, LENGTH, CHUNKED, CLOSE, STREAM } = require('./framing');
 const { LilaError, codes } = require('../../errors');
 
 // Response bytes held for a pipelined request waiting its turn, and request
 // bytes held while the upstream connects, before reading stops.
 const HOLD_LIMIT = 64 * 1024;
+// A body piece up to this size is copied after the response head, sent as one; a larger one is
+// written after it, corked: one writev, no copy.
+const JOIN_LIMIT = 16 * 1024;
 
 /**
  * The response side of a fast exchange (a `Passage`: its backend, timings
@@ -90,19 +91,9 @@ class ResponseRelay extends Passage {
     if (upstream === this.upstream && !this.done) this.trailers = trailers;
   }
 
-  /**
-   * Relays an interim response: 100 Continue to a client that asked for it,
-   * 103 Early Hints to HTTP/1.1 clients; others are dropped.
-   */
+  /** An interim response (1xx) from the backend: to the client, as RFC 9110 §15.2 says. */
   inform(head) {
-    if (this.request.httpVersionMinor === 0) return;
-    if (head.status === 100) {
-      if (!this.request.expectContinue || this.continued) return;
-      this.continued = true;
-      this.emit('HTTP/1.1 100 Continue\r\n\r\n');
-    } else if (head.status === 103) {
-      this.emit(`HTTP/1.1 103 Early Hints\r\n${fieldLines(head.rawHeaders)}\r\n`);
-    }
+    relayInterim(this, head);
   }
 
   /** The final response head: a backend's (its balancer and health told), or a local answer's (`backend` null). */
@@ -188,21 +179,7 @@ class ResponseRelay extends Passage {
    * @param {boolean} keepAlive the client's connection stays open after it
    */
   writeHead(head, headers, keepAlive) {
-    if (this.ids !== null) headers = withResponseId(headers, this.ids.requestId);
-    const status = head.status;
-    const http10 = this.request.httpVersionMinor === 0;
-    let out = `HTTP/1.1 ${status} ${head.reason || STATUS_CODES[status] || 'Unknown'}\r\n${fieldLines(headers)}`;
-    if (this.filter !== null ? !http10 : (head.chunked && !http10) || this.rechunk) out += 'Transfer-Encoding: chunked\r\n';
-    // An h2 stream that ended with its headers has no body, and may not say so.
-    if (head.ended === true && head.contentLength < 0 && this.request.method !== 'HEAD' && status !== 204 && status !== 304) {
-      out += 'Content-Length: 0\r\n';
-    }
-    out += this.connection.connectionHeader(keepAlive);
-    if (!keepAlive) {
-      this.closeAfter = true;
-      this.connection.stopReading();
-    }
-    this.prefix = out;
+    writeClientHead(this, head, headers, keepAlive);
   }
 
   emitPrefix() {
@@ -291,7 +268,13 @@ class ResponseRelay extends Passage {
    */
   emit(data, body) {
     if (body === true) this.bytesSent += data.length;
-    if (this.prefix !== null) data = this.withPrefix(data);
+    if (this.prefix !== null) {
+      if (typeof data !== 'string' && data.length > JOIN_LIMIT) {
+        this.emitAfterPrefix(data);
+        return;
+      }
+      data = this.withPrefix(data);
+    }
     if (this.flowing) {
       const socket = this.connection.socket;
       if (!socket.write(data, 'latin1') && this.upstream !== null) this.upstream.pause();
@@ -310,6 +293,17 @@ class ResponseRelay extends Passage {
    */
   keeps(data) {
     if (this.upstream !== null) lendReadBuffer(this.upstream, data);
+  }
+
+  // A large piece after the held head: two writes corked into one writev, not a copy of the piece.
+  emitAfterPrefix(data) {
+    const prefix = this.prefix;
+    this.prefix = null;
+    const socket = this.connection.socket;
+    if (this.flowing) socket.cork();
+    this.emit(prefix);
+    this.emit(data);
+    if (this.flowing) socket.uncork();
   }
 
   // The held response head and `data` as one piece: one write, one syscall.
@@ -389,10 +383,3 @@ class ResponseRelay extends Passage {
 
 module.exports = { ResponseRelay, HOLD_LIMIT };
 
-
-// Serializes `[name, value, ...]` as header lines.
-function fieldLines(headers) {
-  let lines = '';
-  for (let i = 0; i < headers.length; i += 2) lines += `${headers[i]}: ${headers[i + 1]}\r\n`;
-  return lines;
-}

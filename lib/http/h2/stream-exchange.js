@@ -105,10 +105,10 @@ class StreamExchange extends Exchange {
     return this.awaitingDrain;
   }
 
-  // 103 Early Hints go to the client; 100 Continue is h2's own business.
+  // 102, 103 Early Hints and the other 1xx go to the client; 100 Continue is h2's own business.
   inform(head) {
-    if (head.status !== 103 || gone(this.stream) || this.stream.headersSent) return;
-    this.stream.additionalHeaders(clientResponseHeaders(103, forwardResponseHeaders(head.rawHeaders)));
+    if (head.status === 100 || head.status === 101 || gone(this.stream) || this.stream.headersSent) return;
+    this.stream.additionalHeaders(clientResponseHeaders(head.status, forwardResponseHeaders(head.rawHeaders)));
   }
 
   /** The response is all relayed: the stream ends (its trailers follow, when asked for). */

@@ -35,6 +35,10 @@ class LocalResponse extends Readable {
     // Whether the body's pieces are being taken from it (a readable body).
     this.flowing = false;
     this.on('end', localOnEnd);
+    // Its reader (an engine) says what a failed body does to its client; unread, it fails quietly.
+    this.on('error', noop);
+    // A body that fails before anyone reads it (a fetch cut short) ends this answer, never the process.
+    if (body !== null && !Buffer.isBuffer(body)) body.on('error', (err) => this.destroy(err));
   }
 
   _read() {
@@ -55,7 +59,6 @@ class LocalResponse extends Readable {
         if (!this.push(chunk)) body.pause();
       });
       body.on('end', () => this.push(null));
-      body.on('error', (err) => this.destroy(err));
     }
     body.resume();
   }
@@ -81,6 +84,8 @@ function bodiless(status, headers) {
 
 module.exports = LocalResponse;
 module.exports.bodiless = bodiless;
+
+function noop() {}
 
 // As core http's IncomingMessage: whole once its end is read.
 function localOnEnd() {

@@ -50,7 +50,9 @@ const FEATURES = [
   // --mirror: a copy of the request to other pools, its answer thrown away (http/mirror/).
   (route) => route.mirror,
   // --root: files answered before the pool (files/static-files.js).
-  (route) => route.files
+  (route) => route.files,
+  // --cache: answers stored and answered from the store, fetched once per key (cache/).
+  (route) => route.cache
 ];
 
 /**

@@ -34,10 +34,7 @@ const { LilaError, codes, describeError } = require('../../errors');
  * answer, or the response cut short once begun) and `outgoingHead()` (the
  * request as its backend gets it, for observers).
  *
- * It is also the pick context a strategy reads (`request`, `clientAddress`,
- * `tried`, `stickyId`), and the record `Traffic#request` reads once it is
- * over (`servedBy`, `answered`, `elapsed`, `request`, `clientAddress`,
- * `bytesSent`, `clientSocket`, `route`, `pool`, `ids`, `view`).
+ * It is also a strategy's pick context and, once over, `Traffic#request`'s record.
  */
 class Passage {
   /**
@@ -72,8 +69,10 @@ class Passage {
     this.stickyId = cookie === null ? null : readCookie(request.rawHeaders, cookie);
     // Its route's features' observers, once it goes to its pool (null: none); a body filter one of them put on its response.
     this.observers = null;
-    // What a feature answered it with itself (a LocalResponse), or null.
+    // What a feature answered it with (a LocalResponse) or null; for its access line, what the cache did, its fetch's backend.
     this.local = null;
+    this.cacheResult = null;
+    this.fetchedFrom = null;
     this.filter = null;
     // Response body bytes the client was sent (nginx's $body_bytes_sent).
     this.bytesSent = 0;
@@ -184,6 +183,8 @@ class Passage {
     answer.then(
       (result) => {
         if (!this.gone()) this.answerWith(result);
+        // Its client left meanwhile: an answer made for it is let go (a file closed, a fetch's reader).
+        else if (result !== null && typeof result.destroy === 'function') result.destroy();
       },
       (err) => {
         if (err instanceof LilaError) {
@@ -198,6 +199,8 @@ class Passage {
 
   /** Goes on with what the features answered: a `LocalResponse`, a `LilaError`, or null (to its pool). */
   answerWith(answer) {
+    // An answer whose body failed before it could be relayed (its fetch cut short) is lila's 502.
+    if (answer !== null && answer.destroyed === true) answer = new LilaError(codes.UPSTREAM, 'the backend failed mid-response', 502);
     if (answer instanceof LilaError) {
       this.refuse(answer);
       return;

@@ -13,7 +13,7 @@ const { LilaError, codes } = require('../../errors');
 const { bodyTimeoutError } = require('../body-watch');
 const { attachClient, detachClient, abandonRequests, isIdle } = require('./client-side');
 const { send, abandon } = require('./upstream-attempt');
-const { respond } = require('./response');
+const { respond, inform } = require('./response');
 
 /**
  * One client request of the node engine and its way to a backend of its
@@ -108,6 +108,11 @@ class Exchange extends Passage {
   answerLocally(local) {
     this.upstream = local;
     respond(this, local);
+  }
+
+  /** Relays an interim head (`{status, rawHeaders}`) as a backend's (a cache's fetch's 103 Early Hints). */
+  inform(head) {
+    inform(this, { statusCode: head.status, rawHeaders: head.rawHeaders });
   }
 
   /**

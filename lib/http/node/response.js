@@ -70,7 +70,7 @@ function respond(exchange, upstreamResponse) {
 
 /**
  * Relays an interim response: 100 Continue to a client that asked for it,
- * 103 Early Hints to HTTP/1.1 clients.
+ * 102 and 103 Early Hints to HTTP/1.1 clients (core http writes no other 1xx).
  *
  * @param {import('./exchange').Exchange} exchange
  * @param {import('node:http').InformationEvent} info
@@ -79,6 +79,8 @@ function inform(exchange, info) {
   if (exchange.done || exchange.request.httpVersionMinor === 0) return;
   if (info.statusCode === 100) {
     if (exchange.expectContinue) exchange.response.writeContinue();
+  } else if (info.statusCode === 102) {
+    exchange.response.writeProcessing();
   } else if (info.statusCode === 103) {
     const hints = {};
     for (let i = 0; i < info.rawHeaders.length; i += 2) {

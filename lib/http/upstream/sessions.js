@@ -174,6 +174,15 @@ class UpstreamSessions {
   }
 }
 
+/**
+ * A pool's sessions to its `h2` backends, made once and kept by the pool: the fast engine's
+ * bindings and lila's own fetches share them.
+ *
+ * @param {import('../../pool-binding').BoundPool} pool
+ * @returns {UpstreamSessions}
+ */
+UpstreamSessions.of = (pool) => pool.connections('fast-sessions', () => new UpstreamSessions(pool.balancer, pool.settings.backendTls, pool.settings, pool.logger));
+
 module.exports = UpstreamSessions;
 
 // Streams the peer allows at once on the session.

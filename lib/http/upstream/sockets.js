@@ -210,6 +210,14 @@ function lendReadBuffer(socket, data) {
   if (reads !== undefined && reads !== null && typeof data !== 'string' && data.buffer === reads.buffer.buffer) reads.lent = true;
 }
 
+/**
+ * A pool's pooled HTTP/1.1 sockets, made once and kept by the pool for the fast engine's bindings.
+ *
+ * @param {import('../../pool-binding').BoundPool} pool
+ * @returns {UpstreamSockets}
+ */
+UpstreamSockets.of = (pool) => pool.connections('fast-sockets', () => new UpstreamSockets(pool.balancer, pool.settings.backendTls));
+
 module.exports = UpstreamSockets;
 module.exports.lendReadBuffer = lendReadBuffer;
 

@@ -267,6 +267,7 @@ function dashboardScript(layers) {
       const route = routes[i];
       if (route === undefined) return;
       setText(shown.requests, typeof route.requests === 'number' ? `${route.requests.toLocaleString('en')} ${route.requests === 1 ? 'request' : 'requests'}` : '');
+      if (shown.cache !== null) setText(shown.cache, cacheText(route.cache));
       for (const target of shown.targets) {
         const count = up.get(target.pool) || { up: 0, all: 0 };
         setText(target.health, count.all === 0 ? 'no backends' : `${count.up} of ${count.all} up`);
@@ -306,7 +307,7 @@ function dashboardScript(layers) {
     else setWrapped(match, String(route.match));
     if (!single && route.match === '*') match.title = 'any host and path no other route matches';
     const to = span('to', '');
-    const shown = { requests: span('small count', ''), targets: [] };
+    const shown = { requests: span('small count', ''), targets: [], cache: null };
     if (route.answers_itself === true) {
       to.append(span('muted', 'lila answers it itself (a redirect or a fixed answer)'));
     } else if (single) {
@@ -335,9 +336,24 @@ function dashboardScript(layers) {
       setWrapped(mirrored, ` · mirrored to ${route.mirror.map((target) => `pool ${target.pool}${target.percent === 100 ? '' : ` (${target.percent}%)`}`).join(', ')}`);
       to.append(mirrored);
     }
+    // --cache: the share of its lookups answered from the store, said again each frame.
+    if (route.cache !== undefined && route.cache !== null) {
+      shown.cache = span('small cache', cacheText(route.cache));
+      to.append(shown.cache);
+    }
     item.append(match, span('arrow', '→'), to, shown.requests);
     view.routes.push(shown);
     return item;
+  }
+
+  // What a --cache route's cache did (/status's `cache`): its hit ratio and the lookups by result.
+  function cacheText(cache) {
+    if (cache === null || typeof cache !== 'object') return '';
+    const parts = [['hit', 'hit'], ['stale', 'stale'], ['revalidated', 'revalidated'], ['miss', 'miss']]
+      .filter(([key]) => typeof cache[key] === 'number' && cache[key] > 0)
+      .map(([key, word]) => `${cache[key].toLocaleString('en')} ${word}`);
+    if (typeof cache.hit_ratio !== 'number') return ' · cached: nothing looked up yet';
+    return ` · cached: ${Math.round(cache.hit_ratio * 100)}% from the store (${parts.join(', ')})`;
   }
 
   // A pool's share of a weighted split, in percent.

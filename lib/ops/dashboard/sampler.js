@@ -43,7 +43,7 @@ const STALE_MS = 2500;
  * @property {boolean} tls
  * @property {string} [redirect_http] where its `--redirect-http` answers plain http, when it has one
  * @property {{match: string, pools: {pool: string, weight: number}[], hash_key: string | null,
- *   answers_itself: boolean, requests: number, mirror?: {pool: string, percent: number}[]}[]} routes in the
+ *   answers_itself: boolean, requests: number, mirror?: {pool: string, percent: number}[], cache?: object}[]} routes in the
  *   order given: `match` as written, `pools` the pool or the weighted split, `answers_itself` for a route
  *   whose every request lila answers itself (`--redirect`, `--respond`, `--redirect-https`), `requests`
  *   those it chose a pool for, `mirror` (as `/status` has it) the pools `--mirror` copies its requests to
@@ -284,7 +284,9 @@ function describeListener(listener) {
       // Its pools are never asked: lila answers every request of it (a redirect, a fixed answer).
       answers_itself: route.actions !== null && route.actions !== undefined && route.actions.answersAll === true,
       requests: route.requests,
-      ...(route.mirror ? { mirror: route.mirror.describe() } : {})
+      ...(route.mirror ? { mirror: route.mirror.describe() } : {}),
+      // --cache: its requests by result and hit ratio, as /status has them.
+      ...(route.cache ? { cache: route.cache.describe() } : {})
     }))
   };
 }
