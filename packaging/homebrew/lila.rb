@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "c5aa27032cb45524f8c1a61e8dfb183ea37410fd3feb3ee00b4ef1508d2408b0"
+  sha256 "0f90e10e0728bfb26fdb6307294f53c4ba90587d2c70a2b3671b3c8dd37a8aff"
   license "MIT"
 
   depends_on "node"
