@@ -247,7 +247,7 @@ describe('--mirror', function () {
       ['  route * main --mirror grpc', 'lila: FILE:6: route "*": --mirror sends HTTP/1.1 requests; pool "grpc" is a pool with h2 servers'],
       ['  route * main --mirror shadow --mirror shadow=5', 'lila: FILE:6: route "*": --mirror names pool "shadow" twice'],
       ['  route * main --mirror shadow --mirror-body-limit 1x',
-        'lila: FILE:6: "--mirror-body-limit" must be a number of bytes of 1 or more, with an optional k or m suffix (10k, 1m), received "1x"']
+        'lila: FILE:6: "--mirror-body-limit" must be a number of bytes of 1 or more, with an optional k, m or g suffix (10k, 1m), received "1x"']
     ];
     for (const [route, message] of cases) {
       it(`exits 2 for ${route.trim()}`, async () => {

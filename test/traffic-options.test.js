@@ -31,11 +31,11 @@ describe('traffic control options', () => {
   });
 
   describe('--max-body-size', () => {
-    const valid = [['1', 1], ['1024', 1024], ['10k', 10240], ['10K', 10240], ['2m', 2 * 1024 * 1024], [4096, 4096]];
+    const valid = [['1', 1], ['1024', 1024], ['10k', 10240], ['10K', 10240], ['2m', 2 * 1024 * 1024], ['1g', 1024 * 1024 * 1024], [4096, 4096]];
     for (const [value, expected] of valid) {
       it(`reads ${value}`, () => assert.equal(validateSize(value, '--max-body-size'), expected));
     }
-    for (const value of ['0', '1g', '1.5m', 'k', '', -1, 1.5]) {
+    for (const value of ['0', '1t', '1.5m', 'k', '', -1, 1.5]) {
       it(`refuses ${JSON.stringify(value)}`, () => {
         assert.throws(() => validateSize(value, '--max-body-size'), { code: 'LILA_ERR_INVALID_OPTION', message: /^"--max-body-size" must be a number of bytes/ });
       });

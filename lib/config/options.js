@@ -273,7 +273,7 @@ const OPTIONS = [
   },
   {
     name: 'max-body-size', arg: '<bytes>', group: 'limits', scope: 'listener', default: 'off', key: 'maxBodySize',
-    help: 'http: the largest request body, in bytes or with k or m (10m); a larger Content-Length gets 413 at once, ' +
+    help: 'http: the largest request body, in bytes or with k, m or g (10m); a larger Content-Length gets 413 at once, ' +
       'a chunked body growing past it 413 or a cut connection',
     read: validateSize
   },
@@ -615,7 +615,7 @@ const OPTIONS = [
   },
   {
     name: 'mirror-body-limit', arg: '<bytes>', group: 'route', scope: 'route', default: '1m', action: 'mirrorBodyLimit',
-    help: 'the largest request body --mirror copies, in bytes or with k or m; a request with a larger one is not mirrored',
+    help: 'the largest request body --mirror copies, in bytes or with k, m or g; a request with a larger one is not mirrored',
     read: validateSize
   },
   {

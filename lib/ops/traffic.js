@@ -152,9 +152,7 @@ class Traffic {
     if (!this.logger.accessEnabled) return;
     const fields = { client };
     if (this.namesRoutes && route !== undefined) withRoute(fields, route, pool);
-    // A cache's fetch answered it: its backend, counted there by `fetched`.
-    const named = backend ?? record.fetchedFrom ?? null;
-    fields.backend = named === null ? null : named.name;
+    fields.backend = backend === null ? null : backend.name;
     fields.duration_ms = Math.round(ms * 10) / 10;
     fields.bytes_from_client = fromClient;
     fields.bytes_to_client = toClient;

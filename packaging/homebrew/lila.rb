@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "0f90e10e0728bfb26fdb6307294f53c4ba90587d2c70a2b3671b3c8dd37a8aff"
+  sha256 "017aa752c1f2c6b7cb75de7022b31c286fc3db3486294ff5ca0680ae6c510f87"
   license "MIT"
 
   depends_on "node"
