@@ -37,6 +37,13 @@ const NGINX_TARGET = { name: 'nginx', lila: null };
  */
 
 /**
+ * @typedef {object} Ratio a ratio line of the report: `a` over `b`, per CPU-second
+ * @property {Target} a
+ * @property {Target} b
+ * @property {number} [goal] the ratio at least that, judged as printed
+ */
+
+/**
  * @typedef {object} Sample one measured run of a target at a load
  * @property {number} rps requests per second
  * @property {number} requests in the measured run
@@ -65,15 +72,20 @@ const NGINX_TARGET = { name: 'nginx', lila: null };
  *   and how (`cores` says where), up to the machine's load
  * @param {(options: object, medians: Map<string, object>) => string[]} [bench.moreLines] after the results
  * @param {(sample: Sample, load: Load) => string} [bench.more] added to a sample's progress line
+ * @param {(lilas: {name: string, path: string}[]) => Target[]} [bench.targets] what is measured, in the
+ *   table's order, given the `--lila` options' lilas; default: lila, nginx, then `lila @NAME` each
+ * @param {(targets: Target[], load: Load) => Ratio[]} [bench.ratios] the ratio lines at a load; default:
+ *   each lila over nginx (with the load's goal), each other lila over the first target
  */
-function perCpuBench({ script, loads, name, prepare, measureOne, describe, moreLines = () => [], more }) {
+function perCpuBench({ script, loads, name, prepare, measureOne, describe, moreLines = () => [], more, targets = lilaAndNginx,
+  ratios = overNginx }) {
   if (process.argv[2] === LOAD_ROLE) {
     serveLoad((message) => (message.op === 'downloads' ? downloads(message) : autocannonLoad(message)));
     return;
   }
   let options;
   try {
-    options = roundsOptions(process.argv.slice(2), loads);
+    options = roundsOptions(process.argv.slice(2), loads, targets);
   } catch (err) {
     process.stderr.write(`bench: ${err.message}\n`);
     process.exitCode = 2;
@@ -100,7 +112,7 @@ function perCpuBench({ script, loads, name, prepare, measureOne, describe, moreL
           `processes used ${machine.cpu.toFixed(0)} CPU-s during the ${machine.wall.toFixed(0)} s of the run ` +
           `(${machine.share.toFixed(0)}% of the machine's ${os.cpus().length} cores).`,
         '',
-        ...resultLines(options, samples, medians),
+        ...resultLines(options, samples, medians, ratios),
         ...moreLines(options, medians),
         errorsLine(medians)
       ];
@@ -134,10 +146,10 @@ function rate(value) {
 
 module.exports = { NGINX, PROXY_CPU, WARMUP_SECONDS, perCpuBench, sampleKey, rate };
 
-// The options bench/files.js and bench/cache.js take: `--rounds`,
+// The options bench/files.js, bench/cache.js and bench/hooks.js take: `--rounds`,
 // `--duration`, `--load` (some of `loads`, by name) and `--lila NAME=PATH`
-// (another checkout's lila, measured in the same rounds as `lila @NAME`).
-function roundsOptions(args, loads) {
+// (another checkout's lila, measured in the same rounds: `targets` says as what).
+function roundsOptions(args, loads, targets) {
   const { values } = parseArgs({
     args,
     options: {
@@ -153,8 +165,21 @@ function roundsOptions(args, loads) {
     duration: wholeNumber('--duration', values.duration, DEFAULT_SECONDS),
     loads: loadsFrom(values.load, loads),
     lilas,
-    targets: [{ name: 'lila', lila: LILA }, NGINX_TARGET, ...lilas.map((lila) => ({ name: `lila @${lila.name}`, lila: lila.path }))]
+    targets: targets(lilas)
   };
+}
+
+// The default targets: the working tree's lila, nginx, and each other lila as `lila @NAME`.
+function lilaAndNginx(lilas) {
+  return [{ name: 'lila', lila: LILA }, NGINX_TARGET, ...lilas.map((lila) => ({ name: `lila @${lila.name}`, lila: lila.path }))];
+}
+
+// The default ratios: every lila over nginx, judged by the load's goal; another checkout's lila over the working tree's.
+function overNginx(targets, load) {
+  return [
+    ...targets.filter((t) => t.lila !== null).map((a) => ({ a, b: NGINX_TARGET, goal: load.goal })),
+    ...targets.slice(2).map((a) => ({ a, b: targets[0] }))
+  ];
 }
 
 // Rounds go load by load; within each, the target that goes first
@@ -196,12 +221,12 @@ function mediansOf(samples, duration) {
   return medians;
 }
 
-// The report's results, as text lines: a table of the medians, then every
-// lila over nginx (and another checkout's lila over the working tree's) at
-// each load, with the load's goal where it has one, then each target's
-// spread from round to round.
-function resultLines({ loads, targets }, samples, medians) {
-  const columns = COLUMNS.map(([title, width], i) => [title, i === 1 ? Math.max(width, ...targets.map((t) => t.name.length)) : width]);
+// The report's results, as text lines: a table of the medians, then the
+// `ratios` at each load, with their goals, then each target's spread from
+// round to round.
+function resultLines({ loads, targets }, samples, medians, ratios) {
+  const names = [loads.map((load) => load.name.length), targets.map((target) => target.name.length)];
+  const columns = COLUMNS.map(([title, width], i) => [title, i < 2 ? Math.max(width, ...names[i]) : width]);
   const lines = [...textHeader(columns)];
   for (const load of loads) {
     for (const target of targets) {
@@ -211,9 +236,8 @@ function resultLines({ loads, targets }, samples, medians) {
     }
   }
   lines.push('');
-  const pairs = [...targets.filter((t) => t.lila !== null).map((t) => [t, NGINX_TARGET]), ...targets.slice(2).map((t) => [t, targets[0]])];
   for (const load of loads) {
-    for (const [a, b] of pairs) lines.push(ratioLine(load, a, b, samples, medians));
+    for (const ratio of ratios(targets, load)) lines.push(ratioLine(load, ratio, samples, medians));
   }
   for (const load of loads) {
     const spread = targets.map((target) => {
@@ -265,17 +289,16 @@ function compact(name) {
   return name.replace(/\s/g, '').toUpperCase();
 }
 
-// a / b at one load: the ratios of the medians, and of each round's pair; the load's goal, for lila over nginx.
-function ratioLine(load, a, b, samples, medians) {
+// a / b at one load: the ratios of the medians, and of each round's pair; the goal, where there is one.
+function ratioLine(load, { a, b, goal }, samples, medians) {
   const ma = medians.get(sampleKey(load, a));
   const mb = medians.get(sampleKey(load, b));
   const ratio = ma.perCpu / mb.perCpu;
   const others = samples.get(sampleKey(load, b));
   const paired = samples.get(sampleKey(load, a)).map((s, r) => (s.requests / s.cpu) / (others[r].requests / others[r].cpu));
   // The ratio as printed is what is judged.
-  const goal = load.goal !== undefined && b === NGINX_TARGET
-    ? `; goal ${load.goal.toFixed(2)}: ${Number(ratio.toFixed(2)) >= load.goal ? 'ok' : 'MISS'}` : '';
+  const judged = goal === undefined ? '' : `; goal ${goal.toFixed(2)}: ${Number(ratio.toFixed(2)) >= goal ? 'ok' : 'MISS'}`;
   return `${load.name}: ${a.name} / ${b.name}, req/CPU-s ${ratio.toFixed(2)}, MB/CPU-s ${(ma.mbPerCpu / mb.mbPerCpu).toFixed(2)}, ` +
     `req/s ${(ma.rps / mb.rps).toFixed(2)} (ratios of the medians); req/CPU-s round by round ${median(paired).toFixed(2)} ` +
-    `(${Math.min(...paired).toFixed(2)} to ${Math.max(...paired).toFixed(2)})${goal}.`;
+    `(${Math.min(...paired).toFixed(2)} to ${Math.max(...paired).toFixed(2)})${judged}.`;
 }

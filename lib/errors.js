@@ -44,6 +44,8 @@ const codes = {
   // --root: no file for the path (404), a method files do not answer (405), a precondition that fails (412),
   // ranges the file does not have (416).
   NO_FILE: 'LILA_ERR_NO_FILE',
+  // --hook: a hook module that does not load, or a call of it that threw, rejected or answered what it may not (500).
+  HOOK: 'LILA_ERR_HOOK',
   METHOD_NOT_ALLOWED: 'LILA_ERR_METHOD_NOT_ALLOWED',
   PRECONDITION_FAILED: 'LILA_ERR_PRECONDITION_FAILED',
   RANGE_NOT_SATISFIABLE: 'LILA_ERR_RANGE_NOT_SATISFIABLE'

@@ -74,12 +74,12 @@ describe('install paths', function () {
       assert.match(README, /^npm install -g \.  /m);
     });
 
-    it('contains only README.md, LICENSE, package.json, lila and lib/', () => {
+    it('contains only README.md, LICENSE, package.json, lila, lib/ and types/', () => {
       const allowed = new Set(['README.md', 'package.json', 'lila', 'LICENSE', 'LICENSE.md', 'LICENSE.txt']);
-      const extra = packed.files.filter((file) => !allowed.has(file) && !file.startsWith('lib/'));
+      const extra = packed.files.filter((file) => !allowed.has(file) && !file.startsWith('lib/') && !file.startsWith('types/'));
       assert.deepEqual(extra, []);
 
-      const expected = ['README.md', 'package.json', 'lila', ...listFiles(path.join(ROOT, 'lib'), 'lib')];
+      const expected = ['README.md', 'package.json', 'lila', ...listFiles(path.join(ROOT, 'lib'), 'lib'), ...listFiles(path.join(ROOT, 'types'), 'types')];
       for (const license of ['LICENSE', 'LICENSE.md', 'LICENSE.txt']) {
         if (fs.existsSync(path.join(ROOT, license))) expected.push(license);
       }

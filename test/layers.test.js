@@ -43,6 +43,8 @@ const MAY_IMPORT = {
   // lila's own requests to a pool (a cache's fetches): a passage without a client, on the pools' connections.
   'http/fetch': ['http/lifecycle', 'http/upstream', 'http/wire', 'http', 'pool-binding', 'net', 'errors'],
   cache: ['files', 'http/fetch', 'http/lifecycle', 'http', 'errors'],
+  // --hook: a user's module on a route's requests and answers, as a feature on the request lifecycle.
+  hooks: ['http/lifecycle', 'http', 'net', 'errors'],
   // Upgrades (WebSocket and others), from either engine: a passage whose sockets are then joined.
   'http/upgrade': ['http/lifecycle', 'http', 'actions', 'pool-binding', 'net', 'errors'],
   // One request on its way to a backend of its pool, for HTTP/1.1 and h2 clients alike.
@@ -65,7 +67,7 @@ const MAY_IMPORT = {
   // A rate limit counts by --hash-key's grammar and reader (--rate-limit-key).
   limits: ['balancing/strategies', 'errors'],
   // Routes choose a pool (and --mirror's pools); they know pools only as the objects they are handed.
-  routing: ['cache', 'files', 'http/lifecycle', 'http/mirror', 'http/compression', 'balancing', 'balancing/strategies', 'actions', 'pool-binding', 'layers', 'errors'],
+  routing: ['cache', 'files', 'hooks', 'http/lifecycle', 'http/mirror', 'http/compression', 'balancing', 'balancing/strategies', 'actions', 'pool-binding', 'layers', 'errors'],
   pool: ['balancing', 'balancing/strategies', 'config', 'discovery', 'health', 'tls', 'ops', 'layers', 'errors'],
   // A listener knows pools only as what its routes name and its engine binds.
   listener: ['engines', 'routing', 'tls', 'limits', 'config', 'ops', 'pool-binding', 'layers', 'net', 'errors'],
@@ -73,7 +75,7 @@ const MAY_IMPORT = {
   fleet: ['store', 'acme', 'balancing', 'ops', 'net', 'errors'],
   // --kubernetes: a cluster's resources made into a config text, run by a service it is handed.
   kubernetes: ['store', 'net', 'errors'],
-  service: ['listener', 'pool', 'cluster', 'config', 'tls', 'acme', 'limits', 'cache', 'store', 'ops', 'layers', 'net', 'errors'],
+  service: ['listener', 'pool', 'cluster', 'config', 'tls', 'acme', 'limits', 'cache', 'hooks', 'store', 'ops', 'layers', 'net', 'errors'],
   cli: ['service', 'fleet', 'kubernetes', 'store', 'config', 'routing', 'actions', 'acme', 'balancing', 'balancing/strategies', 'tls', 'ops', 'errors'],
   index: ['service', 'config', 'balancing', 'balancing/strategies', 'ops', 'errors']
 };

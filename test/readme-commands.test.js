@@ -12,7 +12,7 @@
 // - Each runs in a directory of its own holding the files it names, so that they are read as
 //   lila reads them: a file is README's own when a code block starts with `# <its path>` (the
 //   hosts file, lila.conf; the nearest one above the command, else the first one), a balancer
-//   module is the nearest ```js block above the command, and certificates and keys are made by
+//   module and a hook (`--hook`) are the nearest ```js block above the command, and certificates and keys are made by
 //   the test (`--tls-cert` without a file extension is a directory of them). Paths under
 //   /etc/lila/ are that directory's etc/lila/, in the command and in the files it reads.
 // - A one-line lila is built as `run` builds it (createService: balancer, servers, hosts file,
@@ -29,13 +29,14 @@ const { parseArgs } = require('node:util');
 const { parseCommandLine } = require('../lib/cli');
 const { parseArgsOptions } = require('../lib/config/options');
 const { createService } = require('../lib/service');
+const { HookModules } = require('../lib/hooks/hook-modules');
 const Logger = require('../lib/ops/logger');
 const { Pki } = require('./pki');
 const { runLila, onCleanup, cleanup } = require('./helpers');
 const { codeBlocks, commandsOf, otherCommands, command: commandOf } = require('./doc-blocks');
 
 const README_FILE = path.join(__dirname, '..', 'README.md');
-const FILE_OPTIONS = new Set(['--tls-cert', '--tls-key', '--hosts', '--config', '-c', '--backend-ca', '--tls-client-ca', '--tls-client-crl']);
+const FILE_OPTIONS = new Set(['--tls-cert', '--tls-key', '--hosts', '--config', '-c', '--backend-ca', '--tls-client-ca', '--tls-client-crl', '--hook']);
 // What README's commands may take from the shell; lila itself reads no environment here.
 const SHELL_VARIABLES = { LILA_ADMIN_TOKEN: 'secret' };
 // The other commands of README's ```sh blocks, by program: who runs them, or why no test can.
@@ -147,6 +148,12 @@ describe('README commands', () => {
       ...parsed.service, workers: undefined, logger: new Logger({ level: 'silent' })
     }));
     await service.proxy.close();
+    // A hook is imported at start, which this test does not reach: imported here as lila does.
+    const hook = args.indexOf('--hook');
+    if (hook !== -1) {
+      const modules = new HookModules();
+      await modules.load([modules.hook(path.resolve(directory, args[hook + 1]))]);
+    }
   }
 
   // Writes the files a command names, and those its config file names.
@@ -177,6 +184,8 @@ describe('README commands', () => {
         write(file, pki.ca);
       } else if (option === '--tls-client-crl') {
         write(file, fs.readFileSync(pki.crl(), 'latin1'));
+      } else if (option === '--hook') {
+        write(file, nearestBlock('js', entry.line));
       } else {
         const text = readme(words[i + 1]);
         assert.ok(text !== undefined, `README line ${entry.line} names ${words[i + 1]}, and no code block starts with "# ${words[i + 1]}"`);

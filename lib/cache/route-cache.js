@@ -55,7 +55,7 @@ class RouteCache {
       this.counts.bypass++;
       return null;
     }
-    const key = cacheKey(passage.scheme, passage.host === undefined ? '' : passage.host, request.url);
+    const key = cacheKey(passage.scheme, passage.host === undefined ? '' : passage.host, keyTarget(passage));
     const store = this.cache.store;
     // Memory alone is answered at once; with --cache-dir, memory's answer is awaited as disk's is.
     if (store.disk === null) return this.decide(passage, key, asked, store.memory.get(key));
@@ -96,7 +96,7 @@ class RouteCache {
   responseHead(passage, status, headers) {
     const request = passage.request;
     if (status < 400 && request.method !== 'GET' && request.method !== 'HEAD') {
-      const key = cacheKey(passage.scheme, passage.host === undefined ? '' : passage.host, request.url);
+      const key = cacheKey(passage.scheme, passage.host === undefined ? '' : passage.host, keyTarget(passage));
       for (const stale of invalidated(request, { status, headers }, key)) this.cache.delete(stale);
     }
     // GET and HEAD are always looked up: one here went on its own (past the lock, not shared).
@@ -134,4 +134,9 @@ function onlyIfCached(routeCache, passage) {
   routeCache.counted(passage, 'miss');
   const headers = ['Cache-Status', cacheStatus({ fwd: 'miss', detail: 'only-if-cached' }), 'Content-Length', '0'];
   return new LocalResponse(504, headers, null, 0);
+}
+
+// The target a request is stored under: as the client asked, or as a hook changed it (--hook's req.path).
+function keyTarget(passage) {
+  return passage.edits !== null && passage.edits.target !== null ? passage.edits.target : passage.request.url;
 }

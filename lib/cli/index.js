@@ -18,9 +18,8 @@ const { storeOf, rateLimitStoreOf } = require('./store-command-line');
 const { readText } = require('../config/read-text');
 const { kubernetesOf } = require('./kubernetes-command-line');
 const { startFollowing } = require('./start-following');
-const { readConfigFile, parseConfig, summary } = require('../config/config-file');
-const Configuration = require('../service/configuration');
-const AcmeRunner = require('../acme/runner');
+const { readConfigFile, parseConfig } = require('../config/config-file');
+const { runCheck, checkConfig } = require('./check');
 const { LilaError, codes } = require('../errors');
 const { version } = require('../../package.json');
 
@@ -66,11 +65,7 @@ async function run(args, io = {}) {
       stdout.write(`${version}\n`);
       return 0;
     }
-    if (parsed.check) {
-      checkConfig(parsed.service.config, new Logger({ ...parsed.logger, stream: stderr }), parsed.service.acme);
-      stdout.write(summary(parsed.service.config).map((line) => `${line}\n`).join('') + `lila: ${parsed.service.configFile}: good\n`);
-      return 0;
-    }
+    if (parsed.check) return await runCheck(parsed.service, new Logger({ ...parsed.logger, stream: stderr }), { stdout, stderr });
     const logger = new Logger({ ...parsed.logger, stream: stderr });
     if (parsed.fleet !== undefined || parsed.kubernetes !== undefined) {
       const started = await startFollowing(parsed, { logger, stderr });
@@ -362,16 +357,6 @@ function acmeOf(options) {
     maxConcurrency: options['acme-max-concurrency'],
     stateDir: options['state-dir']
   };
-}
-
-// --check: everything a start would build (pools, certificates, routes), built and dropped.
-function checkConfig(model, logger, acme) {
-  // With --acme, listeners are checked as they would serve: port 443 and --tls listeners are HTTPS.
-  const shared = acme === undefined ? null : new AcmeRunner(acme, { logger }).shared;
-  const configuration = new Configuration({ logger, drainTimeout: 0, acme: shared });
-  for (const warning of model.warnings) logger.warn(warning);
-  const plan = configuration.prepare(model);
-  for (const pool of plan.made) pool.close();
 }
 
 // The hosts file to read, or undefined when the servers are on the command line.

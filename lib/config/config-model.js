@@ -209,8 +209,10 @@ function check(model, file, { mayServeNothing = false } = {}) {
     }
   }
   if (model.listeners.length === 0 && !mayServeNothing) throw new LilaError(codes.CONFIG, `${file}: no listen line: lila would serve nothing`);
+  // A hook may send a request to any pool (ctx.pool): with one, no pool is said unused.
+  const hooked = model.listeners.some((listener) => listener.routes.some((route) => route.actions && route.actions.hook !== undefined));
   for (const pool of model.pools) {
-    if (!used.has(pool.name)) model.warnings.push(at(file, pool.line)(`pool "${pool.name}" is not used by any route`).message);
+    if (!used.has(pool.name) && !hooked) model.warnings.push(at(file, pool.line)(`pool "${pool.name}" is not used by any route`).message);
   }
 }
 

@@ -5,7 +5,7 @@ const Logger = require('../ops/logger');
 const { MIN_VERSIONS } = require('../tls/certificate-store');
 const { CLIENT_VERIFY_MODES } = require('../tls/client-verification');
 const { validateCiphers, validateCurves } = require('../tls/profile');
-const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers, validateDirectory, validateNames, validateCacheDir } = require('./validate');
+const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers, validateDirectory, validateFile, validateNames, validateCacheDir } = require('./validate');
 const { parseRateLimit, parseRateLimitName, validateSize, parseSticky } = require('./traffic-values');
 const { parseMirror } = require('./mirror-values');
 const { DEFAULTS, DEFAULT_DRAIN_MS, LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS } = require('./defaults');
@@ -681,6 +681,17 @@ const OPTIONS = [
       "nginx's gzip_static); without one, --compress applies"
   },
   {
+    name: 'hook', arg: '<file>', group: 'hooks', scope: 'route', default: 'none', action: 'hook',
+    help: 'run this JavaScript module\'s onRequest, onResponse and transformResponse (CommonJS or ESM) on each of the ' +
+      "route's http requests: change the request, choose its pool or answer it; change the answer and its body",
+    read: (value, flag) => validateFile(value, flag)
+  },
+  {
+    name: 'hook-timeout', arg: '<t>', group: 'hooks', scope: 'route', default: '1s', action: 'hookTimeout',
+    help: 'how long lila waits for an async hook: past it the client gets 504 (a request not sent to any backend)',
+    read: validateDuration
+  },
+  {
     name: 'endpoint', short: 'e', arg: '<host:port>', group: 'equilibrio', scope: 'command', default: '', multiple: true,
     help: "a server, as equilibrio gives it (repeat -e for each); the mode is then --type, the layer tcp and the port 9080 " +
       'unless given'
@@ -738,6 +749,7 @@ const GROUPS = {
   route: 'What a route does to a request (route and listen lines, or the command line)',
   files: 'Serving files (route and listen lines, or the command line)',
   cache: 'Caching responses (--cache on routes; the others on lines of their own)',
+  hooks: 'Your own code on requests (route and listen lines, or the command line)',
   equilibrio: "equilibrio's command line (lila -e host:port -e host:port -t ip-hash)"
 };
 

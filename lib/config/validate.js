@@ -106,6 +106,19 @@ function validatePath(value, name) {
 }
 
 /**
+ * Checks a file option: a file that exists, given as an absolute path or one
+ * relative to where lila runs (the path returned absolute).
+ *
+ * @param {unknown} value
+ * @param {string} name the option as the user knows it, e.g. `--hook`
+ * @returns {string} the absolute path
+ * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
+ */
+function validateFile(value, name) {
+  return existing(value, name, 'file', (stat) => stat.isFile());
+}
+
+/**
  * Checks a directory option: a directory that exists, given as an absolute
  * path or one relative to where lila runs (the path returned absolute).
  *
@@ -115,16 +128,21 @@ function validatePath(value, name) {
  * @throws {LilaError} `LILA_ERR_INVALID_OPTION`
  */
 function validateDirectory(value, name) {
-  if (typeof value !== 'string' || value === '') throw new LilaError(codes.INVALID_OPTION, `"${name}" needs a directory, received "${value}"`);
-  const dir = path.resolve(value);
+  return existing(value, name, 'directory', (stat) => stat.isDirectory());
+}
+
+// A path that names something of `kind` (`is` says so of its stat), made absolute.
+function existing(value, name, kind, is) {
+  if (typeof value !== 'string' || value === '') throw new LilaError(codes.INVALID_OPTION, `"${name}" needs a ${kind}, received "${value}"`);
+  const resolved = path.resolve(value);
   let stat;
   try {
-    stat = fs.statSync(dir);
+    stat = fs.statSync(resolved);
   } catch (err) {
-    throw new LilaError(codes.INVALID_OPTION, `"${name}" ${value}: ${err.code === 'ENOENT' ? 'no such directory' : err.message}`);
+    throw new LilaError(codes.INVALID_OPTION, `"${name}" ${value}: ${err.code === 'ENOENT' ? `no such ${kind}` : err.message}`);
   }
-  if (!stat.isDirectory()) throw new LilaError(codes.INVALID_OPTION, `"${name}" ${value} is not a directory`);
-  return dir;
+  if (!is(stat)) throw new LilaError(codes.INVALID_OPTION, `"${name}" ${value} is not a ${kind}`);
+  return resolved;
 }
 
 /**
@@ -188,7 +206,7 @@ function validateResolvers(value, name) {
   });
 }
 
-module.exports = { validatePort, validateChoice, validateDuration, validateCount, validatePath, validateResolvers, validateDirectory, validateNames, validateCacheDir };
+module.exports = { validatePort, validateChoice, validateDuration, validateCount, validatePath, validateResolvers, validateDirectory, validateFile, validateNames, validateCacheDir };
 
 function badResolver(value, name) {
   return new LilaError(

@@ -54,6 +54,7 @@ function renderMetrics(view, stats) {
   if (!view.single) text += routeFamilies(view, view.traffic);
   if (view.traffic.mirrors.size > 0) text += mirrorFamily(view.traffic);
   if (view.cache !== undefined && view.cache !== null) text += cacheFamilies(view);
+  if (view.hooks !== undefined && view.hooks.all().length > 0) text += hookFamilies(view.hooks.all());
   if (listener.certificates !== null) text += tlsFamilies(scope);
   if (listener.acceptProxy === true) text += proxyHeaderFamily(scope);
   const discovery = pool === null ? null : pool.discovery;
@@ -130,6 +131,19 @@ function cacheFamilies(view) {
     family('lila_cache_objects', 'gauge', 'Answers the cache holds, by store.', of('objects', 'lila_cache_objects')) +
     family('lila_cache_evictions_total', 'counter', 'Answers the cache let go to stay within its size, by store.',
       of('evictions', 'lila_cache_evictions_total'));
+}
+
+// --hook: each hook's calls by point, those that failed or took too long, and the time they took.
+function hookFamilies(hooks) {
+  const of = (field, name) => hooks.flatMap((hook) => Object.entries(hook.counters.points)
+    .filter(([point]) => hook.functions === null || hook.functions[point] !== undefined)
+    .map(([point, counts]) => sample(name, { hook: hook.name, point }, counts[field])));
+  return family('lila_hook_calls_total', 'counter', 'Calls of each --hook module\'s functions, by point: onRequest, onResponse, transformResponse.',
+    of('calls', 'lila_hook_calls_total')) +
+    family('lila_hook_errors_total', 'counter', 'Calls that threw, rejected or gave what lila cannot send (the request answered 500).',
+      of('errors', 'lila_hook_errors_total')) +
+    family('lila_hook_timeouts_total', 'counter', 'Async calls past --hook-timeout (the request answered 504).', of('timeouts', 'lila_hook_timeouts_total')) +
+    family('lila_hook_seconds_total', 'counter', 'Seconds from each call until it returned or its promise settled.', of('seconds', 'lila_hook_seconds_total'));
 }
 
 // --mirror: the copies of requests meant for each mirror pool, by what became of them.

@@ -8,6 +8,7 @@ const MirrorPolicy = require('../http/mirror/policy');
 const { Compression } = require('../http/compression/compression');
 const StaticFiles = require('../files/static-files');
 const RouteCache = require('../cache/route-cache');
+const RouteHooks = require('../hooks/route-hooks');
 const RouteConditions = require('./route-conditions');
 const { featuresOf } = require('../http/lifecycle/observers');
 const ChallengeActions = require('../actions/acme-challenge');
@@ -31,7 +32,7 @@ class Route {
     // --mirror comes as `spec.mirror`, its pools found (service/configuration.js).
     // --rate-limit comes as `spec.rateLimiter`, made by the listener (listener/listener.js).
     const { matchMethod, matchHeader, matchQuery, matchCookie, mirror: _mirror, mirrorBodyLimit: _limit, rateLimit, rateLimitKey: _key,
-      rateLimitName: _name, compress, root, index, browse, fallback, precompressed, cache, ...actions } = spec.actions || {};
+      rateLimitName: _name, compress, root, index, browse, fallback, precompressed, cache, hook: _hook, hookTimeout, ...actions } = spec.actions || {};
     /** What it asks of a request besides its host and path (--match-*); null: nothing. */
     this.conditions = RouteConditions.from({ matchMethod, matchHeader, matchQuery, matchCookie }, `route "${spec.text}"`);
     /** Its match and conditions as the config file writes them: its name in /status, /metrics and access lines. */
@@ -90,6 +91,11 @@ class Route {
     if (cache === true && layer === 'tcp') {
       throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": --cache stores http answers; a tcp listener's routes only choose a pool`);
     }
+    if (_hook !== undefined && !takesRouteOptions) {
+      throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": --hook runs on http requests; ${withArticle(layer)} listener's routes only choose a pool`);
+    }
+    /** `--hook` (or the library's hooks): a user's code on its requests and their answers; null: none. */
+    this.hooks = takesRouteOptions ? RouteHooks.from(spec.hook, hookTimeout, () => hookBindings(spec.hookPools, bindingOf)) : null;
     /** What observes its requests on their way (--compress, --mirror), in the lifecycle's order; null: nothing. */
     this.features = takesRouteOptions ? featuresOf(this) : null;
   }
@@ -167,4 +173,11 @@ function routeKey(spec, layer) {
     if (err instanceof LilaError) err.message = `route "${spec.text}": ${err.message}`;
     throw err;
   }
+}
+
+// The pools a hook's `ctx.pool` may name (the config's http pools), bound on the route's listener.
+function hookBindings(pools, bindingOf) {
+  const bindings = new Map();
+  for (const pool of pools || []) bindings.set(pool.name, bindingOf(pool));
+  return bindings;
 }

@@ -11,6 +11,7 @@ const { formatHostPort } = require('../net/address');
 const { identityKey } = require('../config/identity-key');
 const { mirrorSpec } = require('../config/mirror-values');
 const { layerOf } = require('../layers');
+const { HookModules } = require('../hooks/hook-modules');
 const { LilaError, codes } = require('../errors');
 
 // How often a pool taken out of service is looked at until nothing is in flight on it.
@@ -42,6 +43,8 @@ class Configuration {
     this.rateLimits = new NamedLimits({ store: this.rateLimitStore });
     /** The process's cache, which --cache routes store in (kept across reloads). */
     this.cache = options.cache || null;
+    /** The hook modules routes name (--hook), and the library's hooks; kept across reloads. */
+    this.hooks = options.hooks || new HookModules();
     this.drainTimeout = options.drainTimeout;
     this.traffic = options.traffic || new Traffic(this.logger);
     /** @type {Map<string, {pool: Pool, key: string, servers: object[]}>} */
@@ -61,7 +64,7 @@ class Configuration {
    * @throws {LilaError} `LILA_ERR_CONFIG` (a file's mistake, at its line), or the code of the option
    */
   prepare(model) {
-    const plan = { model, pools: new Map(), listeners: [], made: [] };
+    const plan = { model, pools: new Map(), listeners: [], made: [], hooks: [] };
     const { engine, requestId, resolvers, backendTls } = globalsOf(model);
     this.rateLimits.retain(this.listeners.map((item) => item.listener));
     try {
@@ -101,7 +104,9 @@ class Configuration {
       hashKey: route.hashKey,
       actions: route.actions,
       targets: route.targets.map((target) => ({ pool: plan.pools.get(target.pool).pool, weight: target.weight })),
-      mirror: mirrorSpec(route.actions, `route "${route.text}"`, (name) => plan.pools.get(name)?.pool)
+      mirror: mirrorSpec(route.actions, `route "${route.text}"`, (name) => plan.pools.get(name)?.pool),
+      hook: this.hookOf(plan, route.actions),
+      hookPools: [...plan.pools.values()].map((item) => item.pool).filter((pool) => pool.layer === 'http')
     }));
     // Each route checked alone, so that a mistake names its line.
     for (const [index, route] of routes.entries()) built(model, spec.routes[index].line, () => Listener.checkRoutes([route], spec.layer));
@@ -168,10 +173,38 @@ class Configuration {
    * @throws {LilaError} `LILA_ERR_LISTEN` (the promise rejects)
    */
   commit(plan, { reusePort = false, why = 'reload' } = {}) {
+    // The hook modules it names are loaded first (import() is async): one that does not load refuses it.
+    if (plan.hooks.some((hook) => hook.functions === null)) {
+      return this.loadHooks(plan).then(() => this.commit(plan, { reusePort, why }));
+    }
     const kept = new Set(plan.listeners.filter((item) => item.running !== null).map((item) => item.running));
     const leaving = this.listeners.filter((item) => !kept.has(item));
     if (plan.listeners.every((item) => item.running !== null)) return this.swap(plan, kept, leaving, why);
     return openListeners(this, plan, leaving, reusePort).then(() => this.swap(plan, kept, leaving, why));
+  }
+
+  /**
+   * Loads the hook modules a plan's routes name (what changed since they were loaded); one that
+   * does not load drops the plan (its new pools closed).
+   *
+   * @param {object} plan from prepare()
+   * @returns {Promise<void>}
+   * @throws {LilaError} `LILA_ERR_HOOK`
+   */
+  async loadHooks(plan) {
+    try {
+      await this.hooks.load(plan.hooks);
+    } catch (err) {
+      for (const pool of plan.made) pool.close();
+      throw err;
+    }
+  }
+
+  // The hook of a route (its --hook, else the library's), to be loaded with the plan.
+  hookOf(plan, actions) {
+    const hook = this.hooks.hook(actions === undefined || actions === null ? undefined : actions.hook);
+    if (hook !== null && hook.functions === null) plan.hooks.push(hook);
+    return hook;
   }
 
   // The plan's listeners are open: what runs becomes the plan, at once.
@@ -312,7 +345,8 @@ class Configuration {
       traffic: this.traffic,
       openConnections: entries.reduce((sum, { listener }) => sum + listener.connections.size, 0),
       rateLimitStore: this.rateLimitStore,
-      cache: this.cache
+      cache: this.cache,
+      hooks: this.hooks
     };
   }
 }

@@ -2,6 +2,7 @@
 
 const Logger = require('../ops/logger');
 const Configuration = require('./configuration');
+const { HookModules } = require('../hooks/hook-modules');
 const { onePoolModel } = require('../config/one-pool-model');
 const { validatePort } = require('../config/validate');
 const { DEFAULT_PORT, DEFAULT_DRAIN_MS } = require('../config/defaults');
@@ -26,7 +27,9 @@ class Proxy {
       return;
     }
     const logger = options.logger || new Logger();
-    this.configuration = new Configuration({ logger, drainTimeout: DEFAULT_DRAIN_MS, traffic: options.traffic, acme: options.acme });
+    this.configuration = new Configuration({
+      logger, drainTimeout: DEFAULT_DRAIN_MS, traffic: options.traffic, acme: options.acme, hooks: new HookModules(options.hooks || null)
+    });
     // Built and checked now; opened by listen().
     this.plan = this.configuration.prepare(onePoolModel(options));
   }

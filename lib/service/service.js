@@ -3,6 +3,7 @@
 const cluster = require('node:cluster');
 const Logger = require('../ops/logger');
 const Configuration = require('./configuration');
+const { HookModules } = require('../hooks/hook-modules');
 const Proxy = require('./proxy');
 const ProgramChanges = require('./program-changes');
 const Workers = require('./workers');
@@ -66,6 +67,7 @@ class Service {
    * @param {import('../fleet/fleet')} [options.fleet] `--store`: a fleet's member, bootstrapped; the service
    *   runs what it gave, and it applies each new revision of the stored configuration as a reload
    * @param {import('../kubernetes/controller').KubernetesController} [options.kubernetes] `--kubernetes`: the same, of a cluster's resources
+   * @param {object} [options.hooks] the hook of every http route naming no --hook: `{onRequest, onResponse, transformResponse}`
    * @param {string} [options.label] says what the startup line's command line is (another tool's)
    * @param {Logger} [options.logger] defaults to info lines on stderr
    * @throws {LilaError} for invalid options, servers, hosts file or config
@@ -103,7 +105,7 @@ class Service {
     this.cache = this.role === PRIMARY ? null : Cache.create(options.cache, this.logger);
     this.configuration = new Configuration({
       logger: this.logger, drainTimeout: this.drainTimeout, acme: this.acme === null ? null : this.acme.shared, rateLimitStore: this.rateLimits,
-      cache: this.cache
+      cache: this.cache, hooks: new HookModules(options.hooks || null)
     });
     /** What runs, seen as one pool behind one listener: the library's `Proxy`. */
     this.proxy = new Proxy(this.configuration);
@@ -151,7 +153,8 @@ class Service {
     const plan = this.plan;
     this.plan = null;
     if (this.role !== WORKER) for (const warning of plan.model.warnings) this.logger.warn(warning);
-    if (this.role === PRIMARY) return this.workerSide.startPrimary(plan);
+    // The primary loads the hooks too: one that does not load stops lila before any worker is forked.
+    if (this.role === PRIMARY) return this.configuration.loadHooks(plan).then(() => this.workerSide.startPrimary(plan));
     if (plan.listeners.some((item) => item.listener.certificates !== null)) this.shareTicketKeys();
     // Stored certificates are in place before the first handshake (orders go on after), a fleet's drains and the
     // rate limits' store (within its deadline) before the first request.
@@ -222,10 +225,7 @@ class Service {
     if (this.acme !== null) this.acme.stop();
     for (const follower of [this.fleet, this.kubernetes]) if (follower !== null) follower.close();
     if (this.rateLimits !== null) this.rateLimits.close();
-    if (this.adminServer !== null) {
-      this.adminServer.close();
-      this.adminServer.closeAllConnections();
-    }
+    if (this.adminServer !== null) this.adminServer.close().closeAllConnections();
     this.logger.info(`${why} received, draining for up to ${this.drainTimeout} ms`);
     this.configuration.drain(this.drainTimeout).then(async ({ closed }) => {
       // The cache closes once nothing answers from it; the disk's writes under way end first.
@@ -249,6 +249,8 @@ class Service {
       return;
     }
     if (this.source.load === null) {
+      // A command line's hook is read again when its file changed: the same model, reloaded.
+      if (this.configuration.hooks.loaded.size > 0) return void this.reloadModel(why, () => this.source.model);
       this.logger.warn(this.single
         ? `${why} received: no hosts file to reload (servers are on the command line)`
         : `${why} received: no config file to reload`);

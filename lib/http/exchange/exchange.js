@@ -91,7 +91,9 @@ class Exchange extends ResponseRelay {
     this.upstream = upstream;
     this.received = true;
     this.respond(upstream.head());
-    upstream.start();
+    // A head an observer takes its time over starts the body once it went out (head-wait.js).
+    if (this.headWait !== null) this.headWait.local = upstream;
+    else upstream.start();
   }
 
   /**

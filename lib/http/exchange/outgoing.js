@@ -37,7 +37,9 @@ function forwardedHeaders(exchange) {
   if (settings.stickyCookie !== null) headers = withoutCookie(headers, settings.stickyCookie);
   if (exchange.ids !== null) headers = withRequestIds(headers, exchange.ids);
   const actions = exchange.actions;
-  return actions === null ? headers : actions.requestHeaders(headers, exchange.requestView());
+  if (actions !== null) headers = actions.requestHeaders(headers, exchange.requestView());
+  // A hook's changes come after the route's own.
+  return exchange.edits === null ? headers : exchange.edits.headersOf(headers);
 }
 
 /**

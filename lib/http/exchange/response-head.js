@@ -79,10 +79,12 @@ function relayInterim(relay, head) {
  */
 function writeClientHead(relay, head, headers, keepAlive) {
   if (relay.ids !== null) headers = withResponseId(headers, relay.ids.requestId);
-  const status = head.status;
+  // A status a hook changed (onResponse) goes out in place of the backend's.
+  const status = relay.status;
   const request = relay.request;
   const http10 = request.httpVersionMinor === 0;
-  let out = `HTTP/1.1 ${status} ${head.reason || STATUS_CODES[status] || 'Unknown'}\r\n${fieldLines(headers)}`;
+  const reason = status === head.status && head.reason ? head.reason : STATUS_CODES[status] || 'Unknown';
+  let out = `HTTP/1.1 ${status} ${reason}\r\n${fieldLines(headers)}`;
   if (relay.filter !== null ? !http10 : (head.chunked && !http10) || relay.rechunk) out += 'Transfer-Encoding: chunked\r\n';
   // An h2 stream that ended with its headers has no body, and may not say so.
   if (head.ended === true && head.contentLength < 0 && request.method !== 'HEAD' && status !== 204 && status !== 304) {

@@ -8,6 +8,7 @@ const { lendReadBuffer } = require('../upstream/sockets');
 const Passage = require('../lifecycle/passage');
 const { filterBody, passFiltered, endFiltered } = require('./filtered-body');
 const { readResponseHead, relayInterim, writeClientHead } = require('./response-head');
+const { awaitHead, holdWhileHeadWaits } = require('./head-wait');
 const { NONE, LENGTH, CHUNKED, CLOSE, STREAM } = require('./framing');
 const { LilaError, codes } = require('../../errors');
 
@@ -56,6 +57,8 @@ class ResponseRelay extends Passage {
     this.heldBytes = 0;
     // The response head, held to go out in one write with the first body bytes.
     this.prefix = null;
+    // While an observer takes its time over the head: the body pieces read meanwhile (head-wait.js).
+    this.headWait = null;
     this.headWritten = false;
     this.status = 0;
     this.responseDone = false;
@@ -139,14 +142,25 @@ class ResponseRelay extends Passage {
     const actions = this.actions;
     if (actions !== null) headers = actions.responseHeaders(headers, this.requestView());
     if (this.observers !== null) {
-      headers = this.observeResponseHead(status, headers, this.framing === NONE);
-      if (this.filter !== null) this.filtered();
+      const observed = this.observeResponseHead(status, headers, this.framing === NONE);
+      if (!Array.isArray(observed)) {
+        awaitHead(this, observed, head, keepAlive);
+        return;
+      }
+      headers = observed;
     }
+    this.sendHead(head, headers, keepAlive);
+  }
+
+  /** The head goes out as the observers left it: at once, or once one that took its time is done. */
+  sendHead(head, headers, keepAlive) {
+    const http10 = this.request.httpVersionMinor === 0;
+    if (this.filter !== null) this.filtered();
     // A filtered body goes to an HTTP/1.0 client delimited by the close.
     if (http10 && this.filter !== null) keepAlive = false;
     // Trailers cannot reach an HTTP/1.0 client: announcing them would be wrong.
     if (http10) headers = withoutField(headers, 'trailer');
-    this.status = status;
+    this.status = this.edits !== null && this.edits.status !== 0 ? this.edits.status : head.status;
     this.headWritten = true;
     this.writeHead(head, headers, keepAlive);
     if (this.framing === NONE || (this.framing === LENGTH && this.remaining === 0)) {
@@ -189,6 +203,10 @@ class ResponseRelay extends Passage {
   }
 
   relayBody(chunk, start) {
+    if (this.headWait !== null) {
+      holdWhileHeadWaits(this, chunk, start);
+      return;
+    }
     if (this.filter !== null) {
       filterBody(this, chunk, start);
       return;
@@ -251,7 +269,7 @@ class ResponseRelay extends Passage {
   /** The filter failed (zlib): the response cannot be finished, and is cut short. */
   filterFailed(err) {
     this.filter = null;
-    if (!this.done) this.fail(new LilaError(codes.RESOURCES, `compression failed: ${err.message}`, 500), `compression: ${err.message}`);
+    if (!this.done) this.fail(new LilaError(codes.RESOURCES, 'the response body failed on its way', 500), `body filter: ${err.message}`);
   }
 
   /** @returns {boolean} the client takes no more for now (its socket's buffer is full, or this request's held bytes) */
@@ -268,13 +286,7 @@ class ResponseRelay extends Passage {
    */
   emit(data, body) {
     if (body === true) this.bytesSent += data.length;
-    if (this.prefix !== null) {
-      if (typeof data !== 'string' && data.length > JOIN_LIMIT) {
-        this.emitAfterPrefix(data);
-        return;
-      }
-      data = this.withPrefix(data);
-    }
+    if (this.prefix !== null && (data = this.withPrefix(data)) === null) return;
     if (this.flowing) {
       const socket = this.connection.socket;
       if (!socket.write(data, 'latin1') && this.upstream !== null) this.upstream.pause();
@@ -295,22 +307,20 @@ class ResponseRelay extends Passage {
     if (this.upstream !== null) lendReadBuffer(this.upstream, data);
   }
 
-  // A large piece after the held head: two writes corked into one writev, not a copy of the piece.
-  emitAfterPrefix(data) {
-    const prefix = this.prefix;
-    this.prefix = null;
-    const socket = this.connection.socket;
-    if (this.flowing) socket.cork();
-    this.emit(prefix);
-    this.emit(data);
-    if (this.flowing) socket.uncork();
-  }
-
-  // The held response head and `data` as one piece: one write, one syscall.
+  // The held response head and `data` as one piece: one write, one syscall. A large piece is not
+  // copied onto it: the two go out corked, one writev (null: nothing is left to write).
   withPrefix(data) {
     const prefix = this.prefix;
     this.prefix = null;
     if (typeof data === 'string') return prefix + data;
+    if (data.length > JOIN_LIMIT) {
+      const socket = this.connection.socket;
+      if (this.flowing) socket.cork();
+      this.emit(prefix);
+      this.emit(data);
+      if (this.flowing) socket.uncork();
+      return null;
+    }
     const joined = Buffer.allocUnsafe(prefix.length + data.length);
     joined.latin1Write(prefix, 0);
     data.copy(joined, prefix.length);

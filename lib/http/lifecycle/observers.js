@@ -9,12 +9,12 @@
  * onion: on the way in (`forwarded`, the request's body) it sees the
  * request first; on the way out (the response head and body) it sees the
  * response last, after what every feature below it did. So `--compress`,
- * first, compresses what the others made of the answer (a file too), `--mirror`
- * copies the request as it came (when it goes to the pool), and `--root`,
- * innermost, answers from files what it can. What comes next goes here: the cache
- * (stores the backend's identity answer: below compression), hooks (a
- * user's code on the request and the answer: above the cache, below
- * compression), traces (time every step: first of all).
+ * first, compresses what the others made of the answer (a file too), `--hook`
+ * changes the request before the others see it and the answer after they
+ * made it, `--mirror` copies the request as the hook left it, `--root`
+ * answers from files what it can, and the cache, innermost, stores the
+ * backend's identity answer. What comes next goes here: traces (time every
+ * step: first of all).
  *
  * A feature may answer a request itself, before any backend: its
  * `answer(passage)` (a file under `--root`; next a stored answer, a hook's)
@@ -47,6 +47,8 @@
 const FEATURES = [
   // --compress: the response body compressed as the client accepts (http/compression/).
   (route) => route.compression,
+  // --hook: a user's code on the request (it may answer it) and on the answer's head and body (hooks/).
+  (route) => route.hooks,
   // --mirror: a copy of the request to other pools, its answer thrown away (http/mirror/).
   (route) => route.mirror,
   // --root: files answered before the pool (files/static-files.js).

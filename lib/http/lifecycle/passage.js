@@ -1,14 +1,16 @@
 'use strict';
 
 const { readCookie } = require('../sticky-cookie');
-const { refusalBeforeForwarding, queueRefusal } = require('../limits');
+const { refusalBeforeForwarding } = require('../limits');
 const { noRoute } = require('../route-request');
-const { CLIENT_LEFT, noBackendLeft, localShortage } = require('../outcomes');
+const { CLIENT_LEFT } = require('../outcomes');
 const { answerOf, openObservers } = require('./observers');
 const RequestView = require('../../actions/request-view');
 const { RequestIds } = require('../../actions/request-id');
 const { clientCertificateOf } = require('../../net/client-certificate');
-const { LilaError, codes, describeError } = require('../../errors');
+const { LilaError, codes } = require('../../errors');
+const BackendSlot = require('./backend-slot');
+const { FilterChain } = require('./filter-chain');
 
 /**
  * One http request's way through lila, the same on every engine (the fast
@@ -36,7 +38,7 @@ const { LilaError, codes, describeError } = require('../../errors');
  *
  * It is also a strategy's pick context and, once over, `Traffic#request`'s record.
  */
-class Passage {
+class Passage extends BackendSlot {
   /**
    * @param {{settings: object, traffic: object, logger: object}} engine its listener's
    * @param {{method: string, url: string, headers: object, rawHeaders: string[]}} request
@@ -45,6 +47,7 @@ class Passage {
    * @param {string | undefined} clientAddress after --accept-proxy
    */
   constructor(engine, request, route, binding, clientAddress) {
+    super();
     this.engine = engine;
     this.request = request;
     this.route = route;
@@ -69,6 +72,9 @@ class Passage {
     this.stickyId = cookie === null ? null : readCookie(request.rawHeaders, cookie);
     // Its route's features' observers, once it goes to its pool (null: none); a body filter one of them put on its response.
     this.observers = null;
+    // What a feature changed of it and its answer (request-edits.js), and what --hook keeps for it (its ctx); null: none.
+    this.edits = null;
+    this.hookContext = null;
     // What a feature answered it with (a LocalResponse) or null; for its access line, what the cache did, its fetch's backend.
     this.local = null;
     this.cacheResult = null;
@@ -85,8 +91,20 @@ class Passage {
 
   /** @returns {string} the request target its backend gets (the route's path edits applied) */
   get target() {
+    if (this.edits !== null && this.edits.target !== null) return this.edits.target;
     const actions = this.actions;
     return actions === null ? this.request.url : actions.target(this.request.url);
+  }
+
+  /**
+   * Sends it to another pool than its route chose (a hook's `ctx.pool`), before any backend is taken.
+   *
+   * @param {import('../../pool-binding')} binding
+   */
+  rebind(binding) {
+    this.binding = binding;
+    const cookie = binding.settings.stickyCookie;
+    this.stickyId = cookie === null ? null : readCookie(this.request.rawHeaders, cookie);
   }
 
   /** @returns {import('../../pool-binding').BoundPool | null} the pool its route chose, null: none */
@@ -216,99 +234,6 @@ class Passage {
     this.observers = openObservers(this.route.features, this);
   }
 
-  /** A backend the balancer acquires for it (`use`), or its wait in the queue, or lila's answer. */
-  takeBackend() {
-    const balancer = this.binding.balancer;
-    const backend = balancer.acquire(this);
-    if (backend !== null) {
-      this.use(backend);
-      return;
-    }
-    const outcome = balancer.wait(this);
-    if (outcome === 'waiting') this.waiting = true;
-    else if (outcome === 'full') this.fail(queueRefusal(false, balancer.queue.timeout), 'the queue is full');
-    else this.noBackend();
-  }
-
-  /**
-   * Another backend after its backend failed it, when one can take it now (no wait in the queue);
-   * `tried` holds the backends it must not go to again.
-   *
-   * @returns {boolean} false when there is none
-   */
-  takeAnotherBackend() {
-    const backend = this.binding.balancer.acquire(this);
-    if (backend === null) return false;
-    this.use(backend);
-    return true;
-  }
-
-  /**
-   * A backend was acquired for it: the engine sends it there.
-   *
-   * @param {import('../../balancing/backend')} backend
-   */
-  use(backend) {
-    if (this.engine.logger.traceEnabled) this.tracePick(backend);
-    this.backend = backend;
-    this.servedBy = backend;
-    this.attempt();
-  }
-
-  /**
-   * Its wait in the queue is over.
-   *
-   * @param {import('../../balancing/backend') | null} backend acquired for it; null: none is left to wait for
-   */
-  dequeued(backend) {
-    this.waiting = false;
-    if (backend === null) this.noBackend();
-    else this.use(backend);
-  }
-
-  /** It waited past --queue-timeout: 503. */
-  queueTimedOut() {
-    this.waiting = false;
-    const timeout = this.binding.balancer.queue.timeout;
-    this.fail(queueRefusal(true, timeout), `waited ${timeout} ms in the queue`);
-  }
-
-  /** Out of the queue, if it waits there: it is answered otherwise, or its client left. */
-  leaveQueue() {
-    if (!this.waiting) return;
-    this.waiting = false;
-    this.binding.balancer.cancel(this);
-  }
-
-  /**
-   * Its connect to its backend failed: passive health is told (unless the
-   * failure is lila's own shortage, EMFILE and kin, which answers 503 and
-   * blames no backend), the slot is given back, and it goes to the next
-   * backend the strategy picks, never one it failed on.
-   *
-   * @param {Error} err
-   */
-  connectFailed(err) {
-    const backend = this.backend;
-    this.engine.logger.debug(`backend ${backend.name}: ${describeError(err)}`);
-    const shortage = this.binding.health.failedWith(backend, err);
-    this.release();
-    if (shortage !== null) {
-      this.fail(localShortage(shortage), `backend ${backend.name}: ${describeError(err)}`);
-      return;
-    }
-    (this.tried ??= new Set()).add(backend);
-    this.takeBackend();
-  }
-
-  /** Gives its backend slot back; once per backend acquired. */
-  release() {
-    if (this.backend !== null) {
-      this.binding.balancer.release(this.backend);
-      this.backend = null;
-    }
-  }
-
   /** @returns {RequestView} the request as its route's actions read it */
   requestView() {
     this.view ??= new RequestView(this.request, this.host, this.scheme, this.clientAddress,
@@ -333,24 +258,35 @@ class Passage {
   }
 
   /**
-   * The response head, as the observers change it: innermost first, so that the outermost feature has the last word.
+   * The response head, as the observers change it: innermost first, so that
+   * the outermost feature has the last word. An observer may take its time
+   * (a hook's async `onResponse`: a promise) or refuse the answer (a
+   * `LilaError`: lila's own answer goes out instead; nothing was sent yet).
    *
    * @param {number} status
    * @param {string[]} headers `[name, value, ...]` as the client would get them
    * @param {boolean} bodiless the response has no body (HEAD, 204, 304)
-   * @returns {string[]} the fields the client gets; an observer may have put a body filter on (`this.filter`)
+   * @param {number} [from] the observer to ask first (the others after an async one)
+   * @returns {string[] | LilaError | Promise<string[] | LilaError>} the fields the client gets; an observer may
+   *   have put a body filter on (`this.filter`), or changed the status (`this.edits.status`)
    */
-  observeResponseHead(status, headers, bodiless) {
+  observeResponseHead(status, headers, bodiless, from = this.observers.length - 1) {
     const observers = this.observers;
-    for (let i = observers.length - 1; i >= 0; i--) {
-      if (observers[i].responseHead !== undefined) headers = observers[i].responseHead(this, status, headers, bodiless);
+    for (let i = from; i >= 0; i--) {
+      if (observers[i].responseHead === undefined) continue;
+      const sent = this.edits === null || this.edits.status === 0 ? status : this.edits.status;
+      headers = observers[i].responseHead(this, sent, headers, bodiless);
+      if (Array.isArray(headers)) continue;
+      if (headers instanceof LilaError) return headers;
+      return headers.then((later) => (Array.isArray(later) && i > 0 && !this.done ? this.observeResponseHead(status, later, bodiless, i - 1) : later));
     }
     return headers;
   }
 
   /** @param {import('./observers').BodyFilter} filter the response body goes through it, what it gives to the client */
   filterBody(filter) {
-    this.filter = filter;
+    // A filter put on after another (--compress after a hook's transform) takes what the first gives.
+    this.filter = this.filter === null ? filter : new FilterChain(this.filter, filter, this);
   }
 
   /**
@@ -380,19 +316,6 @@ class Passage {
     const observers = this.observers;
     if (observers !== null) for (let i = 0; i < observers.length; i++) if (observers[i].finished !== undefined) observers[i].finished(this);
     this.engine.traffic.request(this);
-  }
-
-  // No backend left for it: 503 when none was available at all, 502 when every one tried failed.
-  noBackend() {
-    const { error, detail } = noBackendLeft(this.binding.health, this.tried);
-    this.fail(error, detail);
-  }
-
-  // --log-level trace: each pick, and a pick after a backend failed it as a retry.
-  tracePick(backend) {
-    const fields = { client: this.clientAddress, backend: backend.name, mode: this.binding.balancer.mode };
-    if (this.tried === null) this.engine.logger.trace('pick', fields);
-    else this.engine.logger.trace('retry', Object.assign(fields, { tried: [...this.tried].map((tried) => tried.name).join(',') }));
   }
 }
 

@@ -126,13 +126,18 @@ class Exchange extends Passage {
     return {
       method: request.method,
       target: this.target,
-      headers: this.headers,
+      headers: this.sentHeaders(),
       host: headers.host,
       // Core http hands the body without its chunked framing.
       length: headers['transfer-encoding'] !== undefined ? -1 : Number(headers['content-length'] || 0),
       framed: false,
       client: request.socket
     };
+  }
+
+  /** @returns {string[]} the request's fields as its backend gets them: a hook's changes after the route's */
+  sentHeaders() {
+    return this.edits === null ? this.headers : this.edits.headersOf(this.headers);
   }
 
   /** The client's chunked body grew past --max-body-size: the upstream request is abandoned. */
@@ -191,7 +196,7 @@ class Exchange extends Passage {
   /** The filter failed (zlib): the response is cut short. */
   filterFailed(err) {
     this.filter = null;
-    if (!this.done) this.fail(new LilaError(codes.RESOURCES, `compression failed: ${err.message}`, 500), `compression: ${err.message}`);
+    if (!this.done) this.fail(new LilaError(codes.RESOURCES, 'the response body failed on its way', 500), `body filter: ${err.message}`);
   }
 
   /**

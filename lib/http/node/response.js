@@ -19,7 +19,7 @@ function respond(exchange, upstreamResponse) {
   if (exchange.done) return;
   exchange.responded = true;
   const response = exchange.response;
-  const { balancer, health, settings } = exchange.binding;
+  const { settings } = exchange.binding;
   upstreamResponse[kExchange] = exchange;
   upstreamResponse.on('error', upstreamResponseOnError);
   upstreamResponse.on('end', upstreamResponseOnEnd);
@@ -41,12 +41,34 @@ function respond(exchange, upstreamResponse) {
   const status = upstreamResponse.statusCode;
   if (exchange.observers !== null) {
     const bodiless = exchange.request.method === 'HEAD' || status === 204 || status === 304;
-    headers = exchange.observeResponseHead(status, headers, bodiless);
+    const observed = exchange.observeResponseHead(status, headers, bodiless);
+    if (!Array.isArray(observed)) {
+      awaitHead(exchange, upstreamResponse, observed);
+      return;
+    }
+    headers = observed;
   }
+  sendHead(exchange, upstreamResponse, headers);
+}
+
+/**
+ * The head goes out as the observers left it (at once, or once one that took its time is done),
+ * then the body is relayed.
+ *
+ * @param {import('./exchange').Exchange} exchange
+ * @param {import('node:http').IncomingMessage} upstreamResponse
+ * @param {string[]} headers
+ */
+function sendHead(exchange, upstreamResponse, headers) {
+  const { response, backend } = exchange;
+  const { balancer, health } = exchange.binding;
+  const status = upstreamResponse.statusCode;
+  // A status a hook changed (onResponse) goes out in place of the backend's.
+  const sent = exchange.edits === null || exchange.edits.status === 0 ? status : exchange.edits.status;
   // Trailers cannot reach an HTTP/1.0 client (Node throws on announcing them).
   if (exchange.request.httpVersionMinor === 0) headers = withoutField(headers, 'trailer');
   try {
-    response.writeHead(status, upstreamResponse.statusMessage || undefined, headers);
+    response.writeHead(sent, sent === status ? upstreamResponse.statusMessage || undefined : undefined, headers);
   } catch (err) {
     exchange.upstream.destroy();
     if (backend === null) {
@@ -66,6 +88,24 @@ function respond(exchange, upstreamResponse) {
   }
   if (exchange.filter !== null) filterBody(exchange, upstreamResponse);
   else upstreamResponse.pipe(response, { end: false });
+}
+
+// An observer takes its time over the head (a hook's async onResponse), or refuses the answer:
+// the backend's body waits, paused; a refusal is lila's own answer, nothing having been sent.
+function awaitHead(exchange, upstreamResponse, observed) {
+  upstreamResponse.pause();
+  const go = (headers) => {
+    if (exchange.done) return;
+    if (!(headers instanceof LilaError)) {
+      sendHead(exchange, upstreamResponse, headers);
+      return;
+    }
+    upstreamResponse.destroy();
+    exchange.release();
+    exchange.fail(headers, `the answer's head: ${headers.message}`);
+  };
+  if (observed instanceof LilaError) go(observed);
+  else observed.then(go);
 }
 
 /**

@@ -23,7 +23,7 @@ function send(exchange, agent) {
   exchange.sentAt = exchange.binding.balancer.now();
   exchange.connected = false;
   exchange.upstreamSocket = null;
-  const upstream = openUpstream(exchange, exchange.headers, agent, exchange.request.socket);
+  const upstream = openUpstream(exchange, exchange.sentHeaders(), agent, exchange.request.socket);
   if (upstream === null) return;
   upstream[kExchange] = exchange;
   exchange.upstream = upstream;
