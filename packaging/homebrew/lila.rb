@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "017aa752c1f2c6b7cb75de7022b31c286fc3db3486294ff5ca0680ae6c510f87"
+  sha256 "aa4c373debd23ec61c7967e9871119e32684d700213231992bfab4fd03358485"
   license "MIT"
 
   depends_on "node"
