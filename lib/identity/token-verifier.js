@@ -49,7 +49,7 @@ class TokenVerifier {
       return err;
     }
     const { alg, kid } = parsed.header;
-    if (!isSupported(alg)) return new TokenError(`alg ${JSON.stringify(alg).slice(0, 40)} is not accepted`);
+    if (!isSupported(alg)) return new TokenError(`alg ${alg.slice(0, 40)} is not accepted`);
     if (!this.keySet.knows(kid)) {
       const read = this.keySet.whenRead();
       if (read !== null) return read.then(() => this.checked(token, parsed));
