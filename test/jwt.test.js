@@ -6,7 +6,7 @@
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const { connectH2, fetchH2 } = require('./h2');
-const { cleanup, request } = require('./helpers');
+const { cleanup, request, responseHead } = require('./helpers');
 const { ALGORITHMS, keyOf, signToken, b64, now, startJwksServer, startJwtProxy, fieldValues } = require('./jwt-harness');
 
 const LEEWAY = 30;
@@ -200,6 +200,30 @@ describe('--jwt-jwks: tokens checked on a route', () => {
         const bad = await get(proxy.port, signToken(key, { exp: now() - 3600 }));
         assert.equal(bad.status, 401);
         assert.equal(challenge(bad).error, 'invalid_token');
+      });
+
+      it('checks a WebSocket upgrade\'s token, and gives the claims\' fields to requests whose key had to be read first', async () => {
+        const jwks = await startJwksServer([keyOf('k1').jwk]);
+        const { proxy, backend } = await startJwtProxy({ jwtJwks: jwks.url, jwtHeader: ['X-User=sub'] }, { engine });
+        backend.on('upgrade', (req, socket) => {
+          socket.end(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Seen-User: ${req.headers['x-user']}\r\n\r\n`);
+        });
+        const head = (token) => 'GET /socket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
+          'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nX-User: admin\r\n' +
+          `${token === undefined ? '' : `Authorization: Bearer ${token}\r\n`}\r\n`;
+
+        assert.match(await responseHead(proxy.port, head()), /^HTTP\/1\.1 401 /);
+        // A key rotated in: the request waits for the read, its fields made before (node, upgrades) get the claims after.
+        jwks.jwks = [keyOf('k1').jwk, keyOf('k2').jwk];
+        const upgraded = await responseHead(proxy.port, head(signToken(keyOf('k2'), { sub: 'erin' })));
+        assert.match(upgraded, /^HTTP\/1\.1 101 /);
+        assert.match(upgraded, /\r\nX-Seen-User: erin\r\n/i);
+        assert.equal(jwks.gets, 2);
+        jwks.jwks = [keyOf('k1').jwk, keyOf('k2').jwk, keyOf('k3').jwk];
+        const { proxy: another } = await startJwtProxy({ jwtJwks: jwks.url, jwtHeader: ['X-User=sub'] }, { engine });
+        jwks.jwks = [keyOf('k1').jwk, keyOf('k2').jwk, keyOf('k3').jwk, keyOf('k4').jwk];
+        const late = await get(another.port, signToken(keyOf('k4'), { sub: 'frank' }), { 'x-user': 'admin' });
+        assert.deepEqual(fieldValues(late.seen.rawHeaders, 'x-user'), ['frank']);
       });
 
       it('--jwt-from: the token from a cookie, a query parameter or another header', async () => {
