@@ -9,6 +9,9 @@ const { PassThrough } = require('node:stream');
 const { cleanup, request, deferred, startHttpBackend } = require('./helpers');
 const { Logger } = require('../lib');
 const { KeySet, MIN_READ_INTERVAL_MS, REQUEST_WAIT_MS } = require('../lib/identity/key-set');
+const { VerifiedTokens, MAX_ENTRIES, MAX_REMEMBERED_MS } = require('../lib/identity/verified-tokens');
+const { TokenVerifier } = require('../lib/identity/token-verifier');
+const { importKeySet } = require('../lib/identity/jwk');
 const { keyOf, signToken, startJwksServer, startJwtProxy } = require('./jwt-harness');
 
 /** A logger whose lines a test reads (`lines()`), at debug level. */
@@ -84,6 +87,44 @@ describe('--jwt-* keys', () => {
     const { proxy: misled } = await startJwtProxy({ jwtIssuer: `${jwks.issuer}/` }, { logger });
     assert.equal((await get(misled.port, signToken(keyOf('k1', 'ES256'), { iss: `${jwks.issuer}/` }))).status, 503);
     assert.match(lines().find((line) => line.includes('cannot be read')), /names issuer "http:\/\/127\.0\.0\.1:\d+", not "http:\/\/127\.0\.0\.1:\d+\/"; no keys yet/);
+  });
+
+  describe('tokens remembered', () => {
+    it(`holds ${MAX_ENTRIES} at most, the least recently used going first, whatever is served`, () => {
+      const remembered = new VerifiedTokens();
+      for (let i = 0; i < 20000; i++) remembered.set(`token-${i}`, { i }, 1, Infinity, 0);
+      assert.equal(remembered.size, MAX_ENTRIES);
+      assert.equal(remembered.get('token-0', 1, 0), null);
+      assert.deepEqual(remembered.get('token-19999', 1, 0), { i: 19999 });
+      // Long tokens count by their characters too.
+      for (let i = 0; i < 2000; i++) remembered.set(`${'x'.repeat(8000)}${i}`, {}, 1, Infinity, 0);
+      assert.ok(remembered.characters <= 2 * 1024 * 1024 && remembered.size < MAX_ENTRIES, `${remembered.size} tokens, ${remembered.characters} characters`);
+    });
+
+    it(`gives a token back until its exp (and the leeway), ${MAX_REMEMBERED_MS / 60000} min at most, and not once the keys changed`, () => {
+      const remembered = new VerifiedTokens();
+      remembered.set('a', { sub: 'a' }, 1, 10000, 0);
+      remembered.set('b', { sub: 'b' }, 1, Infinity, 0);
+      assert.deepEqual(remembered.get('a', 1, 9999), { sub: 'a' });
+      assert.equal(remembered.get('a', 1, 10000), null, 'expired');
+      assert.deepEqual(remembered.get('b', 1, MAX_REMEMBERED_MS - 1), { sub: 'b' });
+      assert.equal(remembered.get('b', 1, MAX_REMEMBERED_MS), null);
+      remembered.set('c', { sub: 'c' }, 1, Infinity, 0);
+      assert.equal(remembered.get('c', 2, 0), null, 'checked with other keys');
+      assert.equal(remembered.size, 0);
+    });
+
+    it('verifies a token once while it is sent again and again, and again once it expired', () => {
+      const clock = { now: Date.now() };
+      const { keys } = importKeySet({ keys: [keyOf('k1').jwk] });
+      const set = new KeySet({ keys, name: 'test' });
+      const verifier = new TokenVerifier(set, { leeway: 0 }, { now: () => clock.now });
+      const token = signToken(keyOf('k1'), { exp: Math.floor(clock.now / 1000) + 60 });
+      const first = verifier.verify(token);
+      assert.equal(verifier.verify(token), first, 'the same claims, not checked again');
+      clock.now += 61000;
+      assert.equal(verifier.verify(token).reason, 'the token has expired');
+    });
   });
 
   describe('a KeySet', () => {
