@@ -61,10 +61,11 @@ class TokenVerifier {
   checked(token, { header, claims, signingInput, signature }) {
     const { alg, kid } = header;
     const keySet = this.keySet;
-    if (!keySet.loaded) return new TokenError(`the keys of ${keySet.name} could not be read`, { unavailable: true });
+    // The key set's name (a URL) is in the log's line about it, not in what a client is told.
+    if (!keySet.loaded) return new TokenError('the keys could not be read', { unavailable: true });
     if (!keySet.knows(kid)) {
       // While they cannot be read, a kid not in hand may be one the provider has just rotated in.
-      if (keySet.down || keySet.reading !== null) return new TokenError(`the keys of ${keySet.name} could not be read again`, { unavailable: true });
+      if (keySet.down || keySet.reading !== null) return new TokenError('the keys could not be read again', { unavailable: true });
       return new TokenError(kid === undefined ? 'no key to check the token with' : 'no key has the token\'s kid');
     }
     const version = keySet.version;
