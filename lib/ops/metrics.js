@@ -154,7 +154,7 @@ function mirrorFamily(traffic) {
 
 // Each route's counts by result of a feature it has (--cache, --jwt-*), labelled with the route.
 function routeResults(view, name, countsOf) {
-  return view.listeners.flatMap((listener) => listener.routes.flatMap((route) => Object.entries(countsOf(route) || {})
+  return (view.listeners || []).flatMap((listener) => listener.routes.flatMap((route) => Object.entries(countsOf(route) || {})
     .map(([result, count]) => sample(name, { route: route.text, result }, count))));
 }
 
