@@ -108,7 +108,7 @@ async function measureOne(run, served, target, load, duration) {
     const sample = await ask(run.load, { op: 'autocannon', port, path: '/', connections: load.connections, duration, pids, cycle });
     if (exited(child)) throw new Error(`${target.name} exited (${child.signalCode || child.exitCode})`);
     if (kind !== NO_JWT) {
-      const valid = validChecks((await get(admin, '/metrics')).body);
+      const valid = validChecks((await get(admin, undefined, '/metrics')).body);
       if (valid < sample.requests) throw new Error(`${target.name}: /metrics counts ${valid} valid tokens for ${sample.requests} requests`);
     }
     return sample;
@@ -123,10 +123,10 @@ function validChecks(text) {
   return match === null ? 0 : Number(match[1]);
 }
 
-function get(port, authorization) {
+function get(port, authorization, urlPath = '/') {
   return new Promise((resolve, reject) => {
     const headers = authorization === undefined ? {} : { authorization };
-    http.get({ host: '127.0.0.1', port, path: '/', headers, agent: false }, (res) => {
+    http.get({ host: '127.0.0.1', port, path: urlPath, headers, agent: false }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk) => {

@@ -90,12 +90,16 @@ describe('--jwt-* keys', () => {
   });
 
   describe('tokens remembered', () => {
-    it(`holds ${MAX_ENTRIES} at most, the least recently used going first, whatever is served`, () => {
+    it(`holds ${MAX_ENTRIES} at most, the oldest going first, whatever is served`, () => {
       const remembered = new VerifiedTokens();
-      for (let i = 0; i < 20000; i++) remembered.set(`token-${i}`, { i }, 1, Infinity, 0);
+      for (let i = 0; i < 20000; i++) remembered.set(`token-${i}`.padStart(40, 'x'), { i }, 1, Infinity, 0);
       assert.equal(remembered.size, MAX_ENTRIES);
-      assert.equal(remembered.get('token-0', 1, 0), null);
-      assert.deepEqual(remembered.get('token-19999', 1, 0), { i: 19999 });
+      assert.equal(remembered.get('token-0'.padStart(40, 'x'), 1, 0), null);
+      assert.deepEqual(remembered.get('token-19999'.padStart(40, 'x'), 1, 0), { i: 19999 });
+      // Another token that ends as a remembered one does not get its claims.
+      const last = 'token-19999'.padStart(40, 'x');
+      assert.equal(remembered.get(`zz${last.slice(2)}`, 1, 0), null);
+      assert.deepEqual(remembered.get(last, 1, 0), { i: 19999 });
       // Long tokens count by their characters too.
       for (let i = 0; i < 2000; i++) remembered.set(`${'x'.repeat(8000)}${i}`, {}, 1, Infinity, 0);
       assert.ok(remembered.characters <= 2 * 1024 * 1024 && remembered.size < MAX_ENTRIES, `${remembered.size} tokens, ${remembered.characters} characters`);
