@@ -3,13 +3,13 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const http = require('node:http');
-const { spawnSync } = require('node:child_process');
-const { LILA, freePort } = require('./children');
+const { freePort } = require('./children');
 const { processTree } = require('./proc-stats');
 const { nginxBackends } = require('./peer-configs');
 const { stopRunChild, pinned, openFilesLimit, startListening, exited } = require('./run-kit');
 const { ask } = require('./load-process');
 const { NGINX, PROXY_CPU, WARMUP_SECONDS, perCpuBench } = require('./per-cpu-rounds');
+const { optionTargets, overOptionOff } = require('./option-targets');
 
 const LOAD_CPU = 1;
 // Issue 49's goal: an empty hook costs at most 5% of lila's requests per CPU-second.
@@ -54,32 +54,9 @@ perCpuBench({
   prepare: startBackend,
   measureOne,
   describe,
-  targets,
-  ratios
+  targets: (lilas) => optionTargets(lilas, HOOKS, '--hook'),
+  ratios: (list) => overOptionOff(list, NO_HOOK, (hook) => (hook === EMPTY_HOOK ? GOAL : undefined))
 });
-
-// Each lila with each hook it can run: the working tree's first.
-function targets(lilas) {
-  const all = [{ name: null, path: LILA }, ...lilas];
-  return all.flatMap((lila) => {
-    const hooks = lila.name === null || takesHooks(lila.path) ? HOOKS : [NO_HOOK];
-    return hooks.map((hook) => ({ name: lila.name === null ? hook.name : `${hook.name} @${lila.name}`, lila: lila.path, of: lila.name, hook }));
-  });
-}
-
-// Each hook over the same lila without one, the empty hook judged by the goal; another lila without a hook over the working tree's.
-function ratios(list) {
-  const plain = (of) => list.find((t) => t.of === of && t.hook === NO_HOOK);
-  return [
-    ...list.filter((t) => t.hook !== NO_HOOK).map((a) => ({ a, b: plain(a.of), goal: a.hook === EMPTY_HOOK ? GOAL : undefined })),
-    ...list.filter((t) => t.of !== null && t.hook === NO_HOOK).map((a) => ({ a, b: plain(null) }))
-  ];
-}
-
-// Whether a lila executable knows --hook: an older checkout's does not.
-function takesHooks(file) {
-  return /^\s*--hook\b/m.test(spawnSync(process.execPath, [file, '--help'], { encoding: 'utf8' }).stdout || '');
-}
 
 // The hook modules, in the run's directory, and the backend: nginx answering BODY, on the load core, as bench/compare.js's.
 async function startBackend(run) {
@@ -103,7 +80,7 @@ async function startTarget(run, backend, target) {
   const [port, admin] = [await freePort(), await freePort()];
   const args = [target.lila, 'round-robin', `127.0.0.1:${backend.port}`, '-a', '127.0.0.1', '-p', String(port), '--engine', 'fast',
     '--keepalive-timeout', `${KEEPALIVE_SECONDS}s`, '--log-level', 'warn', '--admin', `127.0.0.1:${admin}`];
-  if (target.hook.file !== null) args.push('--hook', path.join(backend.hooks, target.hook.file));
+  if (target.kind.file !== null) args.push('--hook', path.join(backend.hooks, target.kind.file));
   const [command, commandArgs] = pinned(run, PROXY_CPU, process.execPath, args);
   return { child: await startListening(run, command, commandArgs, port, target.name), port, admin };
 }
@@ -114,16 +91,16 @@ async function measureOne(run, backend, target, load, duration) {
   const { child, port, admin } = await startTarget(run, backend, target);
   try {
     const answer = await get(port, '/');
-    if (answer.status !== 200 || answer.body !== BODY || (target.hook.file !== null && !target.hook.check(answer.headers))) {
+    if (answer.status !== 200 || answer.body !== BODY || (target.kind.file !== null && !target.kind.check(answer.headers))) {
       throw new Error(`${target.name}: GET / answered ${answer.status} ${JSON.stringify(answer.headers)} ${JSON.stringify(answer.body)}: ` +
         'not the backend\'s answer as the hook makes it');
     }
     const pids = processTree(child.pid);
     const sample = await ask(run.load, { op: 'autocannon', port, path: '/', connections: load.connections, duration, pids });
     if (exited(child)) throw new Error(`${target.name} exited (${child.signalCode || child.exitCode})`);
-    if (target.hook.file !== null) {
-      const calls = hookCalls((await get(admin, '/metrics')).body, target.hook.point);
-      if (calls < sample.requests) throw new Error(`${target.name}: /metrics counts ${calls} calls of ${target.hook.point} for ${sample.requests} requests`);
+    if (target.kind.file !== null) {
+      const calls = hookCalls((await get(admin, '/metrics')).body, target.kind.point);
+      if (calls < sample.requests) throw new Error(`${target.name}: /metrics counts ${calls} calls of ${target.kind.point} for ${sample.requests} requests`);
     }
     return sample;
   } finally {

@@ -258,11 +258,18 @@ function errorsLine(medians) {
 // The load process's autocannon run: `WARMUP_SECONDS` of warm-up, then
 // `duration` seconds measured, with the CPU time of `pids` read right before
 // and after the measured run. With `paths`, each connection asks for them
-// in turn.
-async function autocannonLoad({ port, path, paths, connections, duration, pids }) {
+// in turn; with `cycle` (`{name, values}`), each request, whatever its
+// connection, carries the next of the values as that field.
+async function autocannonLoad({ port, path, paths, connections, duration, pids, cycle }) {
   const autocannon = require('autocannon');
   const options = { url: `http://127.0.0.1:${port}${path ?? paths[0]}`, connections };
   if (paths !== undefined) options.requests = paths.map((each) => ({ method: 'GET', path: each }));
+  if (cycle !== undefined) {
+    let next = 0;
+    options.requests = [{
+      method: 'GET', path, setupRequest: (req) => ({ ...req, headers: { ...req.headers, [cycle.name]: cycle.values[next++ % cycle.values.length] } })
+    }];
+  }
   await autocannon({ ...options, duration: WARMUP_SECONDS });
   const { value: result, cpu } = await cpuDuring(pids, () => autocannon({ ...options, duration }));
   return {

@@ -23,8 +23,11 @@ const MAY_IMPORT = {
   // What an engine made of a pool for a listener: made by engines/, held by routes, read by every
   // request and connection. It imports nothing; it names the types of what it holds.
   'pool-binding': ['balancing', 'health'],
+  // Who a client is: JWTs (JWS parsed strictly, verified with node:crypto), JWK Sets read through net/'s
+  // one JSON-over-HTTP client, OpenID providers' metadata; no request or engine in sight.
+  identity: ['net', 'errors'],
   // What a route does to a request: written once, for every engine to call.
-  actions: ['utf8-escape', 'errors'],
+  actions: ['identity', 'utf8-escape', 'errors'],
   http: ['actions', 'pool-binding', 'net', 'errors'],
   // How HTTP/1.1 and h2 look on the wire, for every engine and both kinds of upstream.
   'http/wire': ['http', 'errors'],
@@ -75,7 +78,7 @@ const MAY_IMPORT = {
   fleet: ['store', 'acme', 'balancing', 'ops', 'net', 'errors'],
   // --kubernetes: a cluster's resources made into a config text, run by a service it is handed.
   kubernetes: ['store', 'net', 'errors'],
-  service: ['listener', 'pool', 'cluster', 'config', 'tls', 'acme', 'limits', 'cache', 'hooks', 'store', 'ops', 'layers', 'net', 'errors'],
+  service: ['listener', 'pool', 'cluster', 'config', 'tls', 'acme', 'limits', 'cache', 'hooks', 'identity', 'store', 'ops', 'layers', 'net', 'errors'],
   cli: ['service', 'fleet', 'kubernetes', 'store', 'config', 'routing', 'actions', 'acme', 'balancing', 'balancing/strategies', 'tls', 'ops', 'errors'],
   index: ['service', 'config', 'balancing', 'balancing/strategies', 'ops', 'errors']
 };

@@ -217,6 +217,12 @@ function questionFields(view) {
     out['x-forwarded-for'] = view.clientAddress;
     out['x-real-ip'] = view.clientAddress;
   }
+  // After a token (--jwt-*): the fields its claims make, never the client's copies, as the backend gets them.
+  if (view.identity !== undefined) {
+    for (const name of view.identity.names) delete out[name];
+    const fields = view.identity.fields;
+    for (let i = 0; i < fields.length; i += 2) out[fields[i].toLowerCase()] = fields[i + 1];
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@ const ClientCertRules = require('./client-cert-rules');
 const Cors = require('./cors');
 const BasicAuth = require('./basic-auth');
 const ForwardAuth = require('./forward-auth');
+const JwtAuth = require('./jwt-auth');
 const { compileTemplate } = require('./placeholders');
 const { parseHeaderEdit, applyHeaderEdits, withoutName } = require('./header-edits');
 const { LilaError, codes } = require('../errors');
@@ -51,8 +52,10 @@ class RouteActions {
     this.access = AddressRules.from(listOf(options.allow, '--allow', where), listOf(options.deny, '--deny', where), where);
     /** `--allow-client-cert`: the client certificates served; null: any client. */
     this.clientCerts = ClientCertRules.from(listOf(options.allowClientCert, '--allow-client-cert', where), where);
-    /** `--basic-auth` or `--forward-auth`: who the client is, asked after its address; null: anyone. */
-    this.credentials = credentialsCheck(options, route.text, where);
+    /** `--jwt-*`: the client's token, checked after its address; null: none asked for. */
+    this.identity = JwtAuth.from(options, route.keySets, where);
+    /** `--basic-auth` or `--forward-auth`: who the client is, asked after its address (and its token); null: anyone. */
+    this.credentials = credentialsCheck(options, route.text, where, this.identity !== null);
     this.cors = Cors.from(options.cors, where);
     this.fixed = fixedAnswer(options, where);
     this.requestEdits = (listOf(options.requestHeader, '--request-header', where) || []).map((text) => parseHeaderEdit(text, '--request-header'));
@@ -69,7 +72,8 @@ class RouteActions {
    * @param {object} view
    * @returns {Answer | LilaError | null | Promise<Answer | LilaError | null>} null: the request goes on to its pool;
    *   an `Answer` (a redirect, a fixed answer, a preflight) or a `LilaError` refusing it (403, 401, with its
-   *   `fields`) is sent instead; a promise while `--forward-auth` or `--basic-auth` checks the credentials
+   *   `fields`) is sent instead; a promise while `--forward-auth` or `--basic-auth` checks the credentials, or
+   *   a `--jwt-*` route reads its keys
    */
   answer(view) {
     if (this.access !== null && !this.access.admits(view.clientAddress)) {
@@ -80,11 +84,12 @@ class RouteActions {
       return new LilaError(codes.FORBIDDEN, `client ${view.clientAddress} (${certificate}) is not allowed on route "${this.text}"`, 403);
     }
     // A CORS preflight never carries credentials (Fetch standard): it is answered without them.
-    if (this.credentials === null || (this.cors !== null && this.cors.preflight(view) !== null)) return this.admitted(view);
-    const refusal = this.credentials.check(view);
-    if (refusal === null) return this.admitted(view);
-    if (typeof refusal.then !== 'function') return refusal;
-    return refusal.then((answer) => (answer === null ? this.admitted(view) : answer));
+    if ((this.identity === null && this.credentials === null) || (this.cors !== null && this.cors.preflight(view) !== null)) return this.admitted(view);
+    // The token first (--jwt-*), then --forward-auth's question, which gets what the token said.
+    return then(this.identity === null ? null : this.identity.check(view), (refusal) => {
+      if (refusal !== null || this.credentials === null) return refusal === null ? this.admitted(view) : refusal;
+      return then(this.credentials.check(view), (answer) => (answer === null ? this.admitted(view) : answer));
+    });
   }
 
   /**
@@ -116,12 +121,15 @@ class RouteActions {
    * @returns {string[]}
    */
   requestHeaders(headers, view) {
-    const credentials = this.credentials;
-    // Authorization leaves first, so that --request-header may give the backend one of its own; the auth
-    // service's fields come last, over what the client and the edits said (in place: see forward-auth.js).
+    const { credentials, identity } = this;
+    // Authorization (and a client's copies of the claims' fields) leave first, so that --request-header may give
+    // the backend its own; the auth service's and the claims' fields come last, over what the client and the
+    // edits said (in place: see forward-auth.js and jwt-auth.js).
     let out = credentials instanceof BasicAuth ? credentials.requestHeaders(headers) : headers;
+    if (identity !== null) out = identity.withoutClientCopies(out);
     if (this.requestEdits.length > 0) out = applyHeaderEdits(out, this.requestEdits, view);
-    return credentials instanceof ForwardAuth ? credentials.requestHeaders(out, view) : out;
+    if (credentials instanceof ForwardAuth) out = credentials.requestHeaders(out, view);
+    return identity === null ? out : identity.withClaims(out, view);
   }
 
   /**
@@ -243,12 +251,20 @@ function movedLocations(headers, paths, view) {
   return out;
 }
 
-// --basic-auth FILE or --forward-auth URL (not both: one answer says who the client is).
-function credentialsCheck(options, text, where) {
+// --basic-auth FILE or --forward-auth URL (not both: one answer says who the client is). A token (--jwt-*) and
+// a password both say who the client is, in Authorization, each with its own 401: a route takes one. --forward-auth
+// goes with a token, asked once the token is good (as Envoy's ext_authz after jwt_authn): an auth service decides.
+function credentialsCheck(options, text, where, token) {
   const basic = BasicAuth.from(options.basicAuth, text === '*' ? 'lila' : text, where);
   const forward = ForwardAuth.from(options.forwardAuth, options.forwardAuthHeaders, options.forwardAuthTimeout, where);
   if (basic !== null && forward !== null) throw invalid(`${where}: --basic-auth and --forward-auth both check credentials: give one`);
+  if (basic !== null && token) throw invalid(`${where}: --basic-auth and --jwt-* both say who the client is, each with its own 401: give one`);
   return basic || forward;
+}
+
+// What a check said, at once or once it has answered.
+function then(result, next) {
+  return result !== null && typeof result.then === 'function' ? result.then(next) : next(result);
 }
 
 function invalid(message) {

@@ -692,6 +692,42 @@ const OPTIONS = [
     read: validateDuration
   },
   {
+    name: 'jwt-jwks', arg: '<url|file>', group: 'identity', scope: 'route', default: 'off', action: 'jwtJwks',
+    help: 'each request needs a valid JWT (Authorization: Bearer), verified with the keys of this JWK Set: a URL, read ' +
+      'again as its Cache-Control says and for a kid not in hand (at most every 10s), or a file; no token or a bad one gets 401'
+  },
+  {
+    name: 'jwt-issuer', arg: '<iss>', group: 'identity', scope: 'route', default: 'any', action: 'jwtIssuer',
+    help: "the iss a token must have; without --jwt-jwks, the keys are those of its /.well-known/openid-configuration's jwks_uri"
+  },
+  {
+    name: 'jwt-audience', arg: '<aud>', group: 'identity', scope: 'route', default: 'any', action: 'jwtAudience', multiple: true,
+    help: 'an aud the token must have; repeatable: one of them'
+  },
+  {
+    name: 'jwt-require', arg: '<claim=value>', group: 'identity', scope: 'route', default: 'none', action: 'jwtRequire', multiple: true,
+    help: 'a claim the token must have, of this value or a list holding it (scope: separated by spaces); repeatable, all ' +
+      'must hold; a valid token without it gets 403'
+  },
+  {
+    name: 'jwt-header', arg: '<header=claim>', group: 'identity', scope: 'route', default: 'none', action: 'jwtHeader', multiple: true,
+    help: "the backend gets this field with the claim's value (X-User=sub; a dotted path reaches into objects); a client's " +
+      'own field of that name is always removed'
+  },
+  {
+    name: 'jwt-from', arg: '<header:name|cookie:name|query:name>', group: 'identity', scope: 'route', default: 'Authorization: Bearer',
+    action: 'jwtFrom', help: 'where a request carries its token'
+  },
+  {
+    name: 'jwt-optional', group: 'identity', scope: 'route', default: 'off', action: 'jwtOptional',
+    help: 'a request without a token goes on, without the claims\' fields; a token that is not valid still gets 401'
+  },
+  {
+    name: 'jwt-leeway', arg: '<t>', group: 'identity', scope: 'route', default: '30s', action: 'jwtLeeway',
+    help: 'how far clocks may differ when exp and nbf are checked',
+    read: durationOrZero
+  },
+  {
     name: 'endpoint', short: 'e', arg: '<host:port>', group: 'equilibrio', scope: 'command', default: '', multiple: true,
     help: "a server, as equilibrio gives it (repeat -e for each); the mode is then --type, the layer tcp and the port 9080 " +
       'unless given'
@@ -750,6 +786,7 @@ const GROUPS = {
   files: 'Serving files (route and listen lines, or the command line)',
   cache: 'Caching responses (--cache on routes; the others on lines of their own)',
   hooks: 'Your own code on requests (route and listen lines, or the command line)',
+  identity: 'Who the client is: a JWT (route and listen lines, or the command line)',
   equilibrio: "equilibrio's command line (lila -e host:port -e host:port -t ip-hash)"
 };
 

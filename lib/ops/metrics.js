@@ -55,6 +55,8 @@ function renderMetrics(view, stats) {
   if (view.traffic.mirrors.size > 0) text += mirrorFamily(view.traffic);
   if (view.cache !== undefined && view.cache !== null) text += cacheFamilies(view);
   if (view.hooks !== undefined && view.hooks.all().length > 0) text += hookFamilies(view.hooks.all());
+  const jwt = routeResults(view, 'lila_jwt_requests_total', (route) => route.actions?.identity?.counts);
+  if (jwt.length > 0) text += family('lila_jwt_requests_total', 'counter', 'Requests of --jwt-* routes by what their token check said: valid, anonymous (--jwt-optional, no token), missing, invalid, forbidden (--jwt-require), unavailable (the keys could not be read).', jwt);
   if (listener.certificates !== null) text += tlsFamilies(scope);
   if (listener.acceptProxy === true) text += proxyHeaderFamily(scope);
   const discovery = pool === null ? null : pool.discovery;
@@ -117,13 +119,7 @@ function routeFamilies(view, traffic) {
 
 // --cache: each route's requests by result, and what each store holds and let go.
 function cacheFamilies(view) {
-  const requests = [];
-  for (const listener of view.listeners) {
-    for (const route of listener.routes) {
-      if (!route.cache) continue;
-      for (const [result, count] of Object.entries(route.cache.counts)) requests.push(sample('lila_cache_requests_total', { route: route.text, result }, count));
-    }
-  }
+  const requests = routeResults(view, 'lila_cache_requests_total', (route) => route.cache?.counts);
   const stores = Object.entries(view.cache.stats()).filter(([, stats]) => stats !== null);
   const of = (field, name) => stores.map(([store, stats]) => sample(name, { store }, stats[field]));
   return family('lila_cache_requests_total', 'counter', 'Requests of --cache routes: hit, miss, stale (answered stale), revalidated, bypass.', requests) +
@@ -154,6 +150,12 @@ function mirrorFamily(traffic) {
   }
   return family('lila_mirror_requests_total', 'counter',
     'Copies of requests --mirror meant for a mirror pool, by outcome: answered, failed, timeout, too_large, dropped.', lines);
+}
+
+// Each route's counts by result of a feature it has (--cache, --jwt-*), labelled with the route.
+function routeResults(view, name, countsOf) {
+  return (view.listeners || []).flatMap((listener) => listener.routes.flatMap((route) => Object.entries(countsOf(route) || {})
+    .map(([result, count]) => sample(name, { route: route.text, result }, count))));
 }
 
 // The backends of every pool: a command line's one pool, or a config's pools, each with its name.

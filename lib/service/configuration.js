@@ -12,6 +12,7 @@ const { identityKey } = require('../config/identity-key');
 const { mirrorSpec } = require('../config/mirror-values');
 const { layerOf } = require('../layers');
 const { HookModules } = require('../hooks/hook-modules');
+const { KeySets } = require('../identity/key-sets');
 const { LilaError, codes } = require('../errors');
 
 // How often a pool taken out of service is looked at until nothing is in flight on it.
@@ -45,6 +46,8 @@ class Configuration {
     this.cache = options.cache || null;
     /** The hook modules routes name (--hook), and the library's hooks; kept across reloads. */
     this.hooks = options.hooks || new HookModules();
+    /** The JWK Sets --jwt-* routes name, shared by routes and kept across reloads with their keys. */
+    this.keySets = new KeySets(this.logger);
     this.drainTimeout = options.drainTimeout;
     this.traffic = options.traffic || new Traffic(this.logger);
     /** @type {Map<string, {pool: Pool, key: string, servers: object[]}>} */
@@ -67,6 +70,7 @@ class Configuration {
     const plan = { model, pools: new Map(), listeners: [], made: [], hooks: [] };
     const { engine, requestId, resolvers, backendTls } = globalsOf(model);
     this.rateLimits.retain(this.listeners.map((item) => item.listener));
+    this.keySets.begin();
     try {
       for (const spec of model.pools) {
         const options = { ...spec.options, resolvers, backendTls };
@@ -106,6 +110,7 @@ class Configuration {
       targets: route.targets.map((target) => ({ pool: plan.pools.get(target.pool).pool, weight: target.weight })),
       mirror: mirrorSpec(route.actions, `route "${route.text}"`, (name) => plan.pools.get(name)?.pool),
       hook: this.hookOf(plan, route.actions),
+      keySets: this.keySets,
       hookPools: [...plan.pools.values()].map((item) => item.pool).filter((pool) => pool.layer === 'http')
     }));
     // Each route checked alone, so that a mistake names its line.
@@ -173,9 +178,10 @@ class Configuration {
    * @throws {LilaError} `LILA_ERR_LISTEN` (the promise rejects)
    */
   commit(plan, { reusePort = false, why = 'reload' } = {}) {
-    // The hook modules it names are loaded first (import() is async): one that does not load refuses it.
-    if (plan.hooks.some((hook) => hook.functions === null)) {
-      return this.loadHooks(plan).then(() => this.commit(plan, { reusePort, why }));
+    // The hook modules it names are loaded first (import() is async: one that does not load refuses it), and the
+    // keys of its --jwt-* routes read (within their deadline).
+    if (plan.hooks.some((hook) => hook.functions === null) || this.keySets.unread) {
+      return this.loadHooks(plan).then(() => this.keySets.firstReads()).then(() => this.commit(plan, { reusePort, why }));
     }
     const kept = new Set(plan.listeners.filter((item) => item.running !== null).map((item) => item.running));
     const leaving = this.listeners.filter((item) => !kept.has(item));
@@ -237,6 +243,7 @@ class Configuration {
     this.pools = next;
     this.model = plan.model;
     this.rateLimits.retain(this.listeners.map((item) => item.listener));
+    this.keySets.retain();
     for (const item of leaving) this.retireListener(item);
     for (const [name, { pool }] of previous) {
       if (next.get(name)?.pool !== pool) this.retirePool(pool);
@@ -360,14 +367,9 @@ module.exports = Configuration;
  */
 
 // What every pool and listener of a model takes from its global options.
-function globalsOf(model) {
-  const global = model.global;
-  return {
-    engine: global.proxy.engine,
-    requestId: global.proxy.requestId,
-    resolvers: global.proxy.resolvers,
-    backendTls: { ca: global['backend-ca'], insecure: global['backend-insecure'] === true }
-  };
+function globalsOf({ global }) {
+  const { engine, requestId, resolvers } = global.proxy;
+  return { engine, requestId, resolvers, backendTls: { ca: global['backend-ca'], insecure: global['backend-insecure'] === true } };
 }
 
 // Where a listener's --redirect-http answers: its server's address once open, else as the model says.
