@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "aa4c373debd23ec61c7967e9871119e32684d700213231992bfab4fd03358485"
+  sha256 "df3ed50fad35d95581ac95522bce3569c04f0bc2b28fe60dd07c4646f0d19523"
   license "MIT"
 
   depends_on "node"
