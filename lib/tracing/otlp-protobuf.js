@@ -91,9 +91,14 @@ class Writer {
     this.key(field, LEN);
     if (value.length <= SHORT_STRING) {
       this.reserve(1 + value.length * 3);
-      const length = this.buf.write(value, this.pos + 1, 'utf8');
-      this.buf[this.pos] = length;
-      this.pos += 1 + length;
+      const buf = this.buf;
+      const start = this.pos + 1;
+      // ASCII, as names, keys and most values are, byte by byte: cheaper than a call into write().
+      let i = 0;
+      for (let code; i < value.length && (code = value.charCodeAt(i)) < 0x80; i++) buf[start + i] = code;
+      const length = i === value.length ? i : buf.write(value, start, 'utf8');
+      buf[this.pos] = length;
+      this.pos = start + length;
       return;
     }
     const length = Buffer.byteLength(value, 'utf8');

@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "df3ed50fad35d95581ac95522bce3569c04f0bc2b28fe60dd07c4646f0d19523"
+  sha256 "9a9d4754a63572ff93ee7b008e95dffd5e23dd2f27a6f615829c89c3c60a62bd"
   license "MIT"
 
   depends_on "node"
