@@ -205,7 +205,14 @@ describe('OTLP exporter', () => {
     assert.equal(exporter.add(spans(1)[0]), true);
   });
 
-  it('refuses settings it cannot run with, naming them', () => {
+  it('takes an option given as undefined for its default, and refuses settings it cannot run with, naming them', () => {
+    const exporter = new Exporter({ endpoint: 'http://127.0.0.1:4318', protocol: undefined, maxQueue: undefined, headers: undefined });
+    onCleanup(() => exporter.close(10));
+
+    assert.equal(exporter.settings.protocol, 'http/protobuf');
+    assert.equal(exporter.settings.maxQueue, 2048);
+    assert.equal(exporter.request.headers['content-type'], 'application/x-protobuf');
+    assert.equal(exporter.url, 'http://127.0.0.1:4318/v1/traces');
     assert.throws(() => new Exporter({ endpoint: 'localhost:4318' }), { code: 'LILA_ERR_INVALID_OPTION', message: /^"endpoint" must be an http/ });
     assert.throws(() => new Exporter({ endpoint: 'http://h:4318', protocol: 'grpc' }), { message: '"protocol" must be http/protobuf or http/json, received "grpc"' });
     assert.throws(() => new Exporter({ endpoint: 'http://h:4318', maxQueue: 0 }), { message: '"maxQueue" must be a positive integer, received "0"' });

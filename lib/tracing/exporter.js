@@ -56,7 +56,9 @@ class Exporter {
    * @throws {LilaError} `LILA_ERR_INVALID_OPTION` naming the option and what was received
    */
   constructor(options) {
-    const settings = { ...DEFAULTS, ...options };
+    // An option given as undefined keeps its default, as one the command line did not give does.
+    const settings = { ...DEFAULTS };
+    for (const [name, value] of Object.entries(options)) if (value !== undefined) settings[name] = value;
     const url = tracesUrl(settings.endpoint, 'endpoint');
     const protocol = PROTOCOLS[settings.protocol];
     check(protocol !== undefined, 'protocol', 'http/protobuf or http/json', settings.protocol);

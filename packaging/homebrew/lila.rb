@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "9a9d4754a63572ff93ee7b008e95dffd5e23dd2f27a6f615829c89c3c60a62bd"
+  sha256 "c8f5059ce6778ed7522b7ba3e89896bff4320e733d6432f00e7cef2ca3f91a82"
   license "MIT"
 
   depends_on "node"
