@@ -573,9 +573,9 @@ module.exports = {
  * and waits until it has exited.
  *
  * @param {string[]} args
- * @param {{cwd?: string, program?: string, heapProbe?: boolean}} [options] cwd: where relative
- *   paths in args start; program: a node program to run instead of lila; heapProbe: with
- *   test/fixtures/heap-probe.js, for `liveObjects()`
+ * @param {{cwd?: string, program?: string, heapProbe?: boolean, env?: Record<string, string | undefined>}} [options]
+ *   cwd: where relative paths in args start; program: a node program to run instead of lila; heapProbe: with
+ *   test/fixtures/heap-probe.js, for `liveObjects()`; env: variables set (or, undefined, removed) for lila
  * @returns {{child: import('node:child_process').ChildProcess, stdout: string, stderr: string,
  *   closed: Promise<{code: number | null, signal: string | null}>}}
  */
@@ -584,7 +584,8 @@ function spawnLila(args, options = {}) {
   const nodeArgs = options.heapProbe === true ? ['--expose-gc', '--require', HEAP_PROBE] : [];
   const stdio = ['ignore', 'pipe', 'pipe'];
   if (options.heapProbe === true) stdio.push('ipc');
-  const child = spawn(process.execPath, [...nodeArgs, program, ...args], { cwd: options.cwd, stdio });
+  const env = options.env === undefined ? undefined : withVariables(options.env);
+  const child = spawn(process.execPath, [...nodeArgs, program, ...args], { cwd: options.cwd, stdio, env });
   const lila = { child, stdout: '', stderr: '', closed: null };
   child.stdout.setEncoding('utf8');
   child.stderr.setEncoding('utf8');
@@ -605,7 +606,7 @@ function spawnLila(args, options = {}) {
  * Runs lila to its end.
  *
  * @param {string[]} args
- * @param {{cwd?: string, program?: string, heapProbe?: boolean}} [options] as for spawnLila
+ * @param {{cwd?: string, program?: string, heapProbe?: boolean, env?: Record<string, string | undefined>}} [options] as for spawnLila
  * @returns {Promise<{code: number | null, signal: string | null, stdout: string, stderr: string}>}
  */
 async function runLila(args, options) {
@@ -619,7 +620,7 @@ async function runLila(args, options) {
  * with what it printed, if it exits first.
  *
  * @param {string[]} args
- * @param {{cwd?: string, program?: string, heapProbe?: boolean}} [options] as for spawnLila
+ * @param {{cwd?: string, program?: string, heapProbe?: boolean, env?: Record<string, string | undefined>}} [options] as for spawnLila
  * @returns {Promise<ReturnType<typeof spawnLila> & {line: string, mode: string, layer: string,
  *   host: string, port: number, count: number}>}
  */
@@ -813,4 +814,11 @@ function holdsSocket(pid, inodes) {
   } catch {
     return false;
   }
+}
+
+// The test's environment with `variables` set, or removed where undefined.
+function withVariables(variables) {
+  const env = { ...process.env, ...variables };
+  for (const [name, value] of Object.entries(variables)) if (value === undefined) delete env[name];
+  return env;
 }

@@ -11,13 +11,15 @@ const MAY_IMPORT = {
   errors: [],
   // A subject's bytes past ASCII written \XX: one spelling for the certificate and its patterns.
   'utf8-escape': [],
+  // Random ids from one pool of random bytes: request ids and trace context, and spans.
+  'random-hex': [],
   net: ['utf8-escape', 'errors'],
   // What each layer is (http, tcp): data every part asks, importing nothing.
   layers: [],
   'balancing/strategies': ['errors'],
   balancing: ['balancing/strategies', 'errors'],
   // The config model, its readers and the one option table: data, and what checks it.
-  config: ['layers', 'balancing', 'balancing/strategies', 'routing', 'tls', 'store', 'ops', 'errors'],
+  config: ['layers', 'balancing', 'balancing/strategies', 'routing', 'tls', 'store', 'tracing', 'ops', 'errors'],
   discovery: ['balancing', 'errors'],
   health: ['net', 'errors'],
   // What an engine made of a pool for a listener: made by engines/, held by routes, read by every
@@ -27,7 +29,7 @@ const MAY_IMPORT = {
   // one JSON-over-HTTP client, OpenID providers' metadata; no request or engine in sight.
   identity: ['net', 'errors'],
   // What a route does to a request: written once, for every engine to call.
-  actions: ['identity', 'utf8-escape', 'errors'],
+  actions: ['identity', 'utf8-escape', 'random-hex', 'errors'],
   http: ['actions', 'pool-binding', 'net', 'errors'],
   // How HTTP/1.1 and h2 look on the wire, for every engine and both kinds of upstream.
   'http/wire': ['http', 'errors'],
@@ -61,6 +63,9 @@ const MAY_IMPORT = {
   store: ['net', 'errors'],
   // Each engine's face towards a listener; its bind(pool) makes a pool's binding (pool-binding.js).
   engines: ['http/fast', 'http/h2', 'http/node', 'http/upstream', 'http', 'tcp', 'pool-binding', 'layers', 'config', 'net', 'errors'],
+  // OpenTelemetry spans as lila records them, and their export to a collector over OTLP/HTTP
+  // (lila's own protobuf and OTLP/JSON encoders): beside the request path, never on it.
+  tracing: ['random-hex', 'net', 'errors'],
   ops: ['balancing', 'balancing/strategies', 'ops/dashboard', 'layers', 'net', 'errors'],
   cluster: ['ops/dashboard', 'layers', 'errors'],
   'ops/dashboard': ['layers', 'net'],

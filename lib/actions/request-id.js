@@ -1,10 +1,7 @@
 'use strict';
 
-const { randomFillSync } = require('node:crypto');
+const { randomHex, nonZeroHex: nonZero } = require('../random-hex');
 
-// Random bytes are taken from a pool filled 4 KB at a time: one system call
-// for 100 requests (40 bytes each), instead of a crypto.randomBytes() each.
-const POOL_SIZE = 4096;
 // An X-Request-ID a client may give: what UUIDs, nginx's $request_id, base64,
 // Heroku's and Rails' ids are made of, 1 to 200 of them. No spaces, quotes,
 // commas or control characters: the id goes into headers, log lines and lila's answers.
@@ -22,9 +19,6 @@ const ZERO_PARENT_ID = '0'.repeat(16);
 // keeps recording what it recorded before lila started traces for it.
 const STARTED_FLAGS = '01';
 const SAMPLED = 0x01;
-
-let pool = null;
-let used = POOL_SIZE;
 
 /**
  * The ids of one request with `--request-id`: its X-Request-ID (the
@@ -146,31 +140,7 @@ function parseTraceparent(value) {
   return { traceId, flags };
 }
 
-/**
- * Random bytes from the pool, refilled by `crypto.randomFillSync` when it runs out.
- *
- * @param {number} bytes at most POOL_SIZE
- * @returns {string} that many random bytes as lower-case hex
- */
-function randomHex(bytes) {
-  if (used + bytes > POOL_SIZE) {
-    pool ??= Buffer.alloc(POOL_SIZE);
-    randomFillSync(pool);
-    used = 0;
-  }
-  const hex = pool.toString('hex', used, used + bytes);
-  used += bytes;
-  return hex;
-}
-
 module.exports = { RequestIds, withRequestIds, withResponseId, parseTraceparent, randomHex };
-
-// Random hex digits of `bytes` bytes, not all zero (W3C forbids all-zero ids).
-function nonZero(bytes) {
-  let hex = randomHex(bytes);
-  while (/^0+$/.test(hex)) hex = randomHex(bytes);
-  return hex;
-}
 
 // X-Request-ID and traceparent, and tracestate when it does not go on.
 function isIdField(name, keepsTracestate) {

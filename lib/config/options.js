@@ -8,6 +8,7 @@ const { validateCiphers, validateCurves } = require('../tls/profile');
 const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers, validateDirectory, validateFile, validateNames, validateCacheDir } = require('./validate');
 const { parseRateLimit, parseRateLimitName, validateSize, parseSticky } = require('./traffic-values');
 const { parseMirror } = require('./mirror-values');
+const { OTLP_PROTOCOLS, experimental, parseOtlpEndpoint, parseOtlpHeaders, parseServiceName, parseTraceSample } = require('./tracing-values');
 const { DEFAULTS, DEFAULT_DRAIN_MS, LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS } = require('./defaults');
 const { closest, didYouMean } = require('./suggest');
 const { parseStoreUrl } = require('../store/store-url');
@@ -500,6 +501,33 @@ const OPTIONS = [
       "the backend and into access lines, the id into every response's X-Request-ID and lila's own answers"
   },
   {
+    name: 'otlp-endpoint', arg: '<url>', group: 'tracing', scope: 'global', default: 'off',
+    help: "send lila's spans to this OpenTelemetry collector over OTLP/HTTP (/v1/traces appended), as in " +
+      'http://127.0.0.1:4318; spans are not made yet (issue 50): this option and the four below are refused unless ' +
+      'LILA_EXPERIMENTAL_TRACING=1',
+    read: experimental(parseOtlpEndpoint)
+  },
+  {
+    name: 'otlp-protocol', arg: '<http/protobuf|http/json>', group: 'tracing', scope: 'global', default: 'http/protobuf',
+    help: "the exports' encoding: protobuf's binary format or OTLP/JSON",
+    read: experimental((text, flag) => validateChoice(text, OTLP_PROTOCOLS, flag))
+  },
+  {
+    name: 'otlp-header', arg: '<name=value>', group: 'tracing', scope: 'global', default: 'none', multiple: true,
+    help: "a header field sent with every export, as a collector's credentials: Authorization=Bearer 123; repeatable",
+    read: experimental(parseOtlpHeaders)
+  },
+  {
+    name: 'service-name', arg: '<name>', group: 'tracing', scope: 'global', default: 'lila',
+    help: "the service.name of lila's spans",
+    read: experimental(parseServiceName)
+  },
+  {
+    name: 'trace-sample', arg: '<ratio>', group: 'tracing', scope: 'global', default: '1',
+    help: "the share of the traces lila starts that it records, from 0 to 1; a client's traceparent decides for its own",
+    read: experimental(parseTraceSample)
+  },
+  {
     name: 'workers', arg: '<n|auto>', group: 'workers', scope: 'global', default: 'off: one process',
     help: 'run n lila processes on the same port (auto: one per core); a worker that dies is replaced, and a crash ' +
       "loop (5 crashes within 10 s) exits 1; least-connections, p2c, ewma and health see one worker's traffic each",
@@ -780,6 +808,7 @@ const GROUPS = {
   kubernetes: 'Kubernetes: lila as a Gateway API implementation and an Ingress controller',
   admin: 'Admin API',
   logging: 'Logging (to stderr only)',
+  tracing: 'Traces (OpenTelemetry spans over OTLP/HTTP)',
   workers: 'Workers',
   match: 'What a route takes, besides its host and path (route lines only; all must hold)',
   route: 'What a route does to a request (route and listen lines, or the command line)',

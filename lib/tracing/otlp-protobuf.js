@@ -1,0 +1,367 @@
+'use strict';
+
+const { unixNanos } = require('./span');
+
+// Wire types (protobuf's encoding guide).
+const VARINT = 0;
+const I64 = 1;
+const LEN = 2;
+const I32 = 5;
+// Field numbers, as opentelemetry-proto's .proto files give them (collector/trace/v1/trace_service.proto,
+// trace/v1/trace.proto, common/v1/common.proto, resource/v1/resource.proto).
+const REQUEST_RESOURCE_SPANS = 1;
+const RESOURCE_SPANS_RESOURCE = 1;
+const RESOURCE_SPANS_SCOPE_SPANS = 2;
+const RESOURCE_ATTRIBUTES = 1;
+const SCOPE_SPANS_SCOPE = 1;
+const SCOPE_SPANS_SPANS = 2;
+const SCOPE_NAME = 1;
+const SCOPE_VERSION = 2;
+const SPAN = {
+  traceId: 1, spanId: 2, traceState: 3, parentSpanId: 4, name: 5, kind: 6, start: 7, end: 8, attributes: 9, status: 15, flags: 16
+};
+const STATUS_MESSAGE = 2;
+const STATUS_CODE = 3;
+const KEY_VALUE_KEY = 1;
+const KEY_VALUE_VALUE = 2;
+const ANY_STRING = 1;
+const ANY_BOOL = 2;
+const ANY_INT = 3;
+const ANY_DOUBLE = 4;
+const RESPONSE_PARTIAL_SUCCESS = 1;
+const PARTIAL_REJECTED_SPANS = 1;
+const PARTIAL_ERROR_MESSAGE = 2;
+// A string this short (in UTF-16 units) is at most 126 bytes of UTF-8: its length is one byte.
+const SHORT_STRING = 42;
+const SPAN_BYTES_GUESS = 256;
+
+/**
+ * Protobuf's wire format written into one growing buffer. A nested message
+ * is written in place (`begin`, then its fields, then `end`), and moved up by
+ * the bytes its length takes once that length is known.
+ */
+class Writer {
+  /**
+   * @param {number} [size] bytes to start with
+   */
+  constructor(size = 1024) {
+    this.buf = Buffer.allocUnsafe(size);
+    this.pos = 0;
+  }
+
+  /**
+   * @param {number} value a non-negative integer up to 2^53 - 1
+   */
+  varint(value) {
+    this.reserve(10);
+    this.pos = putVarint(this.buf, this.pos, value);
+  }
+
+  /**
+   * @param {number} field
+   * @param {number} wireType
+   */
+  key(field, wireType) {
+    this.varint(field * 8 + wireType);
+  }
+
+  /**
+   * An `int64` (or `uint64`), negative ones in ten bytes as two's complement.
+   *
+   * @param {number} field
+   * @param {number | bigint} value an integer
+   */
+  int64(field, value) {
+    this.key(field, VARINT);
+    if (typeof value === 'number' && value >= 0 && value <= Number.MAX_SAFE_INTEGER) return this.varint(value);
+    let rest = BigInt.asUintN(64, BigInt(value));
+    this.reserve(10);
+    while (rest > 0x7fn) {
+      this.buf[this.pos++] = Number(rest & 0x7fn) | 0x80;
+      rest >>= 7n;
+    }
+    this.buf[this.pos++] = Number(rest);
+  }
+
+  /**
+   * @param {number} field
+   * @param {string} value written as UTF-8 (a lone surrogate as U+FFFD)
+   */
+  string(field, value) {
+    this.key(field, LEN);
+    if (value.length <= SHORT_STRING) {
+      this.reserve(1 + value.length * 3);
+      const buf = this.buf;
+      const start = this.pos + 1;
+      // ASCII, as names, keys and most values are, byte by byte: cheaper than a call into write().
+      let i = 0;
+      for (let code; i < value.length && (code = value.charCodeAt(i)) < 0x80; i++) buf[start + i] = code;
+      const length = i === value.length ? i : buf.write(value, start, 'utf8');
+      buf[this.pos] = length;
+      this.pos = start + length;
+      return;
+    }
+    const length = Buffer.byteLength(value, 'utf8');
+    this.varint(length);
+    this.reserve(length);
+    this.pos += this.buf.write(value, this.pos, length, 'utf8');
+  }
+
+  /**
+   * @param {number} field
+   * @param {string} hex bytes as hex digits (an id)
+   */
+  hexBytes(field, hex) {
+    const length = hex.length >>> 1;
+    this.key(field, LEN);
+    this.varint(length);
+    this.reserve(length);
+    this.pos += this.buf.write(hex, this.pos, length, 'hex');
+  }
+
+  /**
+   * @param {number} field
+   * @param {bigint} value
+   */
+  fixed64(field, value) {
+    this.key(field, I64);
+    this.reserve(8);
+    this.pos = this.buf.writeBigUInt64LE(BigInt.asUintN(64, value), this.pos);
+  }
+
+  /**
+   * @param {number} field
+   * @param {number} value an unsigned 32-bit integer
+   */
+  fixed32(field, value) {
+    this.key(field, I32);
+    this.reserve(4);
+    this.pos = this.buf.writeUInt32LE(value >>> 0, this.pos);
+  }
+
+  /**
+   * @param {number} field
+   * @param {number} value
+   */
+  double(field, value) {
+    this.key(field, I64);
+    this.reserve(8);
+    this.pos = this.buf.writeDoubleLE(value, this.pos);
+  }
+
+  /**
+   * @param {number} field
+   * @param {boolean} value
+   */
+  bool(field, value) {
+    this.key(field, VARINT);
+    this.varint(value ? 1 : 0);
+  }
+
+  /**
+   * Starts a nested message (or any length-delimited field written piece by piece).
+   *
+   * @param {number} field
+   * @returns {number} where its bytes start, for `end`
+   */
+  begin(field) {
+    this.key(field, LEN);
+    return this.pos;
+  }
+
+  /**
+   * Ends what `begin` started: its bytes move up by the size of their length, written before them.
+   *
+   * @param {number} start what `begin` returned
+   */
+  end(start) {
+    const length = this.pos - start;
+    const size = varintSize(length);
+    this.reserve(size);
+    this.buf.copyWithin(start + size, start, this.pos);
+    putVarint(this.buf, start, length);
+    this.pos += size;
+  }
+
+  /**
+   * @returns {Buffer} what was written (a view of the writer's buffer)
+   */
+  finish() {
+    return this.buf.subarray(0, this.pos);
+  }
+
+  /**
+   * @param {number} bytes that are about to be written
+   */
+  reserve(bytes) {
+    if (this.pos + bytes <= this.buf.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + bytes));
+    this.buf.copy(grown, 0, 0, this.pos);
+    this.buf = grown;
+  }
+}
+
+/**
+ * An `ExportTraceServiceRequest` in protobuf's binary format, the body of an
+ * OTLP/HTTP export with `Content-Type: application/x-protobuf`: one
+ * ResourceSpans (the resource's attributes) holding one ScopeSpans (lila's scope) of
+ * every span.
+ *
+ * @param {import('./span').Span[]} spans ended ones
+ * @param {{resource: Array<string | number | boolean | bigint>, scope: {name: string, version: string}}} origin
+ *   the resource's attributes as `[key, value, ...]` (`service.name` among them), the instrumentation scope
+ * @returns {Buffer}
+ */
+function encodeTraceRequest(spans, origin) {
+  const w = new Writer(SPAN_BYTES_GUESS * (spans.length + 1));
+  const resourceSpans = w.begin(REQUEST_RESOURCE_SPANS);
+  const resource = w.begin(RESOURCE_SPANS_RESOURCE);
+  attributes(w, RESOURCE_ATTRIBUTES, origin.resource);
+  w.end(resource);
+  const scopeSpans = w.begin(RESOURCE_SPANS_SCOPE_SPANS);
+  const scope = w.begin(SCOPE_SPANS_SCOPE);
+  w.string(SCOPE_NAME, origin.scope.name);
+  if (origin.scope.version !== '') w.string(SCOPE_VERSION, origin.scope.version);
+  w.end(scope);
+  for (const span of spans) {
+    const start = w.begin(SCOPE_SPANS_SPANS);
+    writeSpan(w, span);
+    w.end(start);
+  }
+  w.end(scopeSpans);
+  w.end(resourceSpans);
+  return w.finish();
+}
+
+/**
+ * What a collector's `ExportTraceServiceResponse` says of spans it refused
+ * (OTLP's partial success). Bytes that are not one read as nothing refused.
+ *
+ * @param {Buffer} body
+ * @returns {{rejected: number, message: string}}
+ */
+function decodeTraceResponse(body) {
+  const result = { rejected: 0, message: '' };
+  try {
+    for (const [field, value] of fields(body, 0, body.length)) {
+      if (field !== RESPONSE_PARTIAL_SUCCESS || !Buffer.isBuffer(value)) continue;
+      for (const [inner, part] of fields(value, 0, value.length)) {
+        if (inner === PARTIAL_REJECTED_SPANS && typeof part === 'number') result.rejected = part;
+        if (inner === PARTIAL_ERROR_MESSAGE && Buffer.isBuffer(part)) result.message = part.toString('utf8');
+      }
+    }
+  } catch {
+    return { rejected: 0, message: '' };
+  }
+  return result;
+}
+
+/**
+ * The bytes a varint of `value` takes.
+ *
+ * @param {number} value a non-negative integer up to 2^53 - 1
+ * @returns {number}
+ */
+function varintSize(value) {
+  let size = 1;
+  while (value > 0x7f) {
+    value = Math.floor(value / 128);
+    size++;
+  }
+  return size;
+}
+
+module.exports = { Writer, encodeTraceRequest, decodeTraceResponse, varintSize };
+
+function writeSpan(w, span) {
+  w.hexBytes(SPAN.traceId, span.traceId);
+  w.hexBytes(SPAN.spanId, span.spanId);
+  if (span.traceState !== '') w.string(SPAN.traceState, span.traceState);
+  if (span.parentSpanId !== null) w.hexBytes(SPAN.parentSpanId, span.parentSpanId);
+  w.string(SPAN.name, span.name);
+  w.key(SPAN.kind, VARINT);
+  w.varint(span.kind);
+  w.fixed64(SPAN.start, unixNanos(span.startTime));
+  w.fixed64(SPAN.end, unixNanos(span.endTime));
+  attributes(w, SPAN.attributes, span.attributes);
+  if (span.statusCode !== 0 || span.statusMessage !== '') {
+    const status = w.begin(SPAN.status);
+    if (span.statusMessage !== '') w.string(STATUS_MESSAGE, span.statusMessage);
+    if (span.statusCode !== 0) {
+      w.key(STATUS_CODE, VARINT);
+      w.varint(span.statusCode);
+    }
+    w.end(status);
+  }
+  if (span.flags !== 0) w.fixed32(SPAN.flags, span.flags);
+}
+
+// Repeated KeyValue fields of a [key, value, ...] list. A value of a oneof is written even when
+// it is its type's default (0, false, ''): that is what says which one it is.
+function attributes(w, field, list) {
+  for (let i = 0; i < list.length; i += 2) {
+    const keyValue = w.begin(field);
+    w.string(KEY_VALUE_KEY, list[i]);
+    const any = w.begin(KEY_VALUE_VALUE);
+    const value = list[i + 1];
+    if (typeof value === 'string') w.string(ANY_STRING, value);
+    else if (typeof value === 'boolean') w.bool(ANY_BOOL, value);
+    else if (typeof value === 'bigint' || Number.isInteger(value)) w.int64(ANY_INT, value);
+    else w.double(ANY_DOUBLE, value);
+    w.end(any);
+    w.end(keyValue);
+  }
+}
+
+// Writes a varint at `pos` and returns the position after it.
+function putVarint(buf, pos, value) {
+  while (value > 0x7f) {
+    // `& 0x7f` reads the low bits of values past 2^32 too: ToInt32 keeps them.
+    buf[pos++] = (value & 0x7f) | 0x80;
+    value = Math.floor(value / 128);
+  }
+  buf[pos++] = value;
+  return pos;
+}
+
+// The fields of a message as [number, value]: a number for a varint (up to 2^53) or a fixed
+// field, a Buffer for a length-delimited one. Throws on bytes that are not a message.
+function* fields(buf, pos, end) {
+  while (pos < end) {
+    let key;
+    [key, pos] = readVarint(buf, pos);
+    const field = Math.floor(key / 8);
+    const type = key % 8;
+    if (type === VARINT) {
+      let value;
+      [value, pos] = readVarint(buf, pos);
+      yield [field, value];
+    } else if (type === LEN) {
+      let length;
+      [length, pos] = readVarint(buf, pos);
+      if (pos + length > end) throw new RangeError('a field past the message');
+      yield [field, buf.subarray(pos, pos + length)];
+      pos += length;
+    } else if (type === I64 || type === I32) {
+      const size = type === I64 ? 8 : 4;
+      if (pos + size > end) throw new RangeError('a field past the message');
+      yield [field, size === 8 ? Number(buf.readBigUInt64LE(pos)) : buf.readUInt32LE(pos)];
+      pos += size;
+    } else {
+      throw new RangeError(`wire type ${type}`);
+    }
+  }
+}
+
+function readVarint(buf, pos) {
+  let value = 0;
+  let scale = 1;
+  for (let i = 0; i < 10; i++) {
+    if (pos >= buf.length) throw new RangeError('a varint past the message');
+    const byte = buf[pos++];
+    value += (byte & 0x7f) * scale;
+    if (byte < 0x80) return [value, pos];
+    scale *= 128;
+  }
+  throw new RangeError('a varint of more than 10 bytes');
+}
