@@ -36,7 +36,7 @@ const MAY_IMPORT = {
   // Connections to backends (HTTP/1.1 sockets, h2 sessions), shared by the fast engine and its h2 side.
   'http/upstream': ['http/wire', 'http', 'net', 'errors'],
   // One request's way through lila on every engine: route, limits, backend slot, observers, record.
-  'http/lifecycle': ['http', 'actions', 'pool-binding', 'net', 'errors'],
+  'http/lifecycle': ['http', 'actions', 'pool-binding', 'tracing', 'net', 'errors'],
   // Features on a request's lifecycle, each written once for every engine: --mirror, --compress.
   'http/mirror': ['http/wire', 'http', 'layers', 'balancing/strategies', 'pool-binding', 'net', 'errors'],
   'http/compression': ['errors'],
@@ -58,7 +58,7 @@ const MAY_IMPORT = {
   'http/fast': ['http/exchange', 'http/upgrade', 'http/wire', 'http', 'net', 'errors'],
   'http/h2': ['http/exchange', 'http/wire', 'http', 'actions', 'pool-binding', 'net', 'errors'],
   'http/node': ['http/lifecycle', 'http/upgrade', 'http', 'actions', 'pool-binding', 'net', 'errors'],
-  tcp: ['pool-binding', 'net', 'errors'],
+  tcp: ['pool-binding', 'tracing', 'net', 'errors'],
   // lila's etcd client: beside the request path, below whatever reads a stored configuration.
   store: ['net', 'errors'],
   // Each engine's face towards a listener; its bind(pool) makes a pool's binding (pool-binding.js).
@@ -83,7 +83,7 @@ const MAY_IMPORT = {
   fleet: ['store', 'acme', 'balancing', 'ops', 'net', 'errors'],
   // --kubernetes: a cluster's resources made into a config text, run by a service it is handed.
   kubernetes: ['store', 'net', 'errors'],
-  service: ['listener', 'pool', 'cluster', 'config', 'tls', 'acme', 'limits', 'cache', 'hooks', 'identity', 'store', 'ops', 'layers', 'net', 'errors'],
+  service: ['listener', 'pool', 'cluster', 'config', 'tls', 'acme', 'limits', 'cache', 'hooks', 'identity', 'tracing', 'store', 'ops', 'layers', 'net', 'errors'],
   cli: ['service', 'fleet', 'kubernetes', 'store', 'config', 'routing', 'actions', 'acme', 'balancing', 'balancing/strategies', 'tls', 'ops', 'errors'],
   index: ['service', 'config', 'balancing', 'balancing/strategies', 'ops', 'errors']
 };

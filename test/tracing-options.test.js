@@ -14,36 +14,27 @@ const TRACING = ['--otlp-endpoint', 'http://127.0.0.1:4318', '--otlp-protocol', 
 describe('tracing options', () => {
   afterEach(cleanup);
 
-  describe('until spans are made (issue 50)', () => {
-    for (const [flag, value] of [['--otlp-endpoint', 'http://127.0.0.1:4318'], ['--trace-sample', '0.01'], ['--otlp-header', 'A=b']]) {
-      it(`refuses ${flag} in one line, exit 2, without LILA_EXPERIMENTAL_TRACING=1`, async () => {
-        const { code, stderr } = await runLila(['round-robin', '127.0.0.1:1', flag, value], { env: { LILA_EXPERIMENTAL_TRACING: undefined } });
+  describe('reading', () => {
+    for (const [flag, value] of [['--trace-sample', '0.01'], ['--otlp-header', 'A=b'], ['--service-name', 'edge']]) {
+      it(`refuses ${flag} without --otlp-endpoint in one line, exit 2`, async () => {
+        const { code, stderr } = await runLila(['round-robin', '127.0.0.1:1', flag, value]);
 
         assert.equal(code, 2);
-        assert.equal(stderr, `lila: ${flag}: traces are not exported yet (issue 50)\n`);
+        assert.equal(stderr.split('\n')[0], `lila: "${flag}" goes with --otlp-endpoint URL: without it, lila records no traces`);
       });
     }
 
-    it('refuses them on a config file\'s line too, naming it', async () => {
-      const file = configFile('--otlp-endpoint http://127.0.0.1:4318\npool web round-robin 127.0.0.1:1\nlisten 0\n  route * web\n');
-      const { code, stderr } = await runLila(['--check', '--config', file], { env: { LILA_EXPERIMENTAL_TRACING: undefined } });
-
-      assert.equal(code, 2);
-      assert.equal(stderr, `lila: ${file}:1: --otlp-endpoint: traces are not exported yet (issue 50)\n`);
-    });
-
-    it('reads them with LILA_EXPERIMENTAL_TRACING=1: a config file with all of them checks good', async () => {
+    it('a config file with all of them checks good', async () => {
       const lines = [];
       for (let i = 0; i < TRACING.length; i += 2) lines.push(`${TRACING[i]} "${TRACING[i + 1]}"`);
       const file = configFile(`${lines.join('\n')}\npool web round-robin 127.0.0.1:1\nlisten 0\n  route * web\n`);
-      const { code, stdout, stderr } = await runLila(['--check', '--config', file], { env: { LILA_EXPERIMENTAL_TRACING: '1' } });
+      const { code, stdout, stderr } = await runLila(['--check', '--config', file]);
 
       assert.equal(code, 0, stderr);
       assert.match(stdout, /: good\n$/);
     });
 
-    it('reads every value as lila uses it, with LILA_EXPERIMENTAL_TRACING=1', () => {
-      experimentalFor();
+    it('reads every value as lila uses it', () => {
       const read = readOptions({
         'otlp-endpoint': 'http://127.0.0.1:4318', 'otlp-protocol': 'http/json', 'otlp-header': ['Authorization=Bearer 1', 'X-Tenant= a b '],
         'service-name': 'edge', 'trace-sample': '0.25'
@@ -102,12 +93,3 @@ function configFile(text) {
   return file;
 }
 
-// LILA_EXPERIMENTAL_TRACING=1 in this process until cleanup, as it was after.
-function experimentalFor() {
-  const was = process.env.LILA_EXPERIMENTAL_TRACING;
-  process.env.LILA_EXPERIMENTAL_TRACING = '1';
-  onCleanup(() => {
-    if (was === undefined) delete process.env.LILA_EXPERIMENTAL_TRACING;
-    else process.env.LILA_EXPERIMENTAL_TRACING = was;
-  });
-}

@@ -15,6 +15,7 @@ const { tlsOf } = require('../config/tls-options');
 const { runHashPassword } = require('./hash-password');
 const { runPush } = require('./push');
 const { storeOf, rateLimitStoreOf } = require('./store-command-line');
+const { tracingOf } = require('../config/tracing-values');
 const { readText } = require('../config/read-text');
 const { kubernetesOf } = require('./kubernetes-command-line');
 const { startFollowing } = require('./start-following');
@@ -184,6 +185,7 @@ function parseCommandLine(args, env = process.env) {
       admin: adminOf(options, env),
       workers: options.workers,
       rateLimitStore: rateLimitStoreOf(options, env),
+      tracing: tracingOf(options),
       cache: cacheOf(options)
     }
   };
@@ -283,6 +285,7 @@ function configuredService(model, file, given, env, label = file) {
     workers: options.workers,
     acme: acmeOf(options),
     rateLimitStore: rateLimitStoreOf(options, env),
+    tracing: tracingOf(options),
     cache: cacheOf(options)
   };
 }

@@ -8,7 +8,7 @@ const { validateCiphers, validateCurves } = require('../tls/profile');
 const { validateChoice, validateCount, validateDuration, validatePath, validatePort, validateResolvers, validateDirectory, validateFile, validateNames, validateCacheDir } = require('./validate');
 const { parseRateLimit, parseRateLimitName, validateSize, parseSticky } = require('./traffic-values');
 const { parseMirror } = require('./mirror-values');
-const { OTLP_PROTOCOLS, experimental, parseOtlpEndpoint, parseOtlpHeaders, parseServiceName, parseTraceSample } = require('./tracing-values');
+const { OTLP_PROTOCOLS, parseOtlpEndpoint, parseOtlpHeaders, parseServiceName, parseTraceSample } = require('./tracing-values');
 const { DEFAULTS, DEFAULT_DRAIN_MS, LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS } = require('./defaults');
 const { closest, didYouMean } = require('./suggest');
 const { parseStoreUrl } = require('../store/store-url');
@@ -503,29 +503,30 @@ const OPTIONS = [
   {
     name: 'otlp-endpoint', arg: '<url>', group: 'tracing', scope: 'global', default: 'off',
     help: "send lila's spans to this OpenTelemetry collector over OTLP/HTTP (/v1/traces appended), as in " +
-      'http://127.0.0.1:4318; spans are not made yet (issue 50): this option and the four below are refused unless ' +
-      'LILA_EXPERIMENTAL_TRACING=1',
-    read: experimental(parseOtlpEndpoint)
+      'http://127.0.0.1:4318: a SERVER span per http request and tcp connection, a CLIENT span per backend attempt; ' +
+      "the backend's traceparent names lila's span",
+    read: parseOtlpEndpoint
   },
   {
     name: 'otlp-protocol', arg: '<http/protobuf|http/json>', group: 'tracing', scope: 'global', default: 'http/protobuf',
     help: "the exports' encoding: protobuf's binary format or OTLP/JSON",
-    read: experimental((text, flag) => validateChoice(text, OTLP_PROTOCOLS, flag))
+    read: (text, flag) => validateChoice(text, OTLP_PROTOCOLS, flag)
   },
   {
     name: 'otlp-header', arg: '<name=value>', group: 'tracing', scope: 'global', default: 'none', multiple: true,
     help: "a header field sent with every export, as a collector's credentials: Authorization=Bearer 123; repeatable",
-    read: experimental(parseOtlpHeaders)
+    read: parseOtlpHeaders
   },
   {
     name: 'service-name', arg: '<name>', group: 'tracing', scope: 'global', default: 'lila',
     help: "the service.name of lila's spans",
-    read: experimental(parseServiceName)
+    read: parseServiceName
   },
   {
     name: 'trace-sample', arg: '<ratio>', group: 'tracing', scope: 'global', default: '1',
-    help: "the share of the traces lila starts that it records, from 0 to 1; a client's traceparent decides for its own",
-    read: experimental(parseTraceSample)
+    help: "the share of the traces lila starts that it records, from 0 to 1; a client's traceparent decides for its own " +
+      '(its sampled flag); a trace not recorded goes on to the backend unsampled',
+    read: parseTraceSample
   },
   {
     name: 'workers', arg: '<n|auto>', group: 'workers', scope: 'global', default: 'off: one process',

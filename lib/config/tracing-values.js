@@ -15,25 +15,6 @@ const SERVICE_NAME = /^[\x21-\x7e][\x20-\x7e]{0,254}$/;
 const RATIO = /^(?:0|1|0?\.[0-9]+|[01]\.[0-9]*)$/;
 
 /**
- * Wraps the reader of a tracing option: until spans are made (issue 50), the
- * option is refused, in one line, unless `LILA_EXPERIMENTAL_TRACING=1`, so
- * that no one runs lila believing that traces leave it.
- *
- * @template T
- * @param {(value: any, flag: string) => T} read
- * @returns {(value: any, flag: string) => T}
- */
-function experimental(read) {
-  return (value, flag) => {
-    if (process.env.LILA_EXPERIMENTAL_TRACING !== '1') {
-      // The whole message: a hint to --help would only show the option again.
-      throw Object.assign(new LilaError(codes.INVALID_OPTION, `${flag}: traces are not exported yet (issue 50)`), { complete: true });
-    }
-    return read(value, flag);
-  };
-}
-
-/**
  * Reads `--otlp-endpoint`: the collector's OTLP/HTTP base URL, to which
  * `/v1/traces` is appended.
  *
@@ -100,4 +81,30 @@ function parseTraceSample(value, name) {
   throw new LilaError(codes.INVALID_OPTION, `"${name}" must be a number from 0 to 1, as in 0.01, received "${value}"`);
 }
 
-module.exports = { OTLP_PROTOCOLS, experimental, parseOtlpEndpoint, parseOtlpHeaders, parseServiceName, parseTraceSample };
+/**
+ * `--otlp-endpoint` and the traces' other global options (a command line's,
+ * or a config file's global lines): what the service's `Tracer` is made
+ * with; undefined when traces are off.
+ *
+ * @param {object} options read by the option table
+ * @returns {{endpoint: string, protocol: string | undefined, headers: Record<string, string> | undefined,
+ *   serviceName: string | undefined, ratio: number | undefined} | undefined}
+ * @throws {LilaError} one of the others without --otlp-endpoint
+ */
+function tracingOf(options) {
+  const endpoint = options['otlp-endpoint'];
+  if (endpoint === undefined) {
+    const stray = ['otlp-protocol', 'otlp-header', 'service-name', 'trace-sample'].find((name) => options[name] !== undefined);
+    if (stray !== undefined) throw new LilaError(codes.INVALID_OPTION, `"--${stray}" goes with --otlp-endpoint URL: without it, lila records no traces`);
+    return undefined;
+  }
+  return {
+    endpoint,
+    protocol: options['otlp-protocol'],
+    headers: options['otlp-header'],
+    serviceName: options['service-name'],
+    ratio: options['trace-sample']
+  };
+}
+
+module.exports = { OTLP_PROTOCOLS, parseOtlpEndpoint, parseOtlpHeaders, parseServiceName, parseTraceSample, tracingOf };

@@ -53,7 +53,7 @@ function createUpstreamRequest(backend, request, headers, settings, agent, clien
  * as it is, null: the passage has given its slot back and is answered 400.
  *
  * @param {{backend: object, request: http.IncomingMessage, target: string, binding: {settings: object},
- *   release: () => void, fail: (error: LilaError, detail: string) => void}} passage
+ *   release: () => void, fail: (error: LilaError, detail: string) => void, attemptHeaders: (headers: string[]) => string[]}} passage
  * @param {string[]} headers as built by `forwardRequestHeaders`
  * @param {http.Agent | false} agent see createUpstreamRequest
  * @param {import('node:net').Socket} client the client's connection
@@ -61,7 +61,7 @@ function createUpstreamRequest(backend, request, headers, settings, agent, clien
  */
 function openUpstream(passage, headers, agent, client) {
   try {
-    return createUpstreamRequest(passage.backend, passage.request, headers, passage.binding.settings, agent, client, passage.target);
+    return createUpstreamRequest(passage.backend, passage.request, passage.attemptHeaders(headers), passage.binding.settings, agent, client, passage.target);
   } catch (err) {
     passage.release();
     passage.fail(new LilaError(codes.BAD_REQUEST, 'this request cannot be forwarded', 400), err.message);

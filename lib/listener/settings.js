@@ -47,6 +47,8 @@ function listenerSettings(options, layer, { rateLimiter = true } = {}) {
     http2: pick('http2') !== false,
     maxConcurrentStreams: validateCount(pick('maxConcurrentStreams'), 'maxConcurrentStreams', 1),
     requestId: pick('requestId') === true,
+    // --otlp-endpoint: its process's traces (lib/tracing/tracer.js), null when off.
+    tracer: options.tracer || null,
     // The tls.Server options when TLS ends here (the listener sets them); null for plain TCP.
     tls: null,
     // Set by drain(): responses from then on close their connection.

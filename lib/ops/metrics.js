@@ -1,6 +1,8 @@
 'use strict';
 
 const { layerOf } = require('../layers');
+const { single, family, sample, formatValue } = require('./metric-text');
+const { traceFamilies } = require('./trace-metrics');
 
 /** The Content-Type of the Prometheus text exposition format 0.0.4. */
 const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -63,6 +65,7 @@ function renderMetrics(view, stats) {
   if (discovery !== null && discovery.names.length > 0) text += discoveryFamilies(discovery.describe());
   text += limitFamilies(scope);
   if (view.rateLimitStore !== undefined && view.rateLimitStore !== null) text += rateLimitStoreFamilies(view.rateLimitStore);
+  if (view.tracer !== undefined && view.tracer !== null) text += traceFamilies(view.tracer.counts);
   if (stats !== undefined) text += processFamilies(stats);
   return text;
 }
@@ -371,28 +374,4 @@ function trafficSources(scope) {
   const unrouted = scope.traffic.unrouted;
   if (unrouted.requests > 0 || unrouted.connections > 0) sources.push([{ backend: '' }, unrouted]);
   return sources;
-}
-
-// A family of one sample without labels.
-function single(name, type, help, value) {
-  return family(name, type, help, [sample(name, {}, value)]);
-}
-
-function family(name, type, help, lines) {
-  return `# HELP ${name} ${help.replace(/\\/g, '\\\\').replace(/\n/g, '\\n')}\n# TYPE ${name} ${type}\n${lines.join('')}`;
-}
-
-function sample(name, labels, value) {
-  const pairs = Object.keys(labels).map((key) => `${key}="${escapeLabel(labels[key])}"`);
-  return `${name}${pairs.length === 0 ? '' : `{${pairs.join(',')}}`} ${formatValue(value)}\n`;
-}
-
-function escapeLabel(value) {
-  return String(value).replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-}
-
-function formatValue(value) {
-  if (Number.isFinite(value)) return String(value);
-  if (Number.isNaN(value)) return 'NaN';
-  return value > 0 ? '+Inf' : '-Inf';
 }

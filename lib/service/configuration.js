@@ -3,7 +3,7 @@
 const Listener = require('../listener/listener');
 const Pool = require('../pool');
 const Traffic = require('../ops/traffic');
-const { openListeners } = require('./open-listeners');
+const { openListeners, redirectAddress } = require('./open-listeners');
 const CertificateStore = require('../tls/certificate-store');
 const NamedLimits = require('../limits/named-limits');
 const { limitClash } = require('../listener/limit-clash');
@@ -32,7 +32,7 @@ const RETIRE_POLL_MS = 250;
 class Configuration {
   /**
    * @param {{logger: import('../ops/logger'), drainTimeout: number, acme?: {certificates: object, challenges: object} | null,
-   *   traffic?: Traffic, rateLimitStore?: object | null}} options `acme`: with --acme, what every listener serves of it
+   *   traffic?: Traffic, rateLimitStore?: object | null, tracer?: import('../tracing/tracer') | null}} options `acme`: with --acme, what every listener serves of it
    *   (the certificates obtained, the challenges waiting); `traffic`: where requests are counted (one for all listeners;
    *   a new one by default); `rateLimitStore`: with --rate-limit-store, where every listener's and route's limits count
    */
@@ -44,6 +44,8 @@ class Configuration {
     this.rateLimits = new NamedLimits({ store: this.rateLimitStore });
     /** The process's cache, which --cache routes store in (kept across reloads). */
     this.cache = options.cache || null;
+    /** The process's traces (--otlp-endpoint), which every listener's requests and connections record in; null: off. */
+    this.tracer = options.tracer || null;
     /** The hook modules routes name (--hook), and the library's hooks; kept across reloads. */
     this.hooks = options.hooks || new HookModules();
     /** The JWK Sets --jwt-* routes name, shared by routes and kept across reloads with their keys. */
@@ -132,7 +134,7 @@ class Configuration {
     }
     const listener = built(model, (err) => lineOfFile(spec, err), () => new Listener({
       ...spec.options, engine, requestId, logger: this.logger, traffic: this.traffic, routes, acme: this.acme,
-      rateLimits: this.rateLimits, rateLimitPort: spec.port, cache: this.cache
+      rateLimits: this.rateLimits, rateLimitPort: spec.port, cache: this.cache, tracer: this.tracer
     }));
     return { spec, key, running: null, listener, routes };
   }
@@ -353,7 +355,8 @@ class Configuration {
       openConnections: entries.reduce((sum, { listener }) => sum + listener.connections.size, 0),
       rateLimitStore: this.rateLimitStore,
       cache: this.cache,
-      hooks: this.hooks
+      hooks: this.hooks,
+      tracer: this.tracer
     };
   }
 }
@@ -370,15 +373,6 @@ module.exports = Configuration;
 function globalsOf({ global }) {
   const { engine, requestId, resolvers } = global.proxy;
   return { engine, requestId, resolvers, backendTls: { ca: global['backend-ca'], insecure: global['backend-insecure'] === true } };
-}
-
-// Where a listener's --redirect-http answers: its server's address once open, else as the model says.
-function redirectAddress(spec, server) {
-  if (spec.redirectHttp === undefined || spec.redirectHttp === null) return null;
-  const address = server === null || server === undefined ? null : server.address();
-  if (address !== null && typeof address === 'object') return formatHostPort(address.address, address.port);
-  const { host, port } = spec.redirectHttp;
-  return host === undefined ? String(port) : formatHostPort(host, port);
 }
 
 // Builds one thing of the model, naming its line (or the line an error points to) when it is wrong.

@@ -54,7 +54,16 @@ async function openListeners(configuration, plan, leaving, reusePort) {
   }
 }
 
-module.exports = { openListeners };
+module.exports = { openListeners, redirectAddress };
+
+// Where a listener's --redirect-http answers: its server's address once open, else as the model says.
+function redirectAddress(spec, server) {
+  if (spec.redirectHttp === undefined || spec.redirectHttp === null) return null;
+  const address = server === null || server === undefined ? null : server.address();
+  if (address !== null && typeof address === 'object') return formatHostPort(address.address, address.port);
+  const { host, port } = spec.redirectHttp;
+  return host === undefined ? String(port) : formatHostPort(host, port);
+}
 
 // The http→https redirect of a new listener: a leaving listener's, when it
 // answers on the same address for the same port; else a new one, once a

@@ -17,8 +17,8 @@ const { warnLowOpenFiles } = require('../net/local-errors');
 const { formatHostPort } = require('../net/address');
 const { TicketKeyRotation } = require('../tls/ticket-keys');
 const AcmeRunner = require('../acme/runner');
-const { rateLimitStoreOf, firstContact } = require('./rate-limit-store');
-const Cache = require('../cache/cache');
+const { firstContact } = require('./rate-limit-store');
+const { servingParts } = require('./serving-parts');
 const { DEFAULT_DRAIN_MS } = require('../config/defaults');
 const { LilaError } = require('../errors');
 
@@ -62,8 +62,9 @@ class Service {
    * @param {{host?: string, port: number, token?: string} | null} [options.admin] serve the
    *   admin API there (host 127.0.0.1 by default); bind it to loopback, or give a token
    * @param {number} [options.workers] worker processes; 0 (default): this process serves
-   * @param {Parameters<typeof rateLimitStoreOf>[0]} [options.rateLimitStore] `--rate-limit-store`: limits counted there
-   * @param {Parameters<typeof Cache.create>[0]} [options.cache] --cache-size, --cache-dir and the cache's other global options
+   * @param {Parameters<typeof servingParts>[0]['rateLimitStore']} [options.rateLimitStore] `--rate-limit-store`: limits counted there
+   * @param {Parameters<typeof servingParts>[0]['cache']} [options.cache] --cache-size, --cache-dir and the cache's other global options
+   * @param {Parameters<typeof servingParts>[0]['tracing']} [options.tracing] --otlp-endpoint and the traces' other options
    * @param {import('../fleet/fleet')} [options.fleet] `--store`: a fleet's member, bootstrapped; the service
    *   runs what it gave, and it applies each new revision of the stored configuration as a reload
    * @param {import('../kubernetes/controller').KubernetesController} [options.kubernetes] `--kubernetes`: the same, of a cluster's resources
@@ -99,13 +100,11 @@ class Service {
     this.kubernetes = options.kubernetes === undefined ? null : options.kubernetes;
     // --acme: the process that orders is this one alone, or the primary; workers serve what it hands them.
     this.acme = options.acme === undefined || options.acme === null ? null : new AcmeRunner(options.acme, { logger: this.logger });
-    // --rate-limit-store: where the processes that serve count their limits (not the primary of workers).
-    this.rateLimits = options.rateLimitStore && this.role !== PRIMARY ? rateLimitStoreOf(options.rateLimitStore, this.logger) : null;
-    // --cache's store, in the processes that serve; a reload keeps what it holds.
-    this.cache = this.role === PRIMARY ? null : Cache.create(options.cache, this.logger);
+    // What the processes that serve keep across reloads: where --rate-limit-store counts, --cache's store, the tracer.
+    ({ rateLimits: this.rateLimits, cache: this.cache, tracer: this.tracer } = servingParts(options, this.role !== PRIMARY, this.logger));
     this.configuration = new Configuration({
       logger: this.logger, drainTimeout: this.drainTimeout, acme: this.acme === null ? null : this.acme.shared, rateLimitStore: this.rateLimits,
-      cache: this.cache, hooks: new HookModules(options.hooks || null)
+      cache: this.cache, hooks: new HookModules(options.hooks || null), tracer: this.tracer
     });
     /** What runs, seen as one pool behind one listener: the library's `Proxy`. */
     this.proxy = new Proxy(this.configuration);
@@ -228,8 +227,9 @@ class Service {
     if (this.adminServer !== null) this.adminServer.close().closeAllConnections();
     this.logger.info(`${why} received, draining for up to ${this.drainTimeout} ms`);
     this.configuration.drain(this.drainTimeout).then(async ({ closed }) => {
-      // The cache closes once nothing answers from it; the disk's writes under way end first.
+      // The cache closes once nothing answers from it (the disk's writes under way end first); the last spans go out.
       if (this.cache !== null) await this.cache.close().catch(() => {});
+      if (this.tracer !== null) await this.tracer.close();
       this.logger.info(closed === 0
         ? 'stopped: every request and connection finished'
         : `stopped: closed ${closed} connection${closed === 1 ? '' : 's'} still open at the drain timeout`);

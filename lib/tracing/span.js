@@ -29,10 +29,11 @@ class Span {
    * @param {string | null} traceId 32 hex digits, a parent's; null: a new trace
    * @param {string | null} parentSpanId 16 hex digits; null: a root span
    * @param {number} [start] ms on `performance.now()`'s clock; now when not given
+   * @param {string | null} [spanId] 16 hex digits drawn already (a request's ids); null: a new one
    */
-  constructor(name, kind, traceId = null, parentSpanId = null, start = performance.now()) {
+  constructor(name, kind, traceId = null, parentSpanId = null, start = performance.now(), spanId = null) {
     this.traceId = traceId === null ? newId(TRACE_ID_BYTES) : traceId;
-    this.spanId = newId(SPAN_ID_BYTES);
+    this.spanId = spanId === null ? newId(SPAN_ID_BYTES) : spanId;
     this.parentSpanId = parentSpanId;
     this.name = name;
     this.kind = kind;

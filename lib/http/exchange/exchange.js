@@ -76,6 +76,8 @@ class Exchange extends ResponseRelay {
 
   /** Sends it to the backend acquired for it. */
   attempt() {
+    // A traced attempt's head names its own span (traceparent): made anew for each backend.
+    if (this.trace !== null) this.upstreamHead = null;
     this.send(null);
   }
 
@@ -294,7 +296,7 @@ class Exchange extends ResponseRelay {
     // The rest of a body lila did not read would be taken for the next request.
     const keepAlive = this.connection.mayKeepAlive(this.request) && this.requestRead;
     const actions = this.actions;
-    const content = answerContent(error, actions, actions === null ? null : this.requestView(), this.ids === null ? null : this.ids.requestId);
+    const content = answerContent(error, actions, actions === null ? null : this.requestView(), this.requestId);
     const head = this.request.method === 'HEAD';
     const out = rawAnswer(content, this.connection.connectionHeader(keepAlive), head);
     // Its body is counted as a backend's is (nginx's $body_bytes_sent).

@@ -78,7 +78,7 @@ function relayInterim(relay, head) {
  * @param {boolean} keepAlive the client's connection stays open after it
  */
 function writeClientHead(relay, head, headers, keepAlive) {
-  if (relay.ids !== null) headers = withResponseId(headers, relay.ids.requestId);
+  if (relay.requestId !== null) headers = withResponseId(headers, relay.requestId);
   // A status a hook changed (onResponse) goes out in place of the backend's.
   const status = relay.status;
   const request = relay.request;

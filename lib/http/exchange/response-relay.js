@@ -101,16 +101,12 @@ class ResponseRelay extends Passage {
 
   /** The final response head: a backend's (its balancer and health told), or a local answer's (`backend` null). */
   respond(head) {
-    const { balancer, health, settings } = this.binding;
+    const settings = this.binding.settings;
     const request = this.request;
     const backend = this.backend;
     this.responseHead = head;
     const status = head.status;
-    if (backend !== null) {
-      balancer.observe(backend, balancer.now() - this.sentAt);
-      if (status >= 500 && health.settings.failOn5xx) health.failed(backend, `answered ${status}`);
-      else health.succeeded(backend);
-    }
+    if (backend !== null) this.answeredBy(status);
 
     const bodiless = request.method === 'HEAD' || status === 204 || status === 304 || head.ended === true;
     this.framing = bodiless ? NONE : head.streamed === true ? STREAM : head.chunked ? CHUNKED : head.closeDelimited ? CLOSE : LENGTH;

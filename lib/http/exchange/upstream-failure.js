@@ -61,6 +61,7 @@ function upstreamFailed(exchange, socket, err) {
   }
   // A GOAWAY is the backend's decision (shutting down, or too many resets), not it failing.
   if (exchange.responseHead === null && err.goaway !== true) health.failedWith(backend, err);
+  exchange.markAttemptFailed(err);
   exchange.release();
   if (mayRetryElsewhere(exchange, exchange.received)) {
     exchange.retriedElsewhere = true;

@@ -94,7 +94,7 @@ class Fetch extends Passage {
 
   // An h2 backend: a stream of its session, whose events come as an upstream stream's owner's.
   attemptStream() {
-    const headers = upstreamStreamHeaders(this.request.method, this.request.url, this.request.rawHeaders, this.backend.tls ? 'https' : 'http');
+    const headers = upstreamStreamHeaders(this.request.method, this.request.url, this.attemptHeaders(this.request.rawHeaders), this.backend.tls ? 'https' : 'http');
     const options = { endStream: true, dechunk: false, after: -1, maxTrailerBytes: this.engine.settings.maxHeaderSize };
     const stream = new UpstreamStream(UpstreamSessions.of(this.binding.pool), this.backend, headers, options, this);
     this.upstream = stream;
@@ -105,10 +105,7 @@ class Fetch extends Passage {
   // The backend's final head: health told, and the sink.
   responseHead(status, headers, reason) {
     this.responded = true;
-    const { balancer, health } = this.binding;
-    balancer.observe(this.backend, balancer.now() - this.sentAt);
-    if (status >= 500 && health.settings.failOn5xx) health.failed(this.backend, `answered ${status}`);
-    else health.succeeded(this.backend);
+    this.answeredBy(status);
     this.status = status;
     this.sink.head(status, headers, reason);
   }
@@ -142,6 +139,7 @@ class Fetch extends Passage {
     }
     const backend = this.backend;
     if (!this.responded) this.binding.health.failedWith(backend, err);
+    this.markAttemptFailed(err);
     this.release();
     if (!this.responded && !this.retried) {
       this.retried = true;
@@ -160,6 +158,11 @@ class Fetch extends Passage {
     this.engine.logger.debug(`cache fetch ${this.request.url}: ${detail} (${error.code})`);
     this.sink.failed(error);
     this.settle(error.status);
+  }
+
+  /** @returns {boolean} no client's: no SERVER span; its attempts' parent is the span of the request that asked */
+  get servesClient() {
+    return false;
   }
 
   /** Over: counted on its backend (no access line: it is no client's request). */

@@ -66,7 +66,7 @@ class StreamExchange extends Exchange {
   writeHead(head, headers) {
     const stream = this.stream;
     if (gone(stream)) return;
-    const out = clientResponseHeaders(this.status, this.ids === null ? headers : withResponseId(headers, this.ids.requestId));
+    const out = clientResponseHeaders(this.status, this.requestId === null ? headers : withResponseId(headers, this.requestId));
     // Trailers come from an h2 backend's stream, or follow a chunked body that announces them.
     // A backend's stream that ended with its headers (gRPC's trailers-only answer) ends this one the same way.
     if (head.ended === true) {
@@ -144,7 +144,7 @@ class StreamExchange extends Exchange {
   answer(error) {
     const stream = this.stream;
     if (gone(stream)) return;
-    const requestId = this.ids === null ? null : this.ids.requestId;
+    const requestId = this.requestId;
     if (this.grpc) {
       const failure = grpcFailureHeaders(error.status, error.message);
       if (requestId !== null) failure['x-request-id'] = requestId;

@@ -11,9 +11,9 @@ const { describeError } = require('../../errors');
  * timed out, no backend left), the slot given back once per backend, and a
  * failed connect taken to the next backend, never one it failed on.
  *
- * What extends it provides `engine`, `binding`, `clientAddress`, `tried`,
- * `backend`, `servedBy`, `waiting`, `attempt()` (send it to `this.backend`)
- * and `fail(error, detail)`.
+ * What extends it provides `engine`, `binding`, `request`, `clientAddress`, `tried`,
+ * `backend`, `servedBy`, `waiting`, `sentAt`, `trace` (its spans, or null), `attempt()`
+ * (send it to `this.backend`) and `fail(error, detail)`.
  */
 class BackendSlot {
   /** A backend the balancer acquires for it (`use`), or its wait in the queue, or lila's answer. */
@@ -52,6 +52,7 @@ class BackendSlot {
     if (this.engine.logger.traceEnabled) this.tracePick(backend);
     this.backend = backend;
     this.servedBy = backend;
+    if (this.trace !== null) this.trace.attemptStarted(backend, this.request.method);
     this.attempt();
   }
 
@@ -92,6 +93,7 @@ class BackendSlot {
     const backend = this.backend;
     this.engine.logger.debug(`backend ${backend.name}: ${describeError(err)}`);
     const shortage = this.binding.health.failedWith(backend, err);
+    this.markAttemptFailed(err);
     this.release();
     if (shortage !== null) {
       this.fail(localShortage(shortage), `backend ${backend.name}: ${describeError(err)}`);
@@ -101,11 +103,36 @@ class BackendSlot {
     this.takeBackend();
   }
 
-  /** Gives its backend slot back; once per backend acquired. */
+  /**
+   * Its backend's final response head came: the balancer (its time since
+   * `sentAt`), passive health (a 5xx with --fail-on-5xx) and its attempt's span are told.
+   *
+   * @param {number} status
+   */
+  answeredBy(status) {
+    const { balancer, health } = this.binding;
+    const backend = this.backend;
+    balancer.observe(backend, balancer.now() - this.sentAt);
+    if (status >= 500 && health.settings.failOn5xx) health.failed(backend, `answered ${status}`);
+    else health.succeeded(backend);
+    if (this.trace !== null) this.trace.attemptAnswered(status);
+  }
+
+  /**
+   * Its attempt failed (a connect refused, a reset, a timeout, a response cut short): its span says why.
+   *
+   * @param {Error} err
+   */
+  markAttemptFailed(err) {
+    if (this.trace !== null) this.trace.attemptFailed(err);
+  }
+
+  /** Gives its backend slot back; once per backend acquired. Its attempt's span ends. */
   release() {
     if (this.backend !== null) {
       this.binding.balancer.release(this.backend);
       this.backend = null;
+      if (this.trace !== null) this.trace.attemptEnded();
     }
   }
 

@@ -6,10 +6,11 @@ const { noRoute } = require('../route-request');
 const { CLIENT_LEFT } = require('../outcomes');
 const { answerOf, openObservers } = require('./observers');
 const RequestView = require('../../actions/request-view');
-const { RequestIds } = require('../../actions/request-id');
+const { RequestIds, withTraceparent } = require('../../actions/request-id');
 const { clientCertificateOf } = require('../../net/client-certificate');
 const { LilaError, codes } = require('../../errors');
 const BackendSlot = require('./backend-slot');
+const RequestTrace = require('./request-trace');
 const { FilterChain } = require('./filter-chain');
 
 /**
@@ -55,8 +56,11 @@ class Passage extends BackendSlot {
     this.actions = route === null ? null : route.actions;
     this.binding = binding;
     this.clientAddress = clientAddress;
-    // --request-id: its X-Request-ID and trace context (null without the option).
-    this.ids = engine.settings.requestId === true ? RequestIds.of(request.rawHeaders) : null;
+    // --request-id or traces: its X-Request-ID and trace context (null with neither); its spans, when its trace is recorded.
+    const tracer = engine.settings.tracer ?? null;
+    const requestId = engine.settings.requestId === true;
+    this.ids = requestId || tracer !== null ? RequestIds.of(request.rawHeaders, requestId, tracer) : null;
+    this.trace = tracer !== null && this.ids.sampled ? new RequestTrace(tracer, this.ids, this.servesClient, request.rawHeaders) : null;
     // What the route's actions read of the request, made for routes that have actions.
     this.view = null;
     // The backends that failed it, the one it holds a slot of, and the last one it went to.
@@ -89,11 +93,31 @@ class Passage extends BackendSlot {
     this.elapsed = 0;
   }
 
+  /** @returns {string | null} its X-Request-ID (--request-id), null without */
+  get requestId() {
+    return this.ids === null ? null : this.ids.requestId;
+  }
+
+  /** @returns {boolean} a client's request (its SERVER span is recorded); a fetch for no client is not */
+  get servesClient() {
+    return true;
+  }
+
   /** @returns {string} the request target its backend gets (the route's path edits applied) */
   get target() {
     if (this.edits !== null && this.edits.target !== null) return this.edits.target;
     const actions = this.actions;
     return actions === null ? this.request.url : actions.target(this.request.url);
+  }
+
+  /**
+   * The header list its backend gets in this attempt: a traced attempt's traceparent names its own CLIENT span.
+   *
+   * @param {string[]} headers `[name, value, ...]` made for the request (withRequestIds)
+   * @returns {string[]}
+   */
+  attemptHeaders(headers) {
+    return this.trace === null ? headers : withTraceparent(headers, this.ids.traceparent);
   }
 
   /**
@@ -237,7 +261,7 @@ class Passage extends BackendSlot {
   /** @returns {RequestView} the request as its route's actions read it */
   requestView() {
     this.view ??= new RequestView(this.request, this.host, this.scheme, this.clientAddress,
-      this.ids === null ? null : this.ids.requestId, clientCertificateOf(this.clientSocket));
+      this.requestId, clientCertificateOf(this.clientSocket));
     return this.view;
   }
 
@@ -315,6 +339,7 @@ class Passage extends BackendSlot {
     this.elapsed = this.binding.balancer.now() - this.startedAt;
     const observers = this.observers;
     if (observers !== null) for (let i = 0; i < observers.length; i++) if (observers[i].finished !== undefined) observers[i].finished(this);
+    if (this.trace !== null) this.trace.finish(this);
     this.engine.traffic.request(this);
   }
 }

@@ -219,7 +219,7 @@ class Exchange extends Passage {
     }
     logAnswer(logger, error, request, detail);
     const actions = this.actions;
-    const content = answerContent(error, actions, actions === null ? null : this.requestView(), this.ids === null ? null : this.ids.requestId);
+    const content = answerContent(error, actions, actions === null ? null : this.requestView(), this.requestId);
     response.sendDate = true;
     if (this.engine.settings.draining) response.shouldKeepAlive = false;
     const bodiless = status === 204 || status === 304;

@@ -35,7 +35,7 @@ function respond(exchange, upstreamResponse) {
   if (backend !== null && settings.stickyCookie !== null) {
     headers = withStickyCookie(headers, settings.stickyCookie, exchange.stickyId, backend.stickyId, exchange.scheme === 'https');
   }
-  if (exchange.ids !== null) headers = withResponseId(headers, exchange.ids.requestId);
+  if (exchange.requestId !== null) headers = withResponseId(headers, exchange.requestId);
   const actions = exchange.actions;
   if (actions !== null) headers = actions.responseHeaders(headers, exchange.requestView());
   const status = upstreamResponse.statusCode;
@@ -61,7 +61,7 @@ function respond(exchange, upstreamResponse) {
  */
 function sendHead(exchange, upstreamResponse, headers) {
   const { response, backend } = exchange;
-  const { balancer, health } = exchange.binding;
+  const { health } = exchange.binding;
   const status = upstreamResponse.statusCode;
   // A status a hook changed (onResponse) goes out in place of the backend's.
   const sent = exchange.edits === null || exchange.edits.status === 0 ? status : exchange.edits.status;
@@ -81,11 +81,7 @@ function sendHead(exchange, upstreamResponse, headers) {
     return;
   }
   // Counted once the head is through: an invalid one is a failure.
-  if (backend !== null) {
-    balancer.observe(backend, balancer.now() - exchange.sentAt);
-    if (status >= 500 && health.settings.failOn5xx) health.failed(backend, `answered ${status}`);
-    else health.succeeded(backend);
-  }
+  if (backend !== null) exchange.answeredBy(status);
   if (exchange.filter !== null) filterBody(exchange, upstreamResponse);
   else upstreamResponse.pipe(response, { end: false });
 }

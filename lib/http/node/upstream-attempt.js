@@ -135,6 +135,7 @@ function upstreamFailed(exchange, upstream, err) {
     return;
   }
   if (!exchange.responded) exchange.binding.health.failedWith(backend, err);
+  exchange.markAttemptFailed(err);
   exchange.release();
   if (mayRetryElsewhere(exchange, answered)) {
     exchange.retriedElsewhere = true;

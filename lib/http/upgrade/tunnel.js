@@ -106,6 +106,7 @@ class Tunnel extends Passage {
     // A timeout is followed by the error of the destroy: handle the first only.
     if (upstream !== this.upstream || this.backend === null) return;
     this.upstream = null;
+    if (this.connected) this.markAttemptFailed(err);
     if (this.status !== NO_ANSWER_YET) {
       // The backend answered; failing now cuts the relayed response short.
       this.release();
@@ -144,7 +145,7 @@ class Tunnel extends Passage {
     socket.setTimeout(0);
     let head = `HTTP/1.1 101 ${upstreamResponse.statusMessage}\r\n`;
     let raw = this.withStickyCookie(upstreamResponse.rawHeaders);
-    if (this.ids !== null) raw = withResponseId(raw, this.ids.requestId);
+    if (this.requestId !== null) raw = withResponseId(raw, this.requestId);
     if (this.actions !== null) raw = this.actions.responseHeaders(raw, this.requestView());
     for (let i = 0; i < raw.length; i += 2) head += `${raw[i]}: ${raw[i + 1]}\r\n`;
     client.write(`${head}\r\n`);
@@ -175,7 +176,7 @@ class Tunnel extends Passage {
     // The client's scheme: this listener speaks plain http.
     if (this.binding.settings.locationRewrite) headers = rewriteLocation(headers, this.backend, this.scheme, this.request.headers.host);
     headers = this.withStickyCookie(headers);
-    if (this.ids !== null) headers = withResponseId(headers, this.ids.requestId);
+    if (this.requestId !== null) headers = withResponseId(headers, this.requestId);
     if (this.actions !== null) headers = this.actions.responseHeaders(headers, this.requestView());
     for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
     client.write(`${head}Connection: close\r\n\r\n`);
@@ -205,7 +206,7 @@ class Tunnel extends Passage {
     if (this.client.destroyed) return;
     this.status = error.status;
     const actions = this.actions;
-    const content = answerContent(error, actions, actions === null ? null : this.requestView(), this.ids === null ? null : this.ids.requestId);
+    const content = answerContent(error, actions, actions === null ? null : this.requestView(), this.requestId);
     this.client.end(rawAnswer(content, 'Connection: close\r\n\r\n', false));
   }
 
@@ -272,12 +273,14 @@ function upstreamSocketOnConnect() {
 function upstreamOnUpgrade(upstreamResponse, socket, upstreamHead) {
   const tunnel = this[kTunnel];
   tunnel.binding.health.succeeded(tunnel.backend);
+  if (tunnel.trace !== null) tunnel.trace.attemptAnswered(101);
   tunnel.join(upstreamResponse, socket, upstreamHead);
 }
 
 function upstreamOnResponse(upstreamResponse) {
   const tunnel = this[kTunnel];
   tunnel.binding.health.succeeded(tunnel.backend);
+  if (tunnel.trace !== null) tunnel.trace.attemptAnswered(upstreamResponse.statusCode);
   tunnel.relay(upstreamResponse);
 }
 
