@@ -65,6 +65,8 @@ async function startProvider(ports) {
  */
 class Browser {
   constructor() {
+    /** @type {((url: string) => boolean) | undefined} a redirect to a URL it holds for is not followed (`next`) */
+    this.stopAt = undefined;
     this.cookies = new Map();
     /** Every URL asked, in order. */
     this.visited = [];
@@ -115,7 +117,9 @@ class Browser {
     let answer = await this.request(url, options);
     for (let hops = 0; answer.status >= 300 && answer.status < 400 && answer.headers.location !== undefined; hops++) {
       if (hops === 20) throw new Error(`more than 20 redirects from ${url}`);
-      answer = await this.request(new URL(answer.headers.location, answer.url).href);
+      const next = new URL(answer.headers.location, answer.url).href;
+      if (this.stopAt !== undefined && this.stopAt(next)) return { ...answer, next };
+      answer = await this.request(next);
     }
     return answer;
   }
@@ -127,15 +131,16 @@ class Browser {
    * @param {Record<string, string>} values
    */
   submit(page, values = {}) {
-    const form = /<form[^>]*action="([^"]*)"[^>]*method="post"[^>]*>([\s\S]*?)<\/form>/i.exec(page.body);
+    const form = /<form([^>]*)>([\s\S]*?)<\/form>/i.exec(page.body);
     if (form === null) throw new Error(`no form on ${page.url}: ${page.body.slice(0, 500)}`);
+    const action = new URL(/action="([^"]*)"/.exec(form[1])[1].replace(/&amp;/g, '&'), page.url).href;
     const fields = new URLSearchParams();
     for (const [input] of form[2].matchAll(/<input[^>]*>/g)) {
       const name = /name="([^"]*)"/.exec(input);
       const value = /value="([^"]*)"/.exec(input);
       if (name !== null) fields.set(name[1], values[name[1]] ?? (value === null ? '' : value[1]));
     }
-    const action = new URL(form[1].replace(/&amp;/g, '&'), page.url).href;
+    for (const [name, value] of Object.entries(values)) if (!fields.has(name)) fields.set(name, value);
     return this.navigate(action, { method: 'POST', body: fields.toString() });
   }
 

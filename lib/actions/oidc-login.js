@@ -153,8 +153,9 @@ class OidcLogin extends IdentityFields {
     const name = loginCookie(state);
     const cleared = ['Set-Cookie', setCookie(name, '', { path: CALLBACK_PATH, maxAge: 0, secure: view.scheme === 'https' })];
     const login = this.logins.open(cookieValue(view.header('cookie'), name));
+    // A state that is not the login's leaves its cookie: the browser's own login may still end.
     if (login === null || typeof login.state !== 'string' || !sameText(login.state, state) || !(login.exp > Date.now())) {
-      return this.failed('the state is not that of a login this browser began (in the last 10 minutes)', cleared);
+      return this.failed('the state is not that of a login this browser began (in the last 10 minutes)', []);
     }
     // RFC 9207: a provider that names itself in the answer names this one (a mix-up otherwise).
     const iss = parameters.get('iss');

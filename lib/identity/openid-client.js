@@ -9,8 +9,8 @@ const TokenError = require('./token-error');
 
 /** The token endpoint's answer to a code is awaited this long. */
 const CODE_EXCHANGE_MS = 5000;
-// A token answer holds an ID token, an access token and maybe a refresh token: a few kilobytes.
-const MAX_TOKEN_ANSWER = 64 * 1024;
+// A token answer holds an ID token, an access token and maybe a refresh token, a UserInfo answer some claims: a few kilobytes.
+const MAX_ANSWER = 64 * 1024;
 const RANDOM_BYTES = 32;
 
 /**
@@ -22,7 +22,8 @@ const RANDOM_BYTES = 32;
  * (`client_secret_basic` or `client_secret_post` as the provider's metadata
  * offers, or a public client's `client_id` alone) and checks the ID token
  * with a `TokenVerifier` (its signature by the provider's keys, `iss`, the
- * client id in `aud`, `exp`), then its `nonce` and `azp`. It keeps nothing
+ * client id in `aud`, `exp`), then its `nonce` and `azp`; the profile's claims
+ * the ID token lacks are asked of the UserInfo endpoint. It keeps nothing
  * of a login: the caller holds what `authorization()` gives until the code
  * comes back.
  */
@@ -110,7 +111,20 @@ class OpenIdClient {
     // OpenID Connect Core §3.1.3.7: a token for several audiences names the client it was issued to.
     if (claims.azp !== undefined && claims.azp !== this.clientId) return new TokenError('the ID token was issued to another client (azp)');
     if (typeof claims.sub !== 'string' || claims.sub === '') return new TokenError('the ID token has no sub');
+    // Core §5.4: the scopes' claims may be at the UserInfo endpoint only; taken there when its sub is the token's (§5.3.2).
+    const accessToken = answer.json.access_token;
+    if ((claims.email === undefined || claims.preferred_username === undefined) && typeof metadata.userinfo_endpoint === 'string' &&
+      typeof accessToken === 'string') {
+      const info = await this.userInfo(metadata.userinfo_endpoint, accessToken).catch(() => null);
+      if (info !== null && info.sub === claims.sub) return { claims: { ...info, ...claims }, idToken };
+    }
     return { claims, idToken };
+  }
+
+  // The UserInfo endpoint's claims (its JSON answer), or null.
+  async userInfo(endpoint, accessToken) {
+    const answer = await send(new URL(endpoint), 'GET', { accept: 'application/json', authorization: `Bearer ${accessToken}` }, null);
+    return answer.status === 200 ? answer.json : null;
   }
 
   /**
@@ -140,7 +154,6 @@ class OpenIdClient {
   // A form POSTed to the token endpoint, the client authenticated as the provider offers.
   async tokenRequest(metadata, parameters) {
     const url = new URL(metadata.token_endpoint);
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error('its URL is not http(s)');
     const form = new URLSearchParams(parameters);
     const headers = { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' };
     const method = authMethod(metadata.token_endpoint_auth_methods_supported, this.clientSecret !== null);
@@ -154,26 +167,32 @@ class OpenIdClient {
     }
     const body = form.toString();
     headers['content-length'] = Buffer.byteLength(body);
-    const options = {
-      method: 'POST',
-      hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'),
-      port: url.port === '' ? undefined : Number(url.port),
-      path: `${url.pathname}${url.search}`,
-      headers,
-      agent: false
-    };
-    const answer = await exchange(url.protocol === 'https:' ? https : http, options, body, { timeout: CODE_EXCHANGE_MS, maxBody: MAX_TOKEN_ANSWER });
-    let json = null;
-    try {
-      json = JSON.parse(answer.body.toString('utf8'));
-    } catch {
-      json = null;
-    }
-    return { status: answer.status, json: typeof json === 'object' && !Array.isArray(json) ? json : null };
+    return send(url, 'POST', headers, body);
   }
 }
 
 module.exports = { OpenIdClient, CODE_EXCHANGE_MS };
+
+// One exchange with the provider within CODE_EXCHANGE_MS; its answer's JSON object, or null.
+async function send(url, method, headers, body) {
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error('its URL is not http(s)');
+  const options = {
+    method,
+    hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: url.port === '' ? undefined : Number(url.port),
+    path: `${url.pathname}${url.search}`,
+    headers,
+    agent: false
+  };
+  const answer = await exchange(url.protocol === 'https:' ? https : http, options, body, { timeout: CODE_EXCHANGE_MS, maxBody: MAX_ANSWER });
+  let json;
+  try {
+    json = JSON.parse(answer.body.toString('utf8'));
+  } catch {
+    json = null;
+  }
+  return { status: answer.status, json: typeof json === 'object' && !Array.isArray(json) ? json : null };
+}
 
 // A client with a secret: Basic unless the provider names only the form's way (its default is Basic: Discovery §3).
 function authMethod(supported, hasSecret) {
