@@ -14,6 +14,7 @@ const { promisify } = require('node:util');
 const { cleanup, onCleanup, runLila, spawnLila, startLila, untilWritten, startHttpBackend, request, freePorts } = require('./helpers');
 const { codeBlocks, commandsOf, otherCommands, shellWords } = require('./doc-blocks');
 const { keyOf, signToken } = require('./jwt-harness');
+const { Browser, startProvider, CLIENT_SECRET, COOKIE_SECRET } = require('./oidc-harness');
 const { ALGORITHMS } = require('../lib/identity/algorithms');
 
 const ROOT = path.join(__dirname, '..');
@@ -159,5 +160,39 @@ describe('doc/identity.md', () => {
     const res = await request(lila.port, { headers: { authorization: `Bearer ${signToken(keyOf('k1'))}` }, agent: false });
     assert.equal(res.status, 200);
     assert.equal(res.body, 'undefined');
+  });
+
+  it('runs app.conf against a real OpenID provider: a browser logs in, the backend gets who it is; names the results /metrics counts', async function () {
+    this.timeout(30000);
+    const [port] = await freePorts(1);
+    const provider = await startProvider([port]);
+    const app = await startHttpBackend('app', (req, res) => {
+      req.resume();
+      res.end(`${req.headers['x-forwarded-user']} ${req.headers['x-forwarded-email']} ${req.headers['x-forwarded-preferred-username']}`);
+    });
+    const dir = tempDir();
+    const config = path.join(dir, 'app.conf');
+    fs.writeFileSync(config, docFile('app.conf').replace('https://id.example.com/realms/main', provider.issuer)
+      .replace('127.0.0.1:8001', app.address).replace(/^listen 8080$/m, `listen 127.0.0.1:${port}`));
+    const command = BLOCKS.find((block) => block.lang === 'sh' && block.lines.some(({ text }) => text.includes('--config app.conf')));
+    assert.match(command.lines[0].text, /^LILA_OIDC_CLIENT_SECRET=\.\.\. LILA_OIDC_COOKIE_SECRET=\.\.\. lila --config app.conf$/);
+    // The secrets from the environment, as the doc's command gives them.
+    Object.assign(process.env, { LILA_OIDC_CLIENT_SECRET: CLIENT_SECRET, LILA_OIDC_COOKIE_SECRET: COOKIE_SECRET });
+    let lila;
+    try {
+      lila = spawnLila(['--config', config]);
+    } finally {
+      delete process.env.LILA_OIDC_CLIENT_SECRET;
+      delete process.env.LILA_OIDC_COOKIE_SECRET;
+    }
+    await untilWritten(lila, () => /^lila: http listening on .*/m.exec(lila.stderr), 'listening line', 10000);
+    const landed = await new Browser().logIn(`http://127.0.0.1:${port}/app/`, 'alice').catch((err) => assert.fail(`${err.message}: ${lila.stderr}`));
+    assert.equal(landed.body, 'alice alice@example.com alice.name');
+
+    const samples = BLOCKS.find((block) => block.lines.some(({ text }) => text.startsWith('lila_oidc_requests_total')));
+    const results = samples.lines.map(({ text }) => /result="(\w+)"/.exec(text)[1]);
+    const OidcLogin = require('../lib/actions/oidc-login');
+    const login = OidcLogin.from({ oidcIssuer: 'https://id.example', oidcClientId: 'lila', oidcCookieSecret: COOKIE_SECRET }, undefined, 'route "*"');
+    assert.deepEqual(results.sort(), Object.keys(login.counts).sort());
   });
 });

@@ -6,6 +6,8 @@ const { TokenVerifier, TokenError } = require('../identity/token-verifier');
 const { importKeySet } = require('../identity/jwk');
 const { optionUrl } = require('../identity/fetch-json');
 const { parseTokenSource, parseRequirements, parseClaimHeaders, holds, claimAt, fieldValue } = require('./jwt-values');
+const IdentityFields = require('./identity-fields');
+const { cookieValue } = require('./cookies');
 const { LilaError, codes } = require('../errors');
 
 const DEFAULT_LEEWAY_MS = 30 * 1000;
@@ -35,7 +37,7 @@ const NOT_PRINTABLE = /[^\x20-\x7e]/g;
  * and the client's own fields of those names removed, whether or not it had
  * a token. The token itself goes on as it came.
  */
-class JwtAuth {
+class JwtAuth extends IdentityFields {
   /**
    * @param {object} options the route's options (`jwtJwks`, `jwtIssuer`, `jwtAudience`, ...)
    * @param {import('../identity/key-sets').KeySets | undefined} keySets where a URL's keys are shared
@@ -52,6 +54,10 @@ class JwtAuth {
   }
 
   constructor(options, keySets, where) {
+    const headers = parseClaimHeaders(listOf(options.jwtHeader, '--jwt-header', where), where);
+    // The names of `--jwt-header`'s fields: a client's own are always removed.
+    super(headers.map((header) => header.name));
+    this.headers = headers;
     const issuer = options.jwtIssuer === undefined ? null : stringOf(options.jwtIssuer, '--jwt-issuer', where);
     this.keySet = keySetOf(options.jwtJwks, issuer, keySets, where);
     this.verifier = new TokenVerifier(this.keySet, {
@@ -61,9 +67,6 @@ class JwtAuth {
     });
     this.source = parseTokenSource(options.jwtFrom === undefined ? undefined : stringOf(options.jwtFrom, '--jwt-from', where), where);
     this.requirements = parseRequirements(listOf(options.jwtRequire, '--jwt-require', where), where);
-    this.headers = parseClaimHeaders(listOf(options.jwtHeader, '--jwt-header', where), where);
-    /** The lower-case names of `--jwt-header`'s fields: a client's own are always removed. */
-    this.names = new Set(this.headers.map((header) => header.lower));
     this.optional = options.jwtOptional === true;
     /** Requests by what the check said, for /metrics. */
     this.counts = { valid: 0, anonymous: 0, missing: 0, invalid: 0, forbidden: 0, unavailable: 0 };
@@ -82,43 +85,11 @@ class JwtAuth {
         return this.refusal(view, 401, null, 'no token');
       }
       this.counts.anonymous++;
-      this.admit(view, null);
+      this.admit(view, [], null);
       return null;
     }
     const result = this.verifier.verify(token);
     return result instanceof Promise ? result.then((later) => this.decide(view, later)) : this.decide(view, result);
-  }
-
-  /**
-   * The client's own fields of `--jwt-header`'s names, removed: the first step of what the backend gets.
-   *
-   * @param {string[]} headers `[name, value, ...]`
-   * @returns {string[]}
-   */
-  withoutClientCopies(headers) {
-    if (this.names.size === 0) return headers;
-    const out = [];
-    for (let i = 0; i < headers.length; i += 2) if (!this.names.has(headers[i].toLowerCase())) out.push(headers[i], headers[i + 1]);
-    return out;
-  }
-
-  /**
-   * The claims' fields, added last. The node engine and upgrades make the
-   * backend's fields before the check has ended (the keys may be read
-   * meanwhile): the list they get then is the one the fields are added to
-   * when the request is let in.
-   *
-   * @param {string[]} headers
-   * @param {import('./request-view')} view
-   * @returns {string[]}
-   */
-  withClaims(headers, view) {
-    if (this.names.size === 0) return headers;
-    if (view.identity === undefined) {
-      view.identityHeaders = headers;
-      return headers;
-    }
-    return view.identity.fields.length === 0 ? headers : [...headers, ...view.identity.fields];
   }
 
   // The request's token, or null when it carries none where --jwt-from says.
@@ -157,22 +128,13 @@ class JwtAuth {
       return this.refusal(view, 403, 'insufficient_scope', 'the token does not have what the route requires');
     }
     this.counts.valid++;
-    this.admit(view, result);
-    return null;
-  }
-
-  // Let in: the fields its claims make (none without a token), and who it is for the access line.
-  admit(view, claims) {
     const fields = [];
-    if (claims !== null) {
-      for (const header of this.headers) {
-        const value = fieldValue(claimAt(claims, header.claim));
-        if (value !== null) fields.push(header.name, value);
-      }
-      if (typeof claims.sub === 'string') view.user = claims.sub;
+    for (const header of this.headers) {
+      const value = fieldValue(claimAt(result, header.claim));
+      if (value !== null) fields.push(header.name, value);
     }
-    view.identity = { names: this.names, fields };
-    if (view.identityHeaders !== undefined && fields.length > 0) view.identityHeaders.push(...fields);
+    this.admit(view, fields, typeof result.sub === 'string' ? result.sub : null);
+    return null;
   }
 
   // 401 or 403 with RFC 6750's challenge; the reason goes in error_description.
@@ -237,16 +199,6 @@ function listOf(value, option, where) {
 function stringOf(value, option, where) {
   if (typeof value !== 'string' || value === '') throw invalid(`${where}: ${option} takes a string, received ${JSON.stringify(value)}`);
   return value;
-}
-
-// The name of a cookie's first value in a Cookie field (RFC 6265 §5.4), or undefined.
-function cookieValue(header, name) {
-  if (header === undefined) return undefined;
-  for (const pair of header.split(';')) {
-    const equals = pair.indexOf('=');
-    if (equals !== -1 && pair.slice(0, equals).trim() === name) return pair.slice(equals + 1).trim().replace(/^"(.*)"$/, '$1');
-  }
-  return undefined;
 }
 
 function quoted(text) {

@@ -9,6 +9,7 @@ const Cors = require('./cors');
 const BasicAuth = require('./basic-auth');
 const ForwardAuth = require('./forward-auth');
 const JwtAuth = require('./jwt-auth');
+const OidcLogin = require('./oidc-login');
 const { compileTemplate } = require('./placeholders');
 const { parseHeaderEdit, applyHeaderEdits, withoutName } = require('./header-edits');
 const { LilaError, codes } = require('../errors');
@@ -54,8 +55,11 @@ class RouteActions {
     this.clientCerts = ClientCertRules.from(listOf(options.allowClientCert, '--allow-client-cert', where), where);
     /** `--jwt-*`: the client's token, checked after its address; null: none asked for. */
     this.identity = JwtAuth.from(options, route.keySets, where);
+    /** `--oidc-*`: the browser's session, or its login with the OpenID provider, in place of a token; null: none. */
+    this.login = OidcLogin.from(options, route.keySets, where);
+    if (this.identity !== null && this.login !== null) throw invalid(`${where}: --jwt-* and --oidc-* both say who the client is, each with its own 401: give one`);
     /** `--basic-auth` or `--forward-auth`: who the client is, asked after its address (and its token); null: anyone. */
-    this.credentials = credentialsCheck(options, route.text, where, this.identity !== null);
+    this.credentials = credentialsCheck(options, route.text, where, this.identity !== null ? '--jwt-*' : this.login !== null ? '--oidc-*' : null);
     this.cors = Cors.from(options.cors, where);
     this.fixed = fixedAnswer(options, where);
     this.requestEdits = (listOf(options.requestHeader, '--request-header', where) || []).map((text) => parseHeaderEdit(text, '--request-header'));
@@ -83,10 +87,12 @@ class RouteActions {
       const certificate = view.clientCert ? `certificate "${view.clientCert.subject}"` : 'no verified certificate';
       return new LilaError(codes.FORBIDDEN, `client ${view.clientAddress} (${certificate}) is not allowed on route "${this.text}"`, 403);
     }
+    const who = this.identity !== null ? this.identity : this.login;
     // A CORS preflight never carries credentials (Fetch standard): it is answered without them.
-    if ((this.identity === null && this.credentials === null) || (this.cors !== null && this.cors.preflight(view) !== null)) return this.admitted(view);
-    // The token first (--jwt-*), then --forward-auth's question, which gets what the token said.
-    return then(this.identity === null ? null : this.identity.check(view), (refusal) => {
+    if ((who === null && this.credentials === null) || (this.cors !== null && this.cors.preflight(view) !== null)) return this.admitted(view);
+    // The token or the session first (--jwt-*, --oidc-*: a login's own paths are answered there), then
+    // --forward-auth's question, which gets what they said.
+    return then(who === null ? null : who.check(view), (refusal) => {
       if (refusal !== null || this.credentials === null) return refusal === null ? this.admitted(view) : refusal;
       return then(this.credentials.check(view), (answer) => (answer === null ? this.admitted(view) : answer));
     });
@@ -121,7 +127,8 @@ class RouteActions {
    * @returns {string[]}
    */
   requestHeaders(headers, view) {
-    const { credentials, identity } = this;
+    const credentials = this.credentials;
+    const identity = this.identity !== null ? this.identity : this.login;
     // Authorization (and a client's copies of the claims' fields) leave first, so that --request-header may give
     // the backend its own; the auth service's and the claims' fields come last, over what the client and the
     // edits said (in place: see forward-auth.js and jwt-auth.js).
@@ -141,8 +148,8 @@ class RouteActions {
    */
   responseHeaders(headers, view) {
     let out = headers;
-    // Only a backend's Locations are in the backend's paths: a route's own --redirect is as written.
-    if (this.paths !== null && this.paths.movesLocations && this.fixed === null) out = movedLocations(out, this.paths, view);
+    // Only a backend's Locations are in the backend's paths: a route's own --redirect (or a login's) is as written.
+    if (this.paths !== null && this.paths.movesLocations && this.fixed === null && view.ownAnswer !== true) out = movedLocations(out, this.paths, view);
     if (this.cors !== null) {
       const fields = this.cors.originFields(view.header('origin'));
       // The route's CORS fields are the only ones: a second Allow-Origin would make browsers refuse both.
@@ -251,14 +258,14 @@ function movedLocations(headers, paths, view) {
   return out;
 }
 
-// --basic-auth FILE or --forward-auth URL (not both: one answer says who the client is). A token (--jwt-*) and
-// a password both say who the client is, in Authorization, each with its own 401: a route takes one. --forward-auth
-// goes with a token, asked once the token is good (as Envoy's ext_authz after jwt_authn): an auth service decides.
-function credentialsCheck(options, text, where, token) {
+// --basic-auth FILE or --forward-auth URL (not both: one answer says who the client is). A token (--jwt-*) or a
+// session (--oidc-*) and a password both say who the client is, each with its own 401: a route takes one. --forward-auth
+// goes with them, asked once the token is good (as Envoy's ext_authz after jwt_authn): an auth service decides.
+function credentialsCheck(options, text, where, who) {
   const basic = BasicAuth.from(options.basicAuth, text === '*' ? 'lila' : text, where);
   const forward = ForwardAuth.from(options.forwardAuth, options.forwardAuthHeaders, options.forwardAuthTimeout, where);
   if (basic !== null && forward !== null) throw invalid(`${where}: --basic-auth and --forward-auth both check credentials: give one`);
-  if (basic !== null && token) throw invalid(`${where}: --basic-auth and --jwt-* both say who the client is, each with its own 401: give one`);
+  if (basic !== null && who !== null) throw invalid(`${where}: --basic-auth and ${who} both say who the client is, each with its own 401: give one`);
   return basic || forward;
 }
 

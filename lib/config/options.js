@@ -757,6 +757,34 @@ const OPTIONS = [
     read: durationOrZero
   },
   {
+    name: 'oidc-issuer', arg: '<url>', group: 'identity', scope: 'route', default: 'off', action: 'oidcIssuer',
+    help: 'a browser logs in with this OpenID provider (its /.well-known/openid-configuration) and holds a session: without ' +
+      "one, a page request (GET or HEAD accepting text/html) is sent to log in, any other gets 401; the route's hosts answer " +
+      '/oauth2/callback and /oauth2/logout'
+  },
+  {
+    name: 'oidc-client-id', arg: '<id>', group: 'identity', scope: 'route', default: 'none', action: 'oidcClientId',
+    help: "lila's client id at the provider (its redirect URI: https://HOST/oauth2/callback)"
+  },
+  {
+    name: 'oidc-client-secret', arg: '<secret>', group: 'identity', scope: 'route', default: 'none', action: 'oidcClientSecret',
+    help: 'its client secret, also from LILA_OIDC_CLIENT_SECRET; without one, lila is a public client (PKCE alone)'
+  },
+  {
+    name: 'oidc-cookie-secret', arg: '<secret>', group: 'identity', scope: 'route', default: 'none', action: 'oidcCookieSecret',
+    help: 'what sessions are sealed with (AES-256-GCM), also from LILA_OIDC_COOKIE_SECRET, 16 characters or more: the same ' +
+      'on every worker and fleet member, so that any of them accepts a session'
+  },
+  {
+    name: 'oidc-scopes', arg: '<scope,...>', group: 'identity', scope: 'route', default: 'openid,email,profile', action: 'oidcScopes',
+    help: 'the scopes a login asks for (openid among them)'
+  },
+  {
+    name: 'oidc-session', arg: '<t>', group: 'identity', scope: 'route', default: '8h', action: 'oidcSession',
+    help: 'how long a session lasts once logged in',
+    read: (text, flag) => validateDuration(text, flag, { min: 60000 })
+  },
+  {
     name: 'endpoint', short: 'e', arg: '<host:port>', group: 'equilibrio', scope: 'command', default: '', multiple: true,
     help: "a server, as equilibrio gives it (repeat -e for each); the mode is then --type, the layer tcp and the port 9080 " +
       'unless given'
@@ -816,7 +844,7 @@ const GROUPS = {
   files: 'Serving files (route and listen lines, or the command line)',
   cache: 'Caching responses (--cache on routes; the others on lines of their own)',
   hooks: 'Your own code on requests (route and listen lines, or the command line)',
-  identity: 'Who the client is: a JWT (route and listen lines, or the command line)',
+  identity: 'Who the client is: JWT, OIDC (route and listen lines, or the command line)',
   equilibrio: "equilibrio's command line (lila -e host:port -e host:port -t ip-hash)"
 };
 

@@ -62,7 +62,7 @@ class KeySet {
     // The last read failed (said once, until one works).
     this.down = false;
     this.lastError = null;
-    // With an issuer: its jwks_uri, and until when its metadata is used.
+    // With an issuer: its metadata, its jwks_uri, and until when they are used.
     this.discovered = null;
     if (this.fixed) this.install(source.keys, JSON.stringify(source.keys.map((key) => key.kid)));
   }
@@ -70,6 +70,14 @@ class KeySet {
   /** @returns {boolean} a read was started (or the keys were given) */
   get attempted() {
     return this.fixed || this.started;
+  }
+
+  /**
+   * @returns {Record<string, unknown> | null} the issuer's metadata as last read (its endpoints, for an
+   *   OpenID Connect client), read with its keys and again with them past its max-age; null: not read yet
+   */
+  get metadata() {
+    return this.discovered === null ? null : this.discovered.metadata;
   }
 
   /** @returns {boolean} keys were read once at least (or given) */
@@ -161,10 +169,10 @@ class KeySet {
   // The issuer's jwks_uri, from its metadata (read again past its own max-age, or after a failed read).
   async jwksUri() {
     if (this.discovered !== null && !this.down && this.now() < this.discovered.freshUntil) return this.discovered.jwksUri;
-    const { jwksUri, maxAge } = await discover(this.issuer, FETCH_TIMEOUT_MS).catch((err) => {
+    const { metadata, jwksUri, maxAge } = await discover(this.issuer, FETCH_TIMEOUT_MS).catch((err) => {
       throw new Error(`${metadataUrl(this.issuer).href}: ${err.message}`);
     });
-    this.discovered = { jwksUri, freshUntil: this.now() + maxAge };
+    this.discovered = { metadata, jwksUri, freshUntil: this.now() + maxAge };
     return jwksUri;
   }
 

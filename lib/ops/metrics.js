@@ -59,6 +59,8 @@ function renderMetrics(view, stats) {
   if (view.hooks !== undefined && view.hooks.all().length > 0) text += hookFamilies(view.hooks.all());
   const jwt = routeResults(view, 'lila_jwt_requests_total', (route) => route.actions?.identity?.counts);
   if (jwt.length > 0) text += family('lila_jwt_requests_total', 'counter', 'Requests of --jwt-* routes by what their token check said: valid, anonymous (--jwt-optional, no token), missing, invalid, forbidden (--jwt-require), unavailable (the keys could not be read).', jwt);
+  const oidc = routeResults(view, 'lila_oidc_requests_total', (route) => route.actions?.login?.counts);
+  if (oidc.length > 0) text += family('lila_oidc_requests_total', 'counter', 'Requests of --oidc-* routes by what the login said: session (let in), redirected (sent to the provider), refused (401: no session, not a page request), logged_in, failed (a callback refused), logged_out, unavailable (the provider could not be asked).', oidc);
   if (listener.certificates !== null) text += tlsFamilies(scope);
   if (listener.acceptProxy === true) text += proxyHeaderFamily(scope);
   const discovery = pool === null ? null : pool.discovery;

@@ -12,6 +12,7 @@ const RouteHooks = require('../hooks/route-hooks');
 const RouteConditions = require('./route-conditions');
 const { featuresOf } = require('../http/lifecycle/observers');
 const ChallengeActions = require('../actions/acme-challenge');
+const { CALLBACK_PATH, LOGOUT_PATH } = require('../actions/oidc-login');
 const { layerOf, withArticle } = require('../layers');
 const { LilaError, codes } = require('../errors');
 
@@ -145,6 +146,8 @@ class ListenerRoutes {
     this.challenge = challenges === null || !layerOf(layer).speaksHttp ? null : new Route({
       text: 'acme-challenge', host: null, path: challenges.path, targets: [], routeActions: new ChallengeActions(challenges)
     }, bindingOf, layer);
+    /** By host, the route with --oidc-* that answers its /oauth2/callback and /oauth2/logout; null: no such route. */
+    this.logins = loginOwners(this.list);
     // Whether a route names a host: a tcp listener without TLS then reads the ClientHello.
     this.named = this.list.some((route) => route.host !== null);
   }
@@ -157,6 +160,10 @@ class ListenerRoutes {
    */
   match(host, url, request) {
     if (this.challenge !== null && url.startsWith(this.challenge.path)) return this.challenge;
+    if (this.logins !== null && url.startsWith('/oauth2/') && isLoginPath(url)) {
+      const owner = this.logins.match(host, url).owner;
+      if (owner !== null) return owner;
+    }
     return this.table.match(host, url, request);
   }
 }
@@ -173,6 +180,40 @@ function routeKey(spec, layer) {
     if (err instanceof LilaError) err.message = `route "${spec.text}": ${err.message}`;
     throw err;
   }
+}
+
+// A route with --oidc-* owns its hosts' /oauth2/callback and /oauth2/logout, whatever its path (/app): the provider
+// sends browsers back to one URL per host. Hosts are chosen as the route table chooses them (exact, *.suffix, any),
+// so a host whose routes have no login keeps those paths for its own routes. A host's first route with a login owns
+// them; another with another provider or client could not end its logins there.
+function loginOwners(routes) {
+  if (!routes.some((route) => loginOf(route) !== null)) return null;
+  const owners = new Map();
+  for (const route of routes) {
+    const key = route.host === null ? '*' : route.host.toLowerCase();
+    const login = loginOf(route);
+    const owner = owners.get(key);
+    if (owner === undefined || (owner.owner === null && login !== null)) {
+      owners.set(key, { host: route.host, path: null, owner: login === null ? null : route });
+    } else if (login !== null && owner.owner !== null) {
+      const first = owner.owner.actions.login;
+      if (first.issuer !== login.issuer || first.clientId !== login.clientId) {
+        throw new LilaError(codes.INVALID_OPTION, `route "${route.text}": its --oidc-issuer and --oidc-client-id differ from route ` +
+          `"${owner.owner.text}"'s on the same host: a host has one ${CALLBACK_PATH}, for one provider and client`);
+      }
+    }
+  }
+  return new RouteTable([...owners.values()]);
+}
+
+function loginOf(route) {
+  return route.actions === null || route.actions.login === undefined ? null : route.actions.login;
+}
+
+function isLoginPath(url) {
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  return path === CALLBACK_PATH || path === LOGOUT_PATH;
 }
 
 // The pools a hook's `ctx.pool` may name (the config's http pools), bound on the route's listener.
