@@ -68,6 +68,6 @@ function reasonToSkip(host, wildcards) {
   } catch {
     return 'not a DNS name a public CA signs (an IP address, or a name lila cannot put in a request)';
   }
-  if (!host.includes('.')) return 'a single-label name no public CA signs';
+  if (!host.replace(/^\*\./, '').includes('.')) return 'a single-label name no public CA signs (nor a wildcard of one)';
   return null;
 }
