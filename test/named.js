@@ -40,7 +40,8 @@ function needNamed(context) {
  *
  * @param {{algorithm?: string}} [options]
  * @returns {Promise<{port: number, zone: string, key: {name: string, algorithm: string, secret: string},
- *   tsig: string, txt: (name: string) => Promise<string[]>, output: () => string}>} `tsig`: NAME:ALGORITHM:SECRET
+ *   tsig: string, txt: (name: string) => Promise<string[]>, output: () => string, stop: () => Promise<void>}>}
+ *   `tsig`: NAME:ALGORITHM:SECRET
  */
 async function startNamed(options = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-named-'));
@@ -77,13 +78,14 @@ zone "${ZONE}" { type primary; file "${ZONE}.zone"; allow-update { key "${KEY_NA
   child.stdout.setEncoding('utf8').on('data', (text) => { output += text; });
   child.stderr.setEncoding('utf8').on('data', (text) => { output += text; });
   const exited = once(child, 'exit');
-  onCleanup(async () => {
+  async function stop() {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill('SIGTERM');
     await exited;
-  });
+  }
+  onCleanup(stop);
   const started = Date.now();
-  while (!/running\b/.test(output)) {
+  while (!/ running\n/.test(output)) {
     if (child.exitCode !== null) throw new Error(`named exited (${child.exitCode}):\n${output}`);
     if (Date.now() - started > READY_WITHIN) throw new Error(`named did not start within ${READY_WITHIN} ms:\n${output}`);
     await Promise.race([once(child.stderr, 'data'), exited]);
@@ -95,6 +97,7 @@ zone "${ZONE}" { type primary; file "${ZONE}.zone"; allow-update { key "${KEY_NA
     key,
     tsig: `${KEY_NAME}:${algorithm}:${secret}`,
     output: () => output,
+    stop,
     async txt(name) {
       const { stdout } = await run(DIG, ['+short', '+norecurse', '+tcp', '-p', String(port), '@127.0.0.1', name, 'TXT']);
       return stdout.split('\n').filter((line) => line !== '').map((line) => line.replace(/^"|"$/g, ''));
