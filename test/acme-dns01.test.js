@@ -161,3 +161,35 @@ function httpsGet(port, name, root) {
     req.on('error', reject);
   });
 }
+
+describe('--acme-dns on the command line', () => {
+  const { parseCommandLine } = require('../lib/cli');
+  const base = ['--acme', EMAIL, '--config'];
+
+  before(() => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-dns01-cli-'));
+    const file = path.join(dir, 'lila.conf');
+    fs.writeFileSync(file, 'pool web round-robin 127.0.0.1:9\nlisten 127.0.0.1:0 --tls\n  route *.example.test web\n');
+    base.push(file);
+  });
+  after(() => fs.rmSync(path.dirname(base[3]), { recursive: true, force: true }));
+
+  it('reads rfc2136 and exec targets, the TSIG key from the option or LILA_ACME_DNS_TSIG', () => {
+    const { acme } = parseCommandLine([...base, '--acme-dns', 'rfc2136://[::1]:5353', '--acme-dns-propagation-timeout', '30s'],
+      { LILA_ACME_DNS_TSIG: 'k:hmac-sha512:c2VjcmV0' }).service;
+    assert.deepEqual(acme.dns.target, { kind: 'rfc2136', host: '::1', port: 5353 });
+    assert.deepEqual(acme.dns.tsig, { name: 'k', algorithm: 'hmac-sha512', secret: Buffer.from('secret') });
+    assert.equal(acme.dns.propagationTimeout, 30000);
+    assert.deepEqual(parseCommandLine([...base, '--acme-dns', 'exec:/usr/local/bin/dns-hook'], {}).service.acme.dns.target,
+      { kind: 'exec', file: '/usr/local/bin/dns-hook' });
+  });
+
+  it('refuses dns-01 without --acme-dns, --acme-dns-* without it, a TSIG key with exec:, and malformed values', () => {
+    const refused = (args, pattern) => assert.throws(() => parseCommandLine([...base, ...args], {}), pattern);
+    refused(['--acme-challenges', 'dns-01'], /"--acme-challenges dns-01" needs --acme-dns/);
+    refused(['--acme-dns-tsig', 'k:hmac-sha256:c2VjcmV0'], /"--acme-dns-tsig" goes with --acme-dns/);
+    refused(['--acme-dns', 'exec:/bin/true', '--acme-dns-tsig', 'k:hmac-sha256:c2VjcmV0'], /goes with --acme-dns rfc2136/);
+    refused(['--acme-dns', 'http://ns:53'], /"--acme-dns" is rfc2136:\/\/HOST:PORT or exec:FILE, received "http:\/\/ns:53"/);
+    refused(['--acme-dns', 'rfc2136://ns:53', '--acme-dns-tsig', 'k:hmac-md5:c2VjcmV0'], /"--acme-dns-tsig": a TSIG algorithm is one of/);
+  });
+});
