@@ -345,13 +345,28 @@ describe('StateStore', () => {
 
     it('refuses names that are not lower-case DNS names, writing nothing', async () => {
       const { dir, store } = newStore();
-      const names = ['../x', '../../etc', 'a/b', 'a\\b', '..', '.', '', 'Example.com', '*.example.com', 'a..b',
+      const names = ['../x', '../../etc', 'a/b', 'a\\b', '..', '.', '', 'Example.com', '*.*.example.com', '*example.com', 'a.*.com', '*.', 'a..b',
         '.example.com', 'example.com.', 'a b', 'a\0b', undefined, 7];
       for (const name of names) {
         await assert.rejects(store.readCertificate(LETS_ENCRYPT, name), TypeError, String(name));
         await assert.rejects(store.writeCertificate(LETS_ENCRYPT, name, certificateOf(pairs[0])), TypeError, String(name));
       }
       assert.deepEqual(fs.readdirSync(dir), []);
+    });
+  });
+
+  describe('wildcard certificates', () => {
+    it('keeps *.example.com under _wildcard.example.com, apart from example.com and from any DNS name', async () => {
+      const { store } = newStore();
+      const wild = pki.issue({ names: ['*.example.com', 'example.com'] });
+      const apex = pki.issue({ names: ['example.com'] });
+      await store.writeCertificate(LETS_ENCRYPT, '*.example.com', certificateOf(wild));
+      await store.writeCertificate(LETS_ENCRYPT, 'example.com', certificateOf(apex));
+      await assert.rejects(store.writeCertificate(LETS_ENCRYPT, '*.example.com', certificateOf(apex)), /does not cover \*\.example\.com/);
+      assert.equal(path.basename(store.certificateDirectory(LETS_ENCRYPT, '*.example.com')), '_wildcard.example.com');
+      assert.equal((await store.readCertificate(LETS_ENCRYPT, '*.example.com')).cert, wild.cert);
+      assert.equal((await store.readCertificate(LETS_ENCRYPT, 'example.com')).cert, apex.cert);
+      assert.equal(await store.readCertificate(LETS_ENCRYPT, 'wildcard.example.com'), null);
     });
   });
 

@@ -15,7 +15,7 @@ const ManagedCertificates = require('../lib/acme/managed-certificates');
 const AcmeRunner = require('../lib/acme/runner');
 const Configuration = require('../lib/service/configuration');
 const { StateStore } = require('../lib/acme/state-store');
-const { namesToManage } = require('../lib/acme/names');
+const { namesToManage, certificatesOf } = require('../lib/acme/names');
 const { checkChain } = require('../lib/acme/chain-check');
 const { alpnCertificate } = require('../lib/acme/alpn-certificate');
 const { parseConfig } = require('../lib/config/config-file');
@@ -250,6 +250,18 @@ describe('ManagedCertificates', () => {
     assert.equal(changes, 2, 'a set and the delete that deleted something');
   });
 
+  it('serves a wildcard\'s entry, kept under the wildcard, for every name one label below it', () => {
+    const certificates = new ManagedCertificates();
+    const wild = pki.issue({ names: ['*.w.lila.test', 'w.lila.test'] });
+    certificates.set('*.w.lila.test', wild);
+    certificates.set('w.lila.test', wild);
+    assert.equal(certificates.get('a.w.lila.test'), certificates.get('b.w.lila.test'));
+    assert.equal(certificates.get('a.w.lila.test').name, '*.w.lila.test');
+    assert.equal(certificates.get('w.lila.test').name, 'w.lila.test');
+    assert.equal(certificates.get('x.a.w.lila.test'), undefined, 'one label only (RFC 6125)');
+    assert.equal(certificates.get('w2.lila.test'), undefined);
+  });
+
   it('loads a snapshot keeping the entries that did not change, replacing those that did, dropping the others', () => {
     const primary = new ManagedCertificates();
     const [a, b, c, b2] = [['a.lila.test'], ['b.lila.test'], ['c.lila.test'], ['b.lila.test']].map((names) => pki.issue({ names }));
@@ -278,14 +290,14 @@ describe('namesToManage', () => {
   after(() => pki.remove());
 
   // The names of a config's listeners, as the runner gets them; nothing is opened.
-  function managed(text) {
+  function managed(text, options) {
     const configuration = new Configuration({
       logger: new Logger({ level: 'silent' }),
       acme: { certificates: new ManagedCertificates(), challenges: new Challenges() }
     });
     const plan = configuration.prepare(parseConfig(text, 'test.conf'));
     try {
-      return namesToManage(configuration.certified(plan));
+      return namesToManage(configuration.certified(plan), options);
     } finally {
       for (const pool of plan.made) pool.close();
     }
@@ -313,6 +325,25 @@ describe('namesToManage', () => {
     assert.match(why['192.0.2.7'], /IP address/);
     assert.match(why['[2001:db8::1]'], /IP address/);
     assert.match(why.intranet, /single-label/);
+  });
+
+  it('manages a wildcard when dns-01 is answered, and groups it with its apex into one certificate', () => {
+    const { names, skipped } = managed([
+      'pool web round-robin 127.0.0.1:9',
+      'listen 127.0.0.1:0 --tls',
+      '  route *.w.lila.test web',
+      '  route w.lila.test web',
+      '  route *.x.lila.test web',
+      '  route y.lila.test web',
+      '  route *.com web'
+    ].join('\n'), { wildcards: true });
+    assert.deepEqual(names, ['*.w.lila.test', 'w.lila.test', '*.x.lila.test', 'y.lila.test']);
+    assert.deepEqual(skipped.map(({ host }) => host), ['*.com']);
+    assert.deepEqual(certificatesOf(names), [
+      { name: '*.w.lila.test', names: ['*.w.lila.test', 'w.lila.test'] },
+      { name: '*.x.lila.test', names: ['*.x.lila.test'] },
+      { name: 'y.lila.test', names: ['y.lila.test'] }
+    ]);
   });
 
   it('leaves a host a certificate file of its listener covers, exactly or by a wildcard, and only on that listener', () => {

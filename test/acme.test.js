@@ -223,7 +223,7 @@ listen 127.0.0.1:${ports.tlsPort} --tls
     const obtained = await obtainedAll(lila, ['k.lila.test'], tlsPort);
 
     assert.deepEqual(lila.stderr.match(/^lila: warn: .*$/gm), [
-      'lila: warn: acme: no certificate for *.w.lila.test: a wildcard needs the DNS-01 challenge, which lila does not answer; ' +
+      'lila: warn: acme: no certificate for *.w.lila.test: a wildcard needs the DNS-01 challenge: --acme-challenges with dns-01, and --acme-dns; ' +
       'it gets the listener\'s own certificates'
     ]);
     const status = JSON.parse((await request(lila.admin, { agent: false, path: '/status' })).body);

@@ -19,7 +19,7 @@ const MAY_IMPORT = {
   'balancing/strategies': ['errors'],
   balancing: ['balancing/strategies', 'errors'],
   // The config model, its readers and the one option table: data, and what checks it.
-  config: ['layers', 'balancing', 'balancing/strategies', 'routing', 'tls', 'store', 'tracing', 'ops', 'errors'],
+  config: ['layers', 'balancing', 'balancing/strategies', 'routing', 'tls', 'dns', 'store', 'tracing', 'ops', 'errors'],
   discovery: ['balancing', 'errors'],
   health: ['net', 'errors'],
   // What an engine made of a pool for a listener: made by engines/, held by routes, read by every
@@ -71,7 +71,9 @@ const MAY_IMPORT = {
   'ops/dashboard': ['layers', 'net'],
   tls: ['errors'],
   // The CA's HTTP exchanges are net/http-exchange.js's, as etcd's and the Kubernetes API's are.
-  acme: ['tls', 'layers', 'net', 'errors'],
+  // DNS messages, TSIG and RFC 2136 updates over net and dgram, for --acme-dns: imports nothing of lila's.
+  dns: [],
+  acme: ['tls', 'dns', 'layers', 'net', 'errors'],
   // A rate limit counts by --hash-key's grammar and reader (--rate-limit-key).
   limits: ['balancing/strategies', 'errors'],
   // Routes choose a pool (and --mirror's pools); they know pools only as the objects they are handed.

@@ -68,6 +68,8 @@ function needPebble(context) {
  *   Pebble picks one of the two at random for an order that names no profile
  * @param {{kid: string, hmacKey: string} | null} [options.eab] requires external account binding with this key
  * @param {Record<string, string>} [options.env] more of Pebble's environment (`PEBBLE_WFE_NONCEREJECT`...)
+ * @param {string} [options.dnsServer] `host:port` Pebble resolves and validates dns-01 through instead of
+ *   pebble-challtestsrv (a BIND of the test's: test/named.js)
  * @returns {Promise<{directoryUrl: string, ca: string, managementUrl: string, root: () => Promise<string>,
  *   intermediate: () => Promise<string>, stop: () => Promise<void>, start: () => Promise<void>,
  *   env: Record<string, string>, output: () => string}>} `ca` the PEM that Pebble's HTTPS is
@@ -139,7 +141,7 @@ async function launch(dir, pki, certificate, options) {
   let pebble = null;
   async function start() {
     if (pebble !== null && pebble.running()) return;
-    pebble = run('pebble', PEBBLE, ['-config', configFile, '-dnsserver', `127.0.0.1:${dnsPort}`], env);
+    pebble = run('pebble', PEBBLE, ['-config', configFile, '-dnsserver', options.dnsServer || `127.0.0.1:${dnsPort}`], env);
     await untilReady(pebble, () => fetchText(agent, directoryUrl));
   }
   try {

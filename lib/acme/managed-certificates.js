@@ -11,7 +11,7 @@ const { X509Certificate } = require('node:crypto');
  */
 class ManagedCertificates {
   constructor() {
-    /** @type {Map<string, {cert: string, key: string, notAfter: Date, serial: string}>} */
+    /** @type {Map<string, {name: string, cert: string, key: string, notAfter: Date, serial: string}>} */
     this.byName = new Map();
     /** Told of every change (the primary hands them to its workers). */
     this.onChange = null;
@@ -25,8 +25,7 @@ class ManagedCertificates {
     // The same certificate again (read back from the state directory): its contexts stay.
     const kept = this.byName.get(name);
     if (kept !== undefined && kept.cert === pair.cert && kept.key === pair.key) return;
-    const leaf = new X509Certificate(pair.cert);
-    this.byName.set(name, { cert: pair.cert, key: pair.key, notAfter: new Date(leaf.validTo), serial: leaf.serialNumber });
+    this.byName.set(name, entryOf(name, pair));
     if (this.onChange !== null) this.onChange();
   }
 
@@ -36,11 +35,18 @@ class ManagedCertificates {
   }
 
   /**
+   * The certificate of a name: its own, else the wildcard's of its parent
+   * (`*.example.com` for `a.example.com`, one label deep as RFC 6125 says).
+   *
    * @param {string} name lower case
-   * @returns {{cert: string, key: string, notAfter: Date, serial: string} | undefined}
+   * @returns {{name: string, cert: string, key: string, notAfter: Date, serial: string} | undefined} `name`:
+   *   the name it is kept under, the same for every name a wildcard serves
    */
   get(name) {
-    return this.byName.get(name);
+    const own = this.byName.get(name);
+    if (own !== undefined || this.byName.size === 0) return own;
+    const dot = name.indexOf('.');
+    return dot > 0 ? this.byName.get(`*${name.slice(dot)}`) : undefined;
   }
 
   /** @returns {[string, {cert: string, key: string}][]} for a worker */
@@ -59,13 +65,15 @@ class ManagedCertificates {
     for (const [name, pair] of snapshot) {
       const kept = this.byName.get(name);
       if (kept !== undefined && kept.cert === pair.cert) next.set(name, kept);
-      else {
-        const leaf = new X509Certificate(pair.cert);
-        next.set(name, { cert: pair.cert, key: pair.key, notAfter: new Date(leaf.validTo), serial: leaf.serialNumber });
-      }
+      else next.set(name, entryOf(name, pair));
     }
     this.byName = next;
   }
 }
 
 module.exports = ManagedCertificates;
+
+function entryOf(name, pair) {
+  const leaf = new X509Certificate(pair.cert);
+  return { name, cert: pair.cert, key: pair.key, notAfter: new Date(leaf.validTo), serial: leaf.serialNumber };
+}

@@ -4,10 +4,8 @@ const crypto = require('node:crypto');
 const { openAccount } = require('./account');
 const { StateStore } = require('./state-store');
 const { orderCertificate } = require('./order');
-const { certificateId } = require('./certificate-id');
-
-// Caddy's ratio: renew when a third of the lifetime is left.
-const RENEW_REMAINING = 1 / 3;
+const { isDue, renewalTime, describeDelay } = require('./renewal');
+const { sanNames } = require('./chain-check');
 // A failure is tried again after 1 minute, then 2, 4 ... up to once a day.
 const RETRY_BASE_MS = 60 * 1000;
 const RETRY_MAX_MS = 24 * 3600 * 1000;
@@ -17,6 +15,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const STORE_RETRY_MS = 500;
 const STORE_RETRY_MAX_MS = 10 * 1000;
 const CHALLENGE_TYPES = ['http-01', 'tls-alpn-01'];
+const DNS = 'dns-01';
 
 /**
  * Obtains and renews, from an ACME CA (RFC 8555), a certificate for every
@@ -58,6 +57,7 @@ class AcmeManager {
    * @param {number} [options.retryBaseMs] the first retry's delay (default 60000)
    * @param {number} [options.lockStaleMs] a lock older than this is its dead holder's (default 60000)
    * @param {() => Promise<void>} [options.published] resolves once the workers serve the challenges as they are now
+   * @param {import('./dns-challenge') | null} [options.dns] writes dns-01's records (`--acme-dns`); none: no dns-01
    */
   constructor(options) {
     this.email = options.email;
@@ -74,6 +74,7 @@ class AcmeManager {
     this.retryBaseMs = options.retryBaseMs === undefined ? RETRY_BASE_MS : options.retryBaseMs;
     this.lockStaleMs = options.lockStaleMs === undefined ? 60000 : options.lockStaleMs;
     this.published = options.published || (() => Promise.resolve());
+    this.dns = options.dns || null;
     /** @type {Map<string, object>} name -> its state (see `status()`) */
     this.names = new Map();
     this.queue = [];
@@ -88,28 +89,37 @@ class AcmeManager {
   }
 
   /**
-   * Manages these names from now on (the exact hosts routed on HTTPS
+   * Manages these certificates from now on (the hosts routed on HTTPS
    * listeners): new ones are loaded or ordered, those no longer given stop
-   * being renewed and served.
+   * being renewed and served; one whose names changed (a wildcard's apex
+   * routed too) is ordered again unless its stored certificate names them all.
    *
-   * @param {string[]} names lower case
+   * @param {(string | {name: string, names: string[]})[]} certificates a name, lower case, or a
+   *   certificate's name and every name it is for (`*.example.com` and `example.com`)
    * @returns {Promise<void>} once the certificates stored for the new names are served (those
    *   to be ordered are queued then)
    */
-  setNames(names) {
-    const wanted = new Set(names);
+  setNames(certificates) {
+    const wanted = new Map(certificates.map((item) => (typeof item === 'string' ? [item, [item]] : [item.name, item.names])));
     for (const [name, entry] of this.names) {
       if (wanted.has(name)) continue;
       clearTimeout(entry.timer);
       entry.removed = true;
       this.names.delete(name);
-      this.certificates.delete(name);
+      for (const each of entry.names) this.certificates.delete(each);
     }
     const added = [];
-    for (const name of wanted) {
-      if (this.names.has(name)) continue;
+    for (const [name, names] of wanted) {
+      const kept = this.names.get(name);
+      if (kept !== undefined) {
+        if (kept.names.join() === names.join()) continue;
+        for (const each of kept.names) if (!names.includes(each)) this.certificates.delete(each);
+        kept.names = names;
+        added.push(kept);
+        continue;
+      }
       const entry = {
-        name, state: 'pending', notAfter: null, renewAt: null, challenge: null, lastError: null,
+        name, names, state: 'pending', notAfter: null, renewAt: null, challenge: null, lastError: null,
         failures: 0, timer: null, removed: false, queued: false, serial: null, storeWaits: 0
       };
       this.names.set(name, entry);
@@ -193,7 +203,7 @@ class AcmeManager {
         this.logger.info(`acme: ${renewing ? 'renewed' : 'obtained'} the certificate of ${entry.name} ` +
           `(${result.challenge}, serial ${entry.serial}, valid until ${entry.notAfter.toISOString()})`);
       }
-      this.schedule(entry, await this.renewalTime(entry, result.cert));
+      this.schedule(entry, await renewalTime(entry, result.cert, this.client, this.logger));
     } catch (err) {
       if (this.stopped || entry.removed) return;
       if (err.storeDown === true) {
@@ -250,7 +260,7 @@ class AcmeManager {
     entry.state = 'valid';
     entry.failures = 0;
     entry.lastError = null;
-    const at = await this.renewalTime(entry, stored.cert);
+    const at = await renewalTime(entry, stored.cert, this.client, this.logger);
     // A turn under way (queued, or waiting for the lock) sets its next turn itself; it must see the
     // new certificate's renewal time, not the old one's, or it would renew the new one at once.
     if (entry.queued) entry.renewAt = at;
@@ -274,22 +284,26 @@ class AcmeManager {
     // The certificate whose renewal time (a third of its life left, or the CA's window) has come.
     const renewed = entry.renewAt !== null && Date.now() >= entry.renewAt ? entry.serial : null;
     let stored = await this.store.readCertificate(this.directoryUrl, name);
-    if (stored !== null && this.install(entry, stored) && !this.due(stored, renewed)) return { ordered: false, cert: stored.cert };
+    if (stored !== null && this.install(entry, stored) && !isDue(stored, renewed) && this.covers(entry, stored)) return { ordered: false, cert: stored.cert };
     if (entry.notAfter !== null && entry.notAfter.getTime() > Date.now()) entry.state = 'renewing';
     // Another instance on this state directory may be ordering it: it stores what it gets.
     const release = await this.store.waitForLock(name, { staleMs: this.lockStaleMs, signal: this.abort.signal });
     try {
       stored = await this.store.readCertificate(this.directoryUrl, name);
-      if (stored !== null && this.install(entry, stored) && !this.due(stored, renewed)) return { ordered: false, cert: stored.cert };
+      if (stored !== null && this.install(entry, stored) && !isDue(stored, renewed) && this.covers(entry, stored)) return { ordered: false, cert: stored.cert };
       const client = await this.account();
       const types = this.typesFor(entry, stored);
-      if (types.length === 0) throw new Error(`no challenge can be answered (--acme-challenges ${this.types.join(',')}; no port answers http-01)`);
+      if (types.length === 0) {
+        throw new Error(`no challenge can be answered (--acme-challenges ${this.types.join(',')}; ` +
+          `${entry.names.some(isWildcard) ? 'a wildcard needs dns-01 and --acme-dns' : 'no port answers http-01'})`);
+      }
       let failure = null;
       for (const type of types) {
         try {
           this.counters.orders++;
-          const pair = await orderCertificate(client, name, type, stored, {
-            responder: this.responder, store: this.store, directoryUrl: this.directoryUrl, published: this.published
+          const pair = await orderCertificate(client, entry.names, type, stored, {
+            responder: this.responder, store: this.store, directoryUrl: this.directoryUrl, published: this.published,
+            dns: this.dns, signal: this.abort.signal
           });
           await this.store.writeCertificate(this.directoryUrl, name, {
             cert: pair.cert, key: pair.key, meta: { challenge: type, obtained: new Date().toISOString(), directory: this.directoryUrl }
@@ -309,10 +323,13 @@ class AcmeManager {
     }
   }
 
-  // The challenge types to try: the one that last worked first.
+  // The challenge types to try: the one that last worked first. A wildcard has dns-01 only (RFC 8555
+  // §7.1.3), and its apex with it, in the same order; other names try dns-01 last.
   typesFor(entry, stored) {
     const last = entry.challenge || (stored !== null && stored.meta !== null ? stored.meta.challenge : null);
-    const usable = this.types.filter((type) => type !== 'http-01' || this.httpReady());
+    const allowed = this.types.filter((type) => (type !== 'http-01' || this.httpReady()) && (type !== DNS || this.dns !== null));
+    const usable = entry.names.some(isWildcard) ? allowed.filter((type) => type === DNS)
+      : [...allowed.filter((type) => type !== DNS), ...allowed.filter((type) => type === DNS)];
     if (last !== null && usable.includes(last)) return [last, ...usable.filter((type) => type !== last)];
     return usable;
   }
@@ -348,46 +365,21 @@ class AcmeManager {
     entry.notBefore = new Date(leaf.validFrom);
     entry.serial = leaf.serialNumber;
     if (entry.challenge === null && pair.meta) entry.challenge = pair.meta.challenge || null;
-    this.certificates.set(entry.name, pair);
+    // Each name the certificate covers is served it (a wildcard's apex, when it was ordered with it).
+    const named = sanNames(leaf);
+    for (const each of entry.names) if (named.includes(each)) this.certificates.set(each, pair);
     return true;
   }
 
-  // Whether a certificate is to be replaced: a third of its lifetime or less is left, or it is
-  // the one whose renewal time came (`renewed`, its serial). One that another instance renewed
-  // meanwhile is a new one, due by its own dates only.
-  due(pair, renewed) {
-    const leaf = new crypto.X509Certificate(pair.cert);
-    return leaf.serialNumber === renewed || Date.now() >= ratioTime(new Date(leaf.validFrom), new Date(leaf.validTo));
-  }
-
-  // When to renew: a third of the lifetime left, or earlier in the window the CA suggests.
-  async renewalTime(entry, cert) {
-    const at = ratioTime(entry.notBefore, entry.notAfter);
-    const id = certificateId(cert);
-    if (id === null || this.client === null) return at;
-    try {
-      const window = await this.client.renewalInfo(id);
-      if (window === null) return at;
-      const start = window.start.getTime();
-      const end = window.end.getTime();
-      const suggested = start + Math.random() * Math.max(0, end - start);
-      return Math.min(at, suggested);
-    } catch (err) {
-      this.logger.debug(`acme: no renewal window for ${entry.name}: ${err.message}`);
-      return at;
-    }
+  // Whether a stored certificate names every name of its entry (one made before the apex was routed does not).
+  covers(entry, pair) {
+    const named = sanNames(new crypto.X509Certificate(pair.cert));
+    return entry.names.every((each) => named.includes(each));
   }
 }
 
 module.exports = AcmeManager;
 
-function ratioTime(notBefore, notAfter) {
-  return notAfter.getTime() - (notAfter.getTime() - notBefore.getTime()) * RENEW_REMAINING;
-}
-
-function describeDelay(ms) {
-  if (ms < 1000) return `${ms} ms`;
-  if (ms < 120000) return `${Math.round(ms / 1000)} s`;
-  if (ms < 7200000) return `${Math.round(ms / 60000)} min`;
-  return `${Math.round(ms / 3600000)} h`;
+function isWildcard(name) {
+  return name.startsWith('*.');
 }

@@ -11,14 +11,15 @@ const { checkChain } = require('./chain-check');
 const ORDER_TIMEOUT_MS = 120 * 1000;
 
 /**
- * One order for one name, validated by one challenge type (AcmeManager's): the
+ * One order for one certificate's names, validated by one challenge type (AcmeManager's): the
  * answer put where every process that serves finds it (this one's `responder`,
  * its workers through `published`, and the store, which other lila instances read),
- * the challenge accepted, the certificate finalized, fetched and checked.
+ * or for dns-01 in the zone, seen on its nameservers; the challenge accepted, the
+ * answer removed, the certificate finalized, fetched and checked.
  *
  * @param {import('./client').AcmeClient} client the account's
- * @param {string} name
- * @param {'http-01' | 'tls-alpn-01'} type
+ * @param {string[]} names the first is the certificate's name (a wildcard and its apex: one order)
+ * @param {'http-01' | 'tls-alpn-01' | 'dns-01'} type
  * @param {{cert: string} | null} stored the certificate it replaces (ARI's `replaces`)
  * @param {object} where
  * @param {import('./challenges')} where.responder
@@ -26,22 +27,30 @@ const ORDER_TIMEOUT_MS = 120 * 1000;
  *   shares TLS-ALPN-01 answers too
  * @param {string} where.directoryUrl
  * @param {() => Promise<void>} where.published resolves once the workers serve the challenges as they are now
+ * @param {import('./dns-challenge') | null} [where.dns] writes dns-01's records
+ * @param {AbortSignal} [where.signal] ends a wait for the records' propagation
  * @returns {Promise<{cert: string, key: string}>} the PEM chain and its key
  * @throws {Error} `validation: true` on an error that the other challenge type may not meet
  */
-async function orderCertificate(client, name, type, stored, { responder, store, directoryUrl, published }) {
+async function orderCertificate(client, names, type, stored, { responder, store, directoryUrl, published, dns = null, signal }) {
   const replaces = stored === null ? undefined : certificateId(stored.cert) || undefined;
-  const order = await client.newOrder([name], { replaces });
+  const order = await client.newOrder(names, { replaces });
   for (const url of order.authorizations) {
     const authorization = await client.get(url);
     // Pebble (and Let's Encrypt) reuse an authorization still valid for the account.
     if (authorization.status === 'valid') continue;
+    // A wildcard's authorization names its base domain, with `wildcard: true` (RFC 8555 §7.1.4).
+    const name = authorization.identifier && typeof authorization.identifier.value === 'string' ? authorization.identifier.value : names[0];
     const challenge = (authorization.challenges || []).find((item) => item.type === type);
     if (challenge === undefined) throw Object.assign(new Error(`the CA offers no ${type} challenge for ${name}`), { validation: true });
     const keyAuthorization = client.keyAuthorization(challenge.token);
+    let record = null;
     try {
       // Another lila on this state directory (or store) may be the one the CA reaches.
-      if (type === 'http-01') {
+      if (type === 'dns-01') {
+        record = await dns.add(name, keyAuthorization);
+        await dns.propagated(record, signal);
+      } else if (type === 'http-01') {
         responder.addToken(challenge.token, keyAuthorization);
         await store.writeToken(directoryUrl, challenge.token, keyAuthorization);
       } else {
@@ -59,7 +68,9 @@ async function orderCertificate(client, name, type, stored, { responder, store, 
         throw err;
       }
     } finally {
-      if (type === 'http-01') {
+      if (type === 'dns-01') {
+        if (record !== null) await dns.remove(record);
+      } else if (type === 'http-01') {
         responder.removeToken(challenge.token);
         await store.removeToken(directoryUrl, challenge.token);
       } else {
@@ -70,11 +81,11 @@ async function orderCertificate(client, name, type, stored, { responder, store, 
   }
   await client.waitFor(order.url, { ready: ['ready', 'valid'], timeout: ORDER_TIMEOUT_MS });
   const { privateKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const finalized = await client.finalize(order, createCsr([name], privateKey));
+  const finalized = await client.finalize(order, createCsr(names, privateKey));
   const done = finalized.status === 'valid' ? finalized : await client.waitFor(order.url, { ready: ['valid'], timeout: ORDER_TIMEOUT_MS });
   const cert = await client.certificate(done.certificate);
   const key = privateKey.export({ type: 'pkcs8', format: 'pem' });
-  checkChain(cert, key, name);
+  checkChain(cert, key, names);
   return { cert, key };
 }
 

@@ -4,7 +4,8 @@ const fs = require('node:fs');
 const AcmeManager = require('./manager');
 const ManagedCertificates = require('./managed-certificates');
 const Challenges = require('./challenges');
-const { namesToManage } = require('./names');
+const DnsChallenge = require('./dns-challenge');
+const { namesToManage, certificatesOf } = require('./names');
 const { alpnCertificate } = require('./alpn-certificate');
 const { defaultStateDir, StateStore } = require('./state-store');
 const { createRedirectServer } = require('../tls/redirect-server');
@@ -29,7 +30,9 @@ class AcmeRunner {
    * @param {string} [settings.directoryUrl] Let's Encrypt's by default
    * @param {string} [settings.caFile] PEM file trusted for the directory's HTTPS
    * @param {{kid: string, hmacKey: string}} [settings.eab]
-   * @param {string[]} [settings.challenges]
+   * @param {string[]} [settings.challenges] http-01 and tls-alpn-01 by default, and dns-01 with `dns`
+   * @param {object} [settings.dns] `--acme-dns` and its options, as DnsChallenge takes them: `target`, `tsig`,
+   *   `resolvers`, `nameserverPort`, `propagationTimeout`, `execTimeout`
    * @param {{host?: string, port: number}} [settings.httpPort] 80 by default
    * @param {number} [settings.maxConcurrency]
    * @param {string} [settings.stateDir]
@@ -60,6 +63,8 @@ class AcmeRunner {
     /** @type {Map<string, string>} name -> the key authorization of the store's TLS-ALPN-01 answer served */
     this.alpnAnswers = new Map();
     this.httpFailed = false;
+    this.types = settings.challenges || ['http-01', 'tls-alpn-01', ...(settings.dns ? ['dns-01'] : [])];
+    this.dns = settings.dns && this.types.includes('dns-01') ? new DnsChallenge(settings.dns, logger) : null;
     if (settings.caFile !== undefined) {
       try {
         this.ca = fs.readFileSync(settings.caFile, 'utf8');
@@ -80,7 +85,7 @@ class AcmeRunner {
    */
   async start(listeners, { publish } = {}) {
     const settings = this.settings;
-    const types = settings.challenges || ['http-01', 'tls-alpn-01'];
+    const types = this.types;
     if (types.includes('http-01')) await this.openHttpPort(listeners);
     if (publish !== undefined) {
       const send = () => publish();
@@ -102,7 +107,8 @@ class AcmeRunner {
       responder: this.shared.challenges,
       logger: this.logger,
       retryBaseMs: settings.retryBaseMs,
-      published: publish
+      published: publish,
+      dns: this.dns
     });
     if (typeof this.store.subscribe === 'function') {
       this.unsubscribe = this.store.subscribe(this.directoryUrl, {
@@ -144,15 +150,15 @@ class AcmeRunner {
    * @returns {Promise<void>} once the stored certificates of new names are in place
    */
   setNames(listeners) {
-    const { names, skipped } = namesToManage(listeners);
+    const { names, skipped } = namesToManage(listeners, { wildcards: this.dns !== null });
     for (const { host, why } of skipped) {
       if (this.skipped.has(host)) continue;
       this.skipped.add(host);
       this.logger.warn(`acme: no certificate for ${host}: ${why}; it gets the listener's own certificates`);
     }
-    if (names.length === 0) this.logger.warn('acme: no route of an HTTPS listener names an exact host: there is no certificate to obtain');
+    if (names.length === 0) this.logger.warn('acme: no route of an HTTPS listener names a host lila can order for: there is no certificate to obtain');
     this.plainListens = listeners.some(plainHttp);
-    return this.manager === null ? Promise.resolve() : this.manager.setNames(names);
+    return this.manager === null ? Promise.resolve() : this.manager.setNames(certificatesOf(names));
   }
 
   // Where HTTP-01 is answered when no plain listener is on --acme-http-port: lila's own

@@ -56,17 +56,20 @@ function caDirectoryName(directoryUrl) {
 }
 
 /**
- * The folder name of a certificate: its name, cut and hashed when long.
+ * The folder name of a certificate: its name, cut and hashed when long; a
+ * wildcard's `*.example.com` is `_wildcard.example.com` (`_` is in no DNS name
+ * it could be mistaken for).
  *
- * @param {string} name a lower-case DNS name
+ * @param {string} name a lower-case DNS name, or `*.` and one
  * @returns {string}
  * @throws {TypeError} when the name is not a lower-case DNS name
  */
 function certificateFolderName(name) {
-  if (typeof name !== 'string' || name.length > 253 || !DNS_NAME.test(name)) {
+  const base = typeof name === 'string' && name.startsWith('*.') ? name.slice(2) : name;
+  if (typeof base !== 'string' || name.length > 253 || !DNS_NAME.test(base)) {
     throw new TypeError(`acme: a certificate name must be a lower-case DNS name, received "${name}"`);
   }
-  return fit(name, name);
+  return base === name ? fit(name, name) : fit(`_wildcard.${base}`, name);
 }
 
 /**

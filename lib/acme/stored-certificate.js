@@ -5,6 +5,7 @@ const path = require('node:path');
 const { X509Certificate, createPrivateKey } = require('node:crypto');
 const { DIRECTORY_MODE, writeDurable, syncDirectory, makeDirectory, statOrNull, ioError, tag } = require('./state-files');
 const { keyPem } = require('./key-pem');
+const { sanNames } = require('./chain-check');
 const { leftoverOf, removeLeftovers, moveAside } = require('./set-aside');
 
 const CERTIFICATE_FILE = 'certificate.pem';
@@ -125,7 +126,9 @@ function checkCertificate({ cert, key, meta }, name) {
   } catch (err) {
     return `${CERTIFICATE_FILE} does not parse: ${err.message}`;
   }
-  if (leaf.checkHost(name) === undefined) return `the certificate does not cover ${name}`;
+  // A wildcard's certificate names it literally (checkHost would take it for a host to match).
+  const covered = name.startsWith('*.') ? sanNames(leaf).includes(name) : leaf.checkHost(name) !== undefined;
+  if (!covered) return `the certificate does not cover ${name}`;
   if (key === null) return `${KEY_FILE} is missing`;
   let privateKey;
   try {

@@ -6,6 +6,7 @@ const { createService } = require('../service');
 const Logger = require('../ops/logger');
 const { isLoopback } = require('../ops/admin-server');
 const { strategies } = require('../balancing/strategies');
+const { acmeOf } = require('./acme-command-line');
 const { OPTIONS, LONG_NAMES, parseArgsOptions, readOptions, takeWords, checkDashes, argumentProblem } = require('../config/options');
 const { modeMistake } = require('../config/config-model');
 const { didYouMean } = require('../config/suggest');
@@ -48,7 +49,7 @@ async function run(args, io = {}) {
   if (args[0] === 'hash-password') return runHashPassword(args.slice(1), { stdin: io.stdin || process.stdin, stdout, stderr });
   // A subcommand: a config file written to a fleet's store.
   if (args[0] === 'push') {
-    const check = (model) => checkConfig(model, new Logger({ stream: stderr }), acmeOf(model.global));
+    const check = (model) => checkConfig(model, new Logger({ stream: stderr }), acmeOf(model.global, env));
     return runPush(args.slice(1), { stdout, stderr, env, check });
   }
   if (args.length === 0 && !fs.existsSync(DEFAULT_HOSTS_FILE) && !fs.existsSync(DEFAULT_CONFIG_FILE)) {
@@ -283,7 +284,7 @@ function configuredService(model, file, given, env, label = file) {
     drainTimeout: options['drain-timeout'],
     admin: adminOf(options, env),
     workers: options.workers,
-    acme: acmeOf(options),
+    acme: acmeOf(options, env),
     rateLimitStore: rateLimitStoreOf(options, env),
     tracing: tracingOf(options),
     cache: cacheOf(options)
@@ -341,25 +342,6 @@ function readAtStartChanged(running, next) {
     warnings.push(`${where}: "--${option.name}" changed, and lila reads it only at start: it stays as it was until lila restarts`);
   }
   return warnings;
-}
-
-// --acme and the options that go with it, as `createService({acme})` takes them; undefined without it.
-function acmeOf(options) {
-  const given = Object.keys(options).filter((name) => name.startsWith('acme-') || (name === 'state-dir' && options.store === undefined && options.kubernetes !== true));
-  if (options.acme === undefined) {
-    if (given.length > 0) throw new LilaError(codes.INVALID_OPTION, `"--${given[0]}" goes with --acme EMAIL${given[0] === 'state-dir' ? ', --store URL or --kubernetes' : ''}`);
-    return undefined;
-  }
-  return {
-    email: options.acme,
-    directoryUrl: options['acme-directory'],
-    caFile: options['acme-ca'],
-    eab: options['acme-eab'],
-    challenges: options['acme-challenges'],
-    httpPort: options['acme-http-port'],
-    maxConcurrency: options['acme-max-concurrency'],
-    stateDir: options['state-dir']
-  };
 }
 
 // The hosts file to read, or undefined when the servers are on the command line.

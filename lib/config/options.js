@@ -14,6 +14,7 @@ const { closest, didYouMean } = require('./suggest');
 const { parseStoreUrl } = require('../store/store-url');
 const { parseRedisUrl } = require('../store/redis-url');
 const { parseHashKey } = require('../balancing/strategies/hash-key');
+const { parseTsigKey } = require('../dns/tsig');
 const { LilaError, codes } = require('../errors');
 
 const MAX_WORKERS = 256;
@@ -355,8 +356,8 @@ const OPTIONS = [
   },
   {
     name: 'acme', arg: '<email>', group: 'acme', scope: 'global', default: 'off',
-    help: 'obtain and renew, from an ACME CA (Let\'s Encrypt by default), a certificate for every exact host routed on an ' +
-      'HTTPS listener that no --tls-cert covers; the email is the account\'s contact',
+    help: 'obtain and renew, from an ACME CA (Let\'s Encrypt by default), a certificate for every host routed on an ' +
+      'HTTPS listener that no --tls-cert covers (a *. wildcard with dns-01); the email is the account\'s contact',
     read: acmeEmail
   },
   {
@@ -376,8 +377,36 @@ const OPTIONS = [
   {
     name: 'acme-challenges', arg: '<list>', group: 'acme', scope: 'global', default: 'http-01,tls-alpn-01',
     help: 'the validations offered, by preference: http-01 (a plain http listener, or lila on --acme-http-port), ' +
-      'tls-alpn-01 (the HTTPS listener); the one that worked for a name is tried first next time',
+      'tls-alpn-01 (the HTTPS listener), dns-01 (a TXT record through --acme-dns; the only one for a *. wildcard, tried last ' +
+      'for other names); the one that worked for a name is tried first next time; dns-01 is added when --acme-dns is given',
     read: acmeChallenges
+  },
+  {
+    name: 'acme-dns', arg: '<url>', group: 'acme', scope: 'global', default: 'none',
+    help: 'where dns-01 writes its _acme-challenge TXT records: rfc2136://host:port, the zone\'s primary by RFC 2136 dynamic ' +
+      'update (signed with --acme-dns-tsig), or exec:FILE, a command run as FILE present FQDN VALUE, then FILE cleanup FQDN VALUE',
+    read: acmeDns
+  },
+  {
+    name: 'acme-dns-tsig', arg: '<name:algorithm:secret>', group: 'acme', scope: 'global', default: 'none',
+    help: 'the TSIG key rfc2136 updates are signed with (hmac-sha256, hmac-sha512, hmac-sha384, hmac-sha224, hmac-sha1; ' +
+      'the secret base64, as tsig-keygen writes it); also from LILA_ACME_DNS_TSIG',
+    read: acmeDnsTsig
+  },
+  {
+    name: 'acme-dns-propagation-timeout', arg: '<t>', group: 'acme', scope: 'global', default: '120s',
+    help: 'how long every nameserver of the zone may take to answer a new TXT record before the CA is told; then the order fails and is tried again later',
+    read: duration
+  },
+  {
+    name: 'acme-dns-resolvers', arg: '<ip[:port],...>', group: 'acme', scope: 'global', default: '/etc/resolv.conf',
+    help: 'the DNS servers dns-01 asks for a name\'s zone (SOA), the zone\'s nameservers (NS) and their addresses',
+    read: validateResolvers
+  },
+  {
+    name: 'acme-dns-nameserver-port', arg: '<port>', group: 'acme', scope: 'global', default: '53',
+    help: 'the port the zone\'s nameservers are asked on for the TXT record (another for a zone served on a test port)',
+    read: validatePort
   },
   {
     name: 'acme-http-port', arg: '<[host:]port>', group: 'acme', scope: 'global', default: '80',
@@ -820,7 +849,7 @@ const ACME_DIRECTORIES = {
   letsencrypt: 'https://acme-v02.api.letsencrypt.org/directory',
   'letsencrypt-staging': 'https://acme-staging-v02.api.letsencrypt.org/directory'
 };
-const ACME_CHALLENGES = ['http-01', 'tls-alpn-01'];
+const ACME_CHALLENGES = ['http-01', 'tls-alpn-01', 'dns-01'];
 
 /** The sections of `--help`, in order, by the `group` of the options. */
 const GROUPS = {
@@ -1076,6 +1105,22 @@ function acmeChallenges(text, flag) {
     throw new LilaError(codes.INVALID_OPTION, `"${flag}" is a list of ${ACME_CHALLENGES.join(', ')}, received "${text}"`);
   }
   return types;
+}
+
+// --acme-dns: rfc2136://host:port or exec:FILE.
+function acmeDns(text, flag) {
+  if (text.startsWith('exec:') && text.length > 5) return { kind: 'exec', file: text.slice(5) };
+  const match = /^rfc2136:\/\/(?:\[([^\]]+)\]|([^:/[\]]+)):([0-9]{1,5})\/?$/.exec(text);
+  if (match === null) throw new LilaError(codes.INVALID_OPTION, `"${flag}" is rfc2136://HOST:PORT or exec:FILE, received "${text}"`);
+  return { kind: 'rfc2136', host: match[1] === undefined ? match[2] : match[1], port: validatePort(match[3], flag) };
+}
+
+function acmeDnsTsig(text, flag) {
+  try {
+    return parseTsigKey(text);
+  } catch (err) {
+    throw new LilaError(codes.INVALID_OPTION, `"${flag}": ${err.message}`);
+  }
 }
 
 function hostAndPort(text, flag) {

@@ -15,7 +15,7 @@ const MAX_UNSERVED = 1000;
  * `ManagedCertificates` fits it): an entry is replaced, never changed, so a context made of one is
  * kept while it is the name's.
  *
- * @typedef {{get: (name: string) => {cert: string, key: string} | undefined}} ManagedCertificates
+ * @typedef {{get: (name: string) => {name?: string, cert: string, key: string} | undefined}} ManagedCertificates
  */
 
 /**
@@ -102,7 +102,8 @@ class CertificateStore {
       if (exact !== undefined) return exact;
       if (this.managed !== null) {
         const entry = this.managed.get(name);
-        if (entry !== undefined) return this.managedContext(name, entry);
+        // A wildcard's entry serves many names: one context for them all, whatever names clients send.
+        if (entry !== undefined) return this.managedContext(entry.name || name, entry);
       }
       for (const [pattern, context] of this.wildcards) if (nameMatches(pattern, name)) return context;
       if (this.groups.length === 0) this.noCertificate(name);
