@@ -108,6 +108,49 @@ describe('udp layer, as the executable runs it', () => {
     assert.equal(String(data), 'T');
   });
 
+  it('keeps a flow on its backend and upstream socket across a reload that keeps the backend', async () => {
+    const [port] = await freePorts(1);
+    const received = [];
+    const a = dgram.createSocket('udp4');
+    a.on('message', (data, from) => {
+      received.push(from.port);
+      a.send(`A:${data}`, from.port, from.address);
+    });
+    a.bind(0, '127.0.0.1');
+    await once(a, 'listening');
+    onCleanup(() => a.close());
+    const b = await startUdpBackend('B');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'udp-config-'));
+    onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'lila.conf');
+    const write = (servers, idle) => fs.writeFileSync(file, `pool p least-connections --layer udp ${servers}\nlisten 127.0.0.1:${port} --layer udp --udp-idle-timeout ${idle}\n  route * p\n`);
+    write(`127.0.0.1:${a.address().port}`, '30s');
+    const lila = spawnLila(['-c', file]);
+    await nextLine(lila, /lila: udp listening on .*/, 5000);
+    const socket = await udpClient();
+    const exchange = async (text) => {
+      const reply = once(socket, 'message');
+      socket.send(text, port, '127.0.0.1');
+      return String((await reply)[0]);
+    };
+    assert.equal(await exchange('1'), 'A:1');
+    write(`127.0.0.1:${a.address().port} ${b}`, '20s');
+    const reloaded = nextLine(lila, /lila: SIGHUP: reloaded .*/, 5000);
+    lila.child.kill('SIGHUP');
+    await reloaded;
+    // least-connections would give a new flow to B, which has none: the flow stays on A.
+    assert.equal(await exchange('2'), 'A:2');
+    assert.equal(new Set(received).size, 1);
+    assert.equal(await ask(port, 'new'), 'B:new');
+    // A listener made anew on the address (a setting that cannot change in place) takes the socket and its flows over.
+    fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('--udp-idle-timeout 20s', '--udp-idle-timeout 20s --no-http2'));
+    const replaced = nextLine(lila, /lila: SIGHUP: reloaded .*/, 5000);
+    lila.child.kill('SIGHUP');
+    assert.match((await replaced).line, /listeners 1 \(\+1 -1\)/);
+    assert.equal(await exchange('3'), 'A:3');
+    assert.equal(new Set(received).size, 1);
+  });
+
   it('refuses two udp listeners on one port in a config file', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'udp-config-'));
     onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
