@@ -7,6 +7,7 @@ const { Discovery, splitServers } = require('./discovery');
 const { parseHashKeyOn } = require('./balancing/strategies/hash-key');
 const { validateChoice, validateCount, validateDuration, validatePath, validateResolvers } = require('./config/validate');
 const { parseSticky } = require('./config/traffic-values');
+const { parseHealthPayload } = require('./config/health-payload');
 const { backendTlsSettings } = require('./tls/backend-settings');
 const { DEFAULT_LAYER, layerOf } = require('./layers');
 const { LilaError, codes } = require('./errors');
@@ -64,7 +65,8 @@ class Pool {
         (layer.speaksHttp ? '' : `; the ${layer.name} layer passes any protocol as it is, without "h2"`));
     }
     if (options.hashKey !== undefined) parseHashKeyOn(options.hashKey, layer);
-    this.health = new Health(this.balancer, healthSettings(options), this.logger, {
+    datagramsOnly(options, layer, [...this.balancer.backends, ...found]);
+    this.health = new Health(this.balancer, healthSettings(options, layer), this.logger, {
       layer, backendTls: this.settings.backendTls, sendProxy: this.settings.sendProxy
     });
     // What engines keep of connections to the backends, by kind, made when first asked for.
@@ -131,6 +133,17 @@ function httpOnly(options, layer) {
   }
 }
 
+// A layer of datagrams sends no PROXY header and speaks no TLS to its backends; --health-payload is its alone.
+function datagramsOnly(options, layer, servers) {
+  const fail = (message) => new LilaError(codes.INVALID_OPTION, message);
+  if (!layer.datagrams) {
+    if (options.healthPayload !== undefined && options.healthPayload !== null) throw fail(`"--health-payload" is what a udp check sends; the ${layer.name} layer's checks ${layer.healthRequests ? 'send requests' : 'connect'}`);
+    return;
+  }
+  if (options.sendProxy !== undefined && options.sendProxy !== null) throw fail(`"--send-proxy" needs connections; the ${layer.name} layer relays datagrams`);
+  const tls = servers.find((server) => server.tls === true);
+  if (tls !== undefined) throw fail(`server "${tls.name}" speaks TLS: the ${layer.name} layer relays datagrams as they are (DTLS is not spoken)`);
+}
 
 function backendSettings(options, logger) {
   const pick = (name) => (options[name] === undefined ? BACKEND_DEFAULTS[name] : options[name]);
@@ -166,7 +179,7 @@ function queueSettings(options) {
   };
 }
 
-function healthSettings(options) {
+function healthSettings(options, layer) {
   const pick = (name) => (options[name] === undefined ? HEALTH_DEFAULTS[name] : options[name]);
   return {
     maxFails: validateCount(pick('maxFails'), 'maxFails', 0),
@@ -178,6 +191,8 @@ function healthSettings(options) {
     healthTimeout: validateDuration(pick('healthTimeout'), 'healthTimeout'),
     healthRise: validateCount(pick('healthRise'), 'healthRise', 1),
     healthFall: validateCount(pick('healthFall'), 'healthFall', 1),
-    healthPath: validatePath(pick('healthPath'), 'healthPath')
+    healthPath: validatePath(pick('healthPath'), 'healthPath'),
+    // A udp check's datagram: an empty one unless --health-payload says.
+    healthPayload: layer.datagrams && pick('healthPayload') !== null ? parseHealthPayload(pick('healthPayload'), 'healthPayload') : Buffer.alloc(0)
   };
 }

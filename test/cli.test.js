@@ -82,8 +82,8 @@ describe('lila (command line)', () => {
       },
       {
         name: 'an unknown --layer',
-        args: ['round-robin', 'a:1', '-l', 'udp'],
-        line: 'lila: "--layer" must be "http" or "tcp", received "udp"'
+        args: ['round-robin', 'a:1', '-l', 'sctp'],
+        line: 'lila: "--layer" must be "http" or "tcp" or "udp", received "sctp"'
       },
       {
         name: '--port without a value',

@@ -59,10 +59,11 @@ const MAY_IMPORT = {
   'http/h2': ['http/exchange', 'http/wire', 'http', 'actions', 'pool-binding', 'net', 'errors'],
   'http/node': ['http/lifecycle', 'http/upgrade', 'http', 'actions', 'pool-binding', 'net', 'errors'],
   tcp: ['pool-binding', 'tracing', 'net', 'errors'],
+  udp: ['pool-binding', 'net', 'errors'],
   // lila's etcd client: beside the request path, below whatever reads a stored configuration.
   store: ['net', 'errors'],
   // Each engine's face towards a listener; its bind(pool) makes a pool's binding (pool-binding.js).
-  engines: ['http/fast', 'http/h2', 'http/node', 'http/upstream', 'http', 'tcp', 'pool-binding', 'layers', 'config', 'net', 'errors'],
+  engines: ['http/fast', 'http/h2', 'http/node', 'http/upstream', 'http', 'tcp', 'udp', 'pool-binding', 'layers', 'config', 'net', 'errors'],
   // OpenTelemetry spans as lila records them, and their export to a collector over OTLP/HTTP
   // (lila's own protobuf and OTLP/JSON encoders): beside the request path, never on it.
   tracing: ['random-hex', 'net', 'errors'],
@@ -94,7 +95,7 @@ const TABLES = ['config/options.js', 'ops/dashboard/page-script.js'];
 // A lib file does one job: past this many lines, it is split by job.
 const MAX_LINES = 400;
 // The engines' folders: none of them imports another.
-const ENGINE_FOLDERS = ['http/fast', 'http/h2', 'http/node', 'tcp'];
+const ENGINE_FOLDERS = ['http/fast', 'http/h2', 'http/node', 'tcp', 'udp'];
 
 function libFiles(directory = LIB) {
   return fs.readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {

@@ -19,6 +19,9 @@ class TrafficStats {
     this.connections = 0;
     this.bytesFromClients = 0;
     this.bytesToClients = 0;
+    // udp: flows are counted as connections, and their datagrams each way.
+    this.datagramsFromClients = 0;
+    this.datagramsToClients = 0;
   }
 
   /**
@@ -41,6 +44,16 @@ class TrafficStats {
     this.bytesFromClients += fromClient;
     this.bytesToClients += toClient;
     this.durations.observe(seconds);
+  }
+
+  /**
+   * @param {number} seconds the flow's lifetime
+   * @param {{datagramsIn: number, datagramsOut: number, bytesIn: number, bytesOut: number}} flow
+   */
+  flow(seconds, flow) {
+    this.connection(seconds, flow.bytesIn, flow.bytesOut);
+    this.datagramsFromClients += flow.datagramsIn;
+    this.datagramsToClients += flow.datagramsOut;
   }
 }
 

@@ -19,11 +19,14 @@ const MERGE = {
   nodejs_eventloop_lag_seconds: Math.max
 };
 const SUMMED_STATUS_FIELDS = ['active', 'requests', 'connections', 'failures'];
+// A udp pool's backends' counts, summed where they are given.
+const SUMMED_DATAGRAM_FIELDS = ['datagrams_from_clients', 'datagrams_to_clients', 'bytes_from_clients', 'bytes_to_clients'];
 // The counts of /status's limits that add up over the workers.
 const LIMIT_SUMS = {
   queue: ['length', 'waited', 'timeouts', 'full'],
   rate_limit: ['clients', 'limited'],
-  client_connections: ['open', 'waiting', 'waited', 'dropped']
+  client_connections: ['open', 'waiting', 'waited', 'dropped'],
+  udp: ['flows_open', 'datagrams_dropped']
 };
 
 /**
@@ -149,6 +152,7 @@ function mergeBackends(lists) {
         continue;
       }
       for (const field of SUMMED_STATUS_FIELDS) merged[field] += backend[field];
+      for (const field of SUMMED_DATAGRAM_FIELDS) if (backend[field] !== undefined) merged[field] += backend[field];
       if (backend.state === 'up') merged.up_in_workers++;
       else if (merged.state === 'up') {
         // Down in this worker: why, from the same worker, its check too.
@@ -184,7 +188,7 @@ function mergeConfigured(statuses) {
 // up, their settings are every worker's; the average wait is over all waits.
 function mergeLimits(statuses) {
   const merged = {};
-  for (const part of ['queue', 'rate_limit', 'client_connections']) {
+  for (const part of Object.keys(LIMIT_SUMS)) {
     if (statuses[0][part] === undefined) continue;
     const sum = { ...statuses[0][part] };
     for (const status of statuses.slice(1)) {

@@ -182,7 +182,9 @@ function check(model, file, { mayServeNothing = false } = {}) {
   const used = new Set();
   const addresses = new Map();
   for (const listener of model.listeners) {
-    const address = `${listener.host === undefined ? '*' : listener.host}:${listener.port}`;
+    // A port number of UDP's is not TCP's: a udp listener and a tcp one may share it (DNS on 53).
+    const transport = layerOf(listener.layer)?.datagrams === true ? 'udp' : 'tcp';
+    const address = `${transport} ${listener.host === undefined ? '*' : listener.host}:${listener.port}`;
     const other = [...addresses.entries()].find(([key]) => samePort(key, address));
     if (other !== undefined) throw at(file, listener.line)(`listen ${listener.text}: that port is already listened on${other[1] === undefined ? '' : `, line ${other[1]}`}`);
     addresses.set(address, listener.line);
@@ -231,10 +233,11 @@ function mirrorPools(route, listener, file) {
   return mirrors;
 }
 
-// Two listeners on one port clash unless both name different addresses.
+// Two listeners on one port of one transport (`tcp ` or `udp ` before the address) clash unless both name different addresses.
 function samePort(a, b) {
-  const [hostA, portA] = [a.slice(0, a.lastIndexOf(':')), a.slice(a.lastIndexOf(':') + 1)];
-  const [hostB, portB] = [b.slice(0, b.lastIndexOf(':')), b.slice(b.lastIndexOf(':') + 1)];
+  if (a.slice(0, 4) !== b.slice(0, 4)) return false;
+  const [hostA, portA] = [a.slice(4, a.lastIndexOf(':')), a.slice(a.lastIndexOf(':') + 1)];
+  const [hostB, portB] = [b.slice(4, b.lastIndexOf(':')), b.slice(b.lastIndexOf(':') + 1)];
   // Port 0: each listener gets a free port of its own.
   return portA === portB && portA !== '0' && (hostA === hostB || hostA === '*' || hostB === '*');
 }

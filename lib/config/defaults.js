@@ -23,7 +23,9 @@ const LISTENER_DEFAULTS = Object.freeze({
   maxHeaderSize: 16 * 1024,
   http2: true,
   maxConcurrentStreams: 100,
-  requestId: false
+  requestId: false,
+  udpIdleTimeout: 30000,
+  udpResponses: 0
 });
 
 /** What a pool does towards its backends when an option is not given. */
@@ -39,7 +41,8 @@ const HEALTH_DEFAULTS = Object.freeze({
   healthTimeout: 2000,
   healthRise: 2,
   healthFall: 3,
-  healthPath: '/'
+  healthPath: '/',
+  healthPayload: null
 });
 /** Servers found through DNS: the longest time between two lookups of a name. */
 const DISCOVERY_DEFAULTS = Object.freeze({ resolveInterval: 10000 });

@@ -15,6 +15,7 @@ const { parseStoreUrl } = require('../store/store-url');
 const { parseRedisUrl } = require('../store/redis-url');
 const { parseHashKey } = require('../balancing/strategies/hash-key');
 const { parseTsigKey } = require('../dns/tsig');
+const { parseHealthPayload } = require('./health-payload');
 const { LilaError, codes } = require('../errors');
 
 const MAX_WORKERS = 256;
@@ -95,7 +96,8 @@ const OPTIONS = [
   },
   {
     name: 'layer', short: 'l', arg: `<${LAYERS.join('|')}>`, group: 'general', scope: 'layer', default: DEFAULTS.layer, key: 'layer',
-    help: 'http (or layer7): balance every request, keep-alive to backends; tcp (or layer4): pass bytes through unchanged, any protocol',
+    help: 'http (or layer7): balance every request, keep-alive to backends; tcp (or layer4): pass bytes through unchanged, any protocol; ' +
+      'udp: relay datagrams, a flow per client address and port',
     read: layer
   },
   {
@@ -201,6 +203,14 @@ const OPTIONS = [
     help: 'path of the http check', read: validatePath
   },
   {
+    name: 'health-payload', arg: '<udp:HEX|dns:NAME>', group: 'health', scope: 'pool', default: 'an empty datagram', key: 'healthPayload',
+    help: 'what the udp check sends: these bytes, or a DNS query for NAME\'s A record; any answer passes, none or ICMP unreachable fails',
+    read: (text, flag) => {
+      parseHealthPayload(text, flag);
+      return text;
+    }
+  },
+  {
     name: 'slow-start', arg: '<t>', group: 'health', scope: 'pool', default: ms(DEFAULTS.slowStart), key: 'slowStart',
     help: 'a backend back up ramps to its full weight over this time; 0 is off', read: durationOrZero
   },
@@ -282,6 +292,15 @@ const OPTIONS = [
   {
     name: 'max-connections', arg: '<n>', group: 'limits', scope: 'listener', default: 'none', key: 'maxConnections',
     help: 'client connections served at once; past it, new ones wait unserved until one closes',
+    read: (text, flag) => validateCount(text, flag, 1)
+  },
+  {
+    name: 'udp-idle-timeout', arg: '<t>', group: 'general', scope: 'listener', default: ms(DEFAULTS.udpIdleTimeout), key: 'udpIdleTimeout',
+    help: 'udp: a flow with no datagram either way for this long ends, and its upstream socket closes', read: duration
+  },
+  {
+    name: 'udp-responses', arg: '<n>', group: 'general', scope: 'listener', default: 'none', key: 'udpResponses',
+    help: 'udp: a flow ends after this many replies to its last datagram (1 for DNS), as nginx\'s proxy_responses',
     read: (text, flag) => validateCount(text, flag, 1)
   },
   {

@@ -3,6 +3,7 @@
 const FastEngine = require('./fast');
 const NodeEngine = require('./node');
 const TcpEngine = require('./tcp');
+const UdpEngine = require('./udp');
 const { validateChoice } = require('../config/validate');
 const { layerOf } = require('../layers');
 
@@ -10,7 +11,8 @@ const { layerOf } = require('../layers');
 const ENGINES = {
   fast: FastEngine,
   node: NodeEngine,
-  tcp: TcpEngine
+  tcp: TcpEngine,
+  udp: UdpEngine
 };
 
 /**
@@ -44,7 +46,7 @@ const ENGINES = {
  * traffic counters and routes through the engine.
  *
  * @param {Listener} listener its `layer` and `engineName` choose
- * @returns {FastEngine | NodeEngine | TcpEngine}
+ * @returns {FastEngine | NodeEngine | TcpEngine | UdpEngine}
  * @throws {import('../errors').LilaError} `LILA_ERR_INVALID_OPTION` for an engine its layer has not
  */
 function createEngine(listener) {

@@ -6,6 +6,7 @@ const { backendAuthority } = require('../net/address');
 const { connectBackend, proxyHeaderFor, readyEvent, backendTlsOptions } = require('../net/backend-connect');
 const { describeError } = require('../errors');
 const { checkH2 } = require('./h2-check');
+const { checkUdp } = require('./udp-check');
 
 const kChecks = Symbol('kChecks');
 
@@ -13,7 +14,7 @@ const kChecks = Symbol('kChecks');
  * Active health checks (equilibrio's, HAProxy's rise and fall): every
  * backend is checked once per interval, the backends' checks spread over the
  * interval rather than all at once, and never two at a time for one backend.
- * tcp: a connect; http: `GET <path>` answered 2xx or 3xx; over TLS, with
+ * tcp: a connect; udp: a datagram answered (udp-check.js); http: `GET <path>` answered 2xx or 3xx; over TLS, with
  * its checks, to a `tls` backend; over HTTP/2 to an `h2` backend (and
  * gRPC's health method when the path names it: h2-check.js).
  */
@@ -21,7 +22,7 @@ class HealthChecks {
   /**
    * @param {import('./index')} health where results turn into states
    * @param {import('./index').HealthSettings} settings
-   * @param {{layer: {healthRequests: boolean}, backendTls: import('../net/backend-connect').BackendTlsSettings, sendProxy?: 0 | 1 | 2}} target
+   * @param {{layer: {healthRequests: boolean, datagrams: boolean}, backendTls: import('../net/backend-connect').BackendTlsSettings, sendProxy?: 0 | 1 | 2}} target
    */
   constructor(health, settings, target) {
     this.health = health;
@@ -111,8 +112,9 @@ class HealthChecks {
       // The next check starts one interval after this one started.
       this.schedule(backend, Math.max(0, this.settings.healthInterval - (Date.now() - started)));
     };
-    // A layer whose checks send no request (tcp) only connects.
-    run.probe = !this.layer.healthRequests ? this.connect(backend, done)
+    // A layer of datagrams sends one and waits for an answer; one whose checks send no request (tcp) only connects.
+    run.probe = this.layer.datagrams ? checkUdp(backend, this.settings.healthPayload, this.settings.healthTimeout, done)
+      : !this.layer.healthRequests ? this.connect(backend, done)
       : backend.h2 ? checkH2(backend, this.settings, this.backendTls, done) : this.get(backend, done);
   }
 

@@ -20,6 +20,7 @@ const SLOW_START_STEPS = 10;
  * @property {number} healthRise consecutive good checks that bring a backend up
  * @property {number} healthFall consecutive failed checks that take a backend down
  * @property {string} healthPath the path an http check gets
+ * @property {Buffer} healthPayload the datagram a udp check sends
  */
 
 /**

@@ -16,6 +16,9 @@
  *   the preface) and to `h2` servers
  * @property {readonly string[] | null} alpn the protocols its TLS offers clients by ALPN (h2 before
  *   them where h2 is served); null: none offered
+ * @property {boolean} datagrams its clients send datagrams (UDP), not connections: its listeners
+ *   take no TLS and no PROXY protocol, its pools no `--send-proxy` nor `tls` servers, and a listener
+ *   of it may share a port number with one whose clients connect
  * @property {boolean} speaksHttp clients and backends speak HTTP to it: `--acme` obtains
  *   certificates for its HTTPS listeners and answers challenges on its plain ones, a plain one
  *   takes `--redirect-https`, a pool of it can be a `--mirror` pool
@@ -26,6 +29,8 @@
  *   `--compress`, `--mirror`, a route line's `--rate-limit`) act on its requests, and the
  *   request lifecycle's features observe them; false: a route only chooses a pool
  * @property {boolean} routesByPath a route matches a host and a path; false: only a name
+ * @property {boolean} routesByName a route may name a host (a TLS server name at least); false: its
+ *   listeners' one route is `*`
  * @property {string} routesBy what a route of it matches, as messages say it
  * @property {boolean} countsRequests its traffic is counted by request (statuses, 5xx,
  *   durations: /status, metrics, the dashboard); false: by connection (bytes, failures)
@@ -40,7 +45,8 @@
 /** Every layer, one line each; the first is the default. */
 const LAYERS = Object.freeze([
   require('./http'),
-  require('./tcp')
+  require('./tcp'),
+  require('./udp')
 ]);
 
 const BY_NAME = new Map(LAYERS.map((layer) => [layer.name, layer]));

@@ -13,7 +13,7 @@ const { LilaError, codes } = require('../errors');
  * The settings a reload changes on a running listener, in place (the rate
  * limiter apart: it is kept when `--rate-limit`, its key and its name did not change).
  */
-const IN_PLACE = ['keepAliveTimeout', 'headerTimeout', 'bodyTimeout', 'maxHeaderSize', 'maxConcurrentStreams', 'maxBodySize'];
+const IN_PLACE = ['keepAliveTimeout', 'headerTimeout', 'bodyTimeout', 'maxHeaderSize', 'maxConcurrentStreams', 'maxBodySize', 'udpIdleTimeout', 'udpResponses'];
 
 /**
  * A listener's client-side settings, as its engine reads them on every
@@ -31,6 +31,7 @@ const IN_PLACE = ['keepAliveTimeout', 'headerTimeout', 'bodyTimeout', 'maxHeader
 function listenerSettings(options, layer, { rateLimiter = true } = {}) {
   const pick = (name) => (options[name] === undefined ? LISTENER_DEFAULTS[name] : options[name]);
   const { readsRequests, counts } = layerOf(layer);
+  checkDatagramOptions(options, layer);
   if (options.maxBodySize !== undefined && !readsRequests) {
     throw new LilaError(codes.INVALID_OPTION, `"--max-body-size" needs the http layer; the ${layer} layer passes bytes it does not read`);
   }
@@ -49,6 +50,9 @@ function listenerSettings(options, layer, { rateLimiter = true } = {}) {
     requestId: pick('requestId') === true,
     // --otlp-endpoint: its process's traces (lib/tracing/tracer.js), null when off.
     tracer: options.tracer || null,
+    // The udp layer's: how long a flow lives without a datagram, and the replies that end it (0: none do).
+    udpIdleTimeout: validateDuration(pick('udpIdleTimeout'), 'udpIdleTimeout'),
+    udpResponses: validateCount(pick('udpResponses'), 'udpResponses', 0),
     // The tls.Server options when TLS ends here (the listener sets them); null for plain TCP.
     tls: null,
     // Set by drain(): responses from then on close their connection.
@@ -127,6 +131,19 @@ function sharedOf(options, route = null) {
 function routeText(spec) {
   const conditions = RouteConditions.from(spec.actions, `route "${spec.text}"`);
   return conditions === null ? spec.text : `${spec.text} ${conditions.text}`;
+}
+
+// A layer of datagrams takes its own options and none of those of connections (TLS, PROXY protocol); the others, the reverse.
+function checkDatagramOptions(options, layer) {
+  const datagrams = layerOf(layer).datagrams;
+  const given = (name) => options[name] !== undefined && options[name] !== null && options[name] !== false;
+  if (!datagrams) {
+    const own = ['udpIdleTimeout', 'udpResponses'].find(given);
+    if (own !== undefined) throw new LilaError(codes.INVALID_OPTION, `"--${own === 'udpResponses' ? 'udp-responses' : 'udp-idle-timeout'}" needs the udp layer; this is ${layer}`);
+    return;
+  }
+  if (given('tls')) throw new LilaError(codes.INVALID_OPTION, `"--tls-cert" needs connections; the ${layer} layer relays datagrams (DTLS is not served)`);
+  if (given('acceptProxy')) throw new LilaError(codes.INVALID_OPTION, `"--accept-proxy" needs connections; the ${layer} layer relays datagrams`);
 }
 
 module.exports = { listenerSettings, rateLimiterOf, rateLimitSpec, sharedOf, routeText, IN_PLACE };

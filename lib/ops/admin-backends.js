@@ -29,9 +29,10 @@ const backendChanges = { addBackend, removeBackend, changeBackend, drainBackend,
  *
  * @param {import('../balancing/backend')} backend
  * @param {import('../health')} [health] its pool's, for its last active check
+ * @param {boolean} [datagrams] its pool's layer relays datagrams: what its flows moved is said too
  * @returns {object}
  */
-function describeBackend(backend, health) {
+function describeBackend(backend, health, datagrams = false) {
   const check = health === undefined || health === null ? null : health.checkOf(backend);
   return {
     name: backend.name,
@@ -53,7 +54,14 @@ function describeBackend(backend, health) {
     requests: backend.stats.requests,
     connections: backend.stats.connections,
     failures: backend.failuresTotal,
-    last_error: backend.lastError === '' ? null : backend.lastError
+    last_error: backend.lastError === '' ? null : backend.lastError,
+    // A udp pool's: what its flows moved each way, counted as each flow ends.
+    ...(datagrams ? {
+      datagrams_from_clients: backend.stats.datagramsFromClients,
+      datagrams_to_clients: backend.stats.datagramsToClients,
+      bytes_from_clients: backend.stats.bytesFromClients,
+      bytes_to_clients: backend.stats.bytesToClients
+    } : {})
   };
 }
 

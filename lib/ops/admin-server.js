@@ -4,6 +4,7 @@ const http = require('node:http');
 const net = require('node:net');
 const { renderMetrics, queueInUse, CONTENT_TYPE } = require('./metrics');
 const { readProcessStats } = require('./process-stats');
+const { layerOf } = require('../layers');
 const { backendChanges, describeBackend } = require('./admin-backends');
 const { getRoute } = require('./admin-route');
 const { ok, fail, JSON_TYPE } = require('./admin-replies');
@@ -209,6 +210,7 @@ function getStatus(admin) {
     // A command line's one pool's backends; a config's every pool's, each with its pool.
     backends: view.single ? backendsOf(pool) : view.pools.flatMap((each) => backendsOf(each, each.name)),
     connections: view.traffic.connections,
+    ...udpStatus(view),
     ...tlsStatus(listener, view.traffic),
     ...discoveryStatus(pool),
     ...limitStatus(listener, pool),
@@ -255,10 +257,16 @@ function configuredStatus(view) {
   };
 }
 
+// A udp listener's flows open now and the datagrams dropped, where one runs.
+function udpStatus({ listeners, traffic }) {
+  if (!listeners.some((listener) => layerOf(listener.layer)?.datagrams === true)) return {};
+  return { udp: { flows_open: traffic.udpFlowsOpen, datagrams_dropped: traffic.udpDrops } };
+}
+
 // A pool's backends as /status describes them; with `name`, each with its pool's name first.
 function backendsOf(pool, name) {
   if (pool === null) return [];
-  const described = pool.balancer.backends.map((backend) => describeBackend(backend, pool.health));
+  const described = pool.balancer.backends.map((backend) => describeBackend(backend, pool.health, layerOf(pool.layer)?.datagrams === true));
   return name === undefined ? described : described.map((backend) => ({ pool: name, ...backend }));
 }
 
@@ -388,3 +396,4 @@ function decodeSegment(segment) {
     return undefined;
   }
 }
+

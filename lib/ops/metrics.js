@@ -1,7 +1,7 @@
 'use strict';
 
 const { layerOf } = require('../layers');
-const { single, family, sample, formatValue } = require('./metric-text');
+const { single, family, sample, histogramLines } = require('./exposition');
 const { traceFamilies } = require('./trace-metrics');
 
 /** The Content-Type of the Prometheus text exposition format 0.0.4. */
@@ -18,8 +18,12 @@ const TCP_FAMILIES = [
   backendConnectionsTotal, backendBytesTotal, connectionDuration, backendActive, backendUp, backendWeight,
   backendFailuresTotal, panicPicksTotal, connectionsTotal, startTime, processStartTime
 ];
+const UDP_FAMILIES = [
+  backendFlowsTotal, backendDatagramsTotal, backendBytesTotal, flowDuration, backendActive, udpFlowsOpen, udpDropsTotal,
+  backendUp, backendWeight, backendFailuresTotal, panicPicksTotal, connectionsTotal, startTime, processStartTime
+];
 // The families of a layer, by what it counts (layers/).
-const FAMILIES = { requests: HTTP_FAMILIES, connections: TCP_FAMILIES };
+const FAMILIES = { requests: HTTP_FAMILIES, connections: TCP_FAMILIES, flows: UDP_FAMILIES };
 
 /**
  * Renders what runs, its counters and backend states, in the Prometheus
@@ -198,6 +202,33 @@ function backendConnectionsTotal(scope) {
   return family('lila_backend_connections_total', 'counter', 'Client connections that closed, by backend.', lines);
 }
 
+function flowDuration(scope) {
+  return durations(scope, 'lila_flow_duration_seconds', 'Lifetime of udp flows that ended.');
+}
+
+function backendFlowsTotal(scope) {
+  const lines = [...trafficSources(scope)].map(([labels, stats]) => sample('lila_backend_flows_total', labels, stats.connections));
+  return family('lila_backend_flows_total', 'counter', 'Udp flows that ended, by backend.', lines);
+}
+
+function backendDatagramsTotal(scope) {
+  const lines = [];
+  for (const [labels, stats] of trafficSources(scope)) {
+    lines.push(sample('lila_backend_datagrams_total', { ...labels, direction: 'from_client' }, stats.datagramsFromClients));
+    lines.push(sample('lila_backend_datagrams_total', { ...labels, direction: 'to_client' }, stats.datagramsToClients));
+  }
+  return family('lila_backend_datagrams_total', 'counter', 'Datagrams relayed by udp flows that ended, by backend and direction.', lines);
+}
+
+function udpFlowsOpen(scope) {
+  return single('lila_udp_flows_open', 'gauge', 'Udp flows open now (--max-connections counts them).', scope.traffic.udpFlowsOpen);
+}
+
+function udpDropsTotal(scope) {
+  return single('lila_udp_datagrams_dropped_total', 'counter',
+    'Datagrams dropped: no route, no backend available, past --max-connections, or a reply the socket refused.', scope.traffic.udpDrops);
+}
+
 function backendBytesTotal(scope) {
   const lines = [];
   for (const [labels, stats] of trafficSources(scope)) {
@@ -350,18 +381,6 @@ function durations(scope, name, help) {
   const lines = [];
   for (const [labels, stats] of trafficSources(scope)) lines.push(...histogramLines(name, labels, stats.durations));
   return family(name, 'histogram', help, lines);
-}
-
-// A histogram's samples: cumulative buckets, +Inf, sum and count.
-function histogramLines(name, labels, histogram) {
-  const lines = [];
-  for (const { le, count } of histogram.cumulative()) {
-    lines.push(sample(`${name}_bucket`, { ...labels, le: formatValue(le) }, count));
-  }
-  lines.push(sample(`${name}_bucket`, { ...labels, le: '+Inf' }, histogram.count));
-  lines.push(sample(`${name}_sum`, labels, histogram.sum));
-  lines.push(sample(`${name}_count`, labels, histogram.count));
-  return lines;
 }
 
 function perBackend(scope, name, type, help, read) {

@@ -1,6 +1,6 @@
 'use strict';
 
-const { single } = require('./metric-text');
+const { single } = require('./exposition');
 
 /**
  * `--otlp-endpoint`'s families: what became of the spans lila recorded.

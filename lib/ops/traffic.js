@@ -34,6 +34,10 @@ class Traffic {
     this.tlsHandshakeFailures = 0;
     /** Requests answered 404 and tcp connections closed because no route of their listener matched. */
     this.noRoute = 0;
+    /** udp: datagrams dropped (no route, no backend up, past --max-connections, a reply the socket refused). */
+    this.udpDrops = 0;
+    /** udp: flows open now, on every listener. */
+    this.udpFlowsOpen = 0;
     /** --accept-proxy: connections closed for a missing or malformed PROXY protocol header. */
     this.proxyHeaderFailures = 0;
     /** --mirror: copies of requests by mirror pool, each with its count by outcome (`MIRROR_OUTCOMES`). */
@@ -157,6 +161,28 @@ class Traffic {
     fields.bytes_from_client = fromClient;
     fields.bytes_to_client = toClient;
     this.logger.access(withTls(fields, socket));
+  }
+
+  /**
+   * A udp flow that has ended.
+   *
+   * @param {import('../balancing/backend') | null} backend the last that served it; null: none did
+   * @param {number} ms its lifetime
+   * @param {{clientAddress: string, clientPort: number, route: {text: string}, pool: {name: string} | null,
+   *   datagramsIn: number, datagramsOut: number, bytesIn: number, bytesOut: number}} flow
+   */
+  flow(backend, ms, flow) {
+    (backend === null ? this.unrouted : backend.stats).flow(ms / 1000, flow);
+    if (!this.logger.accessEnabled) return;
+    const fields = { client: flow.clientAddress, client_port: flow.clientPort };
+    if (this.namesRoutes) withRoute(fields, flow.route, flow.pool);
+    fields.backend = backend === null ? null : backend.name;
+    fields.duration_ms = Math.round(ms * 10) / 10;
+    fields.datagrams_from_client = flow.datagramsIn;
+    fields.datagrams_to_client = flow.datagramsOut;
+    fields.bytes_from_client = flow.bytesIn;
+    fields.bytes_to_client = flow.bytesOut;
+    this.logger.access(fields);
   }
 }
 

@@ -29,7 +29,10 @@ class Route {
    * @param {string} layer its listener's layer's name (layers/): what its routes may do
    */
   constructor(spec, bindingOf, layer) {
-    const { takesRouteOptions } = layerOf(layer);
+    const { takesRouteOptions, routesByName } = layerOf(layer);
+    if (!routesByName && (spec.host !== null || spec.path !== null)) {
+      throw new LilaError(codes.INVALID_OPTION, `route "${spec.text}": ${withArticle(layer)} listener's datagrams carry no name to route by: its route is *`);
+    }
     // --mirror comes as `spec.mirror`, its pools found (service/configuration.js).
     // --rate-limit comes as `spec.rateLimiter`, made by the listener (listener/listener.js).
     const { matchMethod, matchHeader, matchQuery, matchCookie, mirror: _mirror, mirrorBodyLimit: _limit, rateLimit, rateLimitKey: _key,

@@ -118,7 +118,7 @@ class Configuration {
     // Each route checked alone, so that a mistake names its line.
     for (const [index, route] of routes.entries()) built(model, spec.routes[index].line, () => Listener.checkRoutes([route], spec.layer));
     // The same address (and engine, and --redirect-http): the running listener is kept when it can take the new options.
-    const key = JSON.stringify({ host: spec.host, port: spec.port, redirect: spec.redirectHttp, engine, requestId });
+    const key = JSON.stringify({ host: spec.host, port: spec.port, datagrams: layerOf(spec.layer)?.datagrams === true, redirect: spec.redirectHttp, engine, requestId });
     const running = this.listeners.find((item) => item.key === key && !taken.has(item));
     if (running !== undefined && Listener.updatable(running.spec.options, spec.options)) {
       built(model, spec.line, () => Listener.checkOptions(spec.options, spec.layer));

@@ -2,6 +2,7 @@
 
 const { createRedirectServer } = require('../tls/redirect-server');
 const { formatHostPort, peerAddressOf } = require('../net/address');
+const { layerOf } = require('../layers');
 const { LilaError, codes } = require('../errors');
 
 /**
@@ -22,7 +23,7 @@ const { LilaError, codes } = require('../errors');
 async function openListeners(configuration, plan, leaving, reusePort) {
   const opened = [];
   const holderOf = (item) => item.spec.port === 0 ? undefined
-    : leaving.find((other) => other.spec.port === item.spec.port && other.listener.address() !== null);
+    : leaving.find((other) => other.spec.port === item.spec.port && sameTransport(other.spec, item.spec) && other.listener.address() !== null);
   const order = (item) => {
     const holder = holderOf(item);
     return holder === undefined ? 0 : takesOver(holder, item) ? 1 : 2;
@@ -84,6 +85,11 @@ async function redirectFor(configuration, item, leaving) {
   // Its requests are counted and have their access lines as lila's own answers.
   const answered = (request, status, ms) => traffic.refused(status, ms, request, peerAddressOf(request.socket), request.socket);
   return listenRedirect(where, item.address.port, logger, acme === null ? null : acme.challenges, answered);
+}
+
+// Whether two listeners' ports are of one transport: a udp port is not a tcp one.
+function sameTransport(a, b) {
+  return layerOf(a.layer)?.datagrams === layerOf(b.layer)?.datagrams;
 }
 
 // Whether `item` takes the socket of `holder`, a leaving listener on its port.

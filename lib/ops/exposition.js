@@ -1,6 +1,9 @@
 'use strict';
 
-// Prometheus' text exposition format (0.0.4): what every family of /metrics is written with.
+/**
+ * The Prometheus text exposition format 0.0.4, written: a family with its
+ * HELP and TYPE lines, its samples, a histogram's samples.
+ */
 
 /**
  * A family of one sample without labels.
@@ -16,12 +19,12 @@ function single(name, type, help, value) {
 }
 
 /**
- * A family: its HELP and TYPE lines, and its samples.
+ * A family: its HELP and TYPE lines, then its samples.
  *
  * @param {string} name
  * @param {string} type
  * @param {string} help
- * @param {string[]} lines made by `sample`
+ * @param {string[]} lines its samples, as `sample` writes them
  * @returns {string}
  */
 function family(name, type, help, lines) {
@@ -51,4 +54,23 @@ function formatValue(value) {
   return value > 0 ? '+Inf' : '-Inf';
 }
 
-module.exports = { single, family, sample, formatValue };
+/**
+ * A histogram's samples: cumulative buckets, +Inf, sum and count.
+ *
+ * @param {string} name
+ * @param {Record<string, string>} labels
+ * @param {import('../balancing/traffic-stats').Histogram} histogram
+ * @returns {string[]}
+ */
+function histogramLines(name, labels, histogram) {
+  const lines = [];
+  for (const { le, count } of histogram.cumulative()) {
+    lines.push(sample(`${name}_bucket`, { ...labels, le: formatValue(le) }, count));
+  }
+  lines.push(sample(`${name}_bucket`, { ...labels, le: '+Inf' }, histogram.count));
+  lines.push(sample(`${name}_sum`, labels, histogram.sum));
+  lines.push(sample(`${name}_count`, labels, histogram.count));
+  return lines;
+}
+
+module.exports = { single, family, sample, histogramLines };
