@@ -61,6 +61,8 @@ class Passage extends BackendSlot {
     const requestId = engine.settings.requestId === true;
     this.ids = requestId || tracer !== null ? RequestIds.of(request.rawHeaders, requestId, tracer) : null;
     this.trace = tracer !== null && this.ids.sampled ? new RequestTrace(tracer, this.ids, this.servesClient, request.rawHeaders) : null;
+    /** @type {string | null} its X-Request-ID (--request-id), null without */
+    this.requestId = this.ids === null ? null : this.ids.requestId;
     // What the route's actions read of the request, made for routes that have actions.
     this.view = null;
     // The backends that failed it, the one it holds a slot of, and the last one it went to.
@@ -91,11 +93,6 @@ class Passage extends BackendSlot {
     // Its record, once over: the status the client got (499: it left before any) and the ms it took.
     this.answered = 0;
     this.elapsed = 0;
-  }
-
-  /** @returns {string | null} its X-Request-ID (--request-id), null without */
-  get requestId() {
-    return this.ids === null ? null : this.ids.requestId;
   }
 
   /** @returns {boolean} a client's request (its SERVER span is recorded); a fetch for no client is not */
