@@ -6,6 +6,7 @@ const { clientAddressOf } = require('../net/address');
 const { codes, describeError } = require('../errors');
 
 const kFlow = Symbol('kFlow');
+const kSent = Symbol('kSent');
 // Datagrams a flow keeps while it waits for a backend (in the queue, or connecting): past it, dropped.
 const PENDING_LIMIT = 64;
 
@@ -136,12 +137,16 @@ class Flow {
     this.upstream = upstream;
     upstream.on('error', upstreamOnError);
     upstream.on('message', upstreamOnMessage);
+    // One callback a socket for its sends, not one a datagram.
+    upstream[kSent] = (err) => {
+      if (err) upstreamOnError.call(upstream, err);
+    };
     upstream.connect(backend.port, backend.host, upstreamOnConnect);
   }
 
   sendUpstream(data) {
     this.unanswered = data;
-    this.upstream.send(data, upstreamOnSent.bind(this.upstream));
+    this.upstream.send(data, this.upstream[kSent]);
   }
 
   /**
@@ -219,11 +224,7 @@ function upstreamOnConnect(err) {
   for (const data of pending) flow.sendUpstream(data);
 }
 
-// A send fails at once when the refusal of an earlier one has come back (ECONNREFUSED).
-function upstreamOnSent(err) {
-  if (err) upstreamOnError.call(this, err);
-}
-
+// A send fails at once when the refusal of an earlier one has come back (ECONNREFUSED): as an error of the socket.
 function upstreamOnError(err) {
   const flow = this[kFlow];
   if (flow.upstream === this) flow.failed(err);
