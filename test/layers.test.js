@@ -59,7 +59,7 @@ const MAY_IMPORT = {
   'http/h2': ['http/exchange', 'http/wire', 'http', 'actions', 'pool-binding', 'net', 'errors'],
   'http/node': ['http/lifecycle', 'http/upgrade', 'http', 'actions', 'pool-binding', 'net', 'errors'],
   tcp: ['pool-binding', 'tracing', 'net', 'errors'],
-  udp: ['pool-binding', 'net', 'errors'],
+  udp: ['pool-binding', 'tracing', 'net', 'errors'],
   // lila's etcd client: beside the request path, below whatever reads a stored configuration.
   store: ['net', 'errors'],
   // Each engine's face towards a listener; its bind(pool) makes a pool's binding (pool-binding.js).

@@ -5,6 +5,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const net = require('node:net');
+const dgram = require('node:dgram');
 const http2 = require('node:http2');
 const { once } = require('node:events');
 const { startCollector } = require('./otlp-collector');
@@ -243,5 +244,33 @@ describe('traces of requests and connections (--otlp-endpoint)', function () {
     assert.match(after, /^lila_otlp_exports_total 2$/m);
     await stopped(lila);
     assert.equal(backend.seen.length, 20);
+  });
+
+  it('udp: a span per flow, its bytes and backend', async () => {
+    const collector = await startCollector();
+    const backend = dgram.createSocket('udp4');
+    backend.on('message', (data, from) => backend.send(Buffer.concat([Buffer.from('re:'), data]), from.port, from.address));
+    backend.bind(0, '127.0.0.1');
+    await once(backend, 'listening');
+    onCleanup(() => backend.close());
+    const address = `127.0.0.1:${backend.address().port}`;
+    const lila = await startLila(['round-robin', '--layer', 'udp', address, '-p', '0', '--address', '127.0.0.1', '--udp-responses', '1',
+      '--otlp-endpoint', collector.url]);
+    const client = dgram.createSocket('udp4');
+    onCleanup(() => client.close());
+    client.send('ping', lila.port, '127.0.0.1');
+    const [reply] = await once(client, 'message');
+    assert.equal(reply.toString(), 're:ping');
+    await stopped(lila);
+
+    const [span] = collector.spans();
+    assert.equal(span.kind, SERVER);
+    assert.match(span.name, /^udp /);
+    const a = attributes(span);
+    assert.equal(a['network.transport'], 'udp');
+    assert.equal(a['lila.bytes_received'], 4);
+    assert.equal(a['lila.bytes_sent'], 7);
+    assert.equal(a['lila.backend'], address);
+    assert.equal(a['server.port'], lila.port);
   });
 });

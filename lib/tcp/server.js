@@ -5,7 +5,7 @@ const { connectBackend, proxyHeaderFor, readyEvent } = require('../net/backend-c
 const { peerAddressOf } = require('../net/address');
 const { closedCleanly } = require('../net/closed-cleanly');
 const { readServerName } = require('./server-name');
-const { sessionSpan, endSessionSpan } = require('./session-span');
+const { connectionSpan, endConnectionSpan } = require('../tracing/connection-span');
 const { codes, timeoutError, describeError } = require('../errors');
 
 const kSession = Symbol('kSession');
@@ -125,7 +125,7 @@ class Session {
     this.startedAt = this.balancer.now();
     // --otlp-endpoint: its span, when its trace is recorded.
     this.tracer = engine.settings.tracer ?? null;
-    this.span = sessionSpan(this.tracer, this.pool);
+    this.span = connectionSpan(this.tracer, 'tcp', this.pool);
     // The last backend acquired, kept after release for the traffic record.
     this.servedBy = null;
     // Why the current connect attempt failed, for passive health; null while none did.
@@ -265,7 +265,12 @@ function clientOnClose() {
   const ms = session.balancer.now() - session.startedAt;
   // Known already when the access log wants it; the record needs it for nothing else.
   session.traffic.session(backend, ms, session.address ?? undefined, this.bytesRead, this.bytesWritten, this, session.route, session.pool);
-  if (session.span !== null) endSessionSpan(session.tracer, session.span, session, this, backend);
+  if (session.span !== null) {
+    endConnectionSpan(session.tracer, session.span, {
+      transport: 'tcp', clientAddress: session.clientAddress, localPort: this.localPort, route: session.route, pool: session.pool,
+      backend, bytesIn: this.bytesRead, bytesOut: this.bytesWritten
+    });
+  }
 }
 
 function upstreamOnConnect() {

@@ -3,6 +3,7 @@
 const dgram = require('node:dgram');
 const net = require('node:net');
 const { clientAddressOf } = require('../net/address');
+const { connectionSpan, endConnectionSpan } = require('../tracing/connection-span');
 const { codes, describeError } = require('../errors');
 
 const kFlow = Symbol('kFlow');
@@ -65,6 +66,8 @@ class Flow {
     this.bytesIn = 0;
     this.bytesOut = 0;
     this.ended = false;
+    // --otlp-endpoint: its span, when its trace is recorded.
+    this.span = connectionSpan(table.settings.tracer ?? null, 'udp', this.pool);
     this.timer = setTimeout(flowOnIdle, table.settings.udpIdleTimeout, this);
     this.timer.unref();
   }
@@ -201,6 +204,13 @@ class Flow {
     const logger = this.table.logger;
     if (logger.debugEnabled) logger.debug(`client ${this.clientAddress}:${this.clientPort}: flow ended, ${why}`);
     this.table.traffic.flow(this.servedBy, this.balancer.now() - this.startedAt, this);
+    if (this.span !== null) {
+      const address = this.table.address();
+      endConnectionSpan(this.table.settings.tracer, this.span, {
+        transport: 'udp', clientAddress: this.clientAddress, localPort: address === null ? undefined : address.port, route: this.route,
+        pool: this.pool, backend: this.servedBy, bytesIn: this.bytesIn, bytesOut: this.bytesOut
+      });
+    }
   }
 }
 
