@@ -1,16 +1,23 @@
 'use strict';
 
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 const { Exporter } = require('../lib/tracing/exporter');
 const { Span, SpanKind, StatusCode, unixNanos } = require('../lib/tracing/span');
 const { version } = require('../package.json');
 const { needJaeger, startJaeger } = require('./jaeger');
 const { recordingLogger } = require('./otlp-collector');
-const { cleanup, onCleanup } = require('./helpers');
+const { startHttpBackend, spawnLila, untilWritten, request, refusingPort, cleanup, onCleanup } = require('./helpers');
 
 // A client's traceparent: the parent of lila's SERVER span, in a process of its own.
 const CLIENT_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CLIENT_PARENT = '00f067aa0ba902b7';
+
+const SERVER = 2;
+const CLIENT = 3;
+const ERROR = 2;
 
 // What lila will record of one request (issue 50): a SERVER span continuing the client's
 // trace, and a CLIENT span per backend attempt, the first refused, the second answered.
@@ -47,6 +54,24 @@ function attributesOf(list = []) {
     const [[type, v]] = Object.entries(value);
     return [key, type === 'intValue' ? String(v) : v];
   }));
+}
+
+// A lila of its own process, as tracing.test.js starts one: a route /api/ to a pool whose first
+// backend refuses, exporting to `endpoint`; resolves once it listens.
+async function startTracingLila(endpoint, protocol, serviceName, backend) {
+  const refused = await refusingPort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-jaeger-config-'));
+  onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'lila.conf');
+  fs.writeFileSync(file, [
+    `--otlp-endpoint ${endpoint}`, `--otlp-protocol ${protocol}`, `--service-name ${serviceName}`,
+    `pool api round-robin 127.0.0.1:${refused} ${backend.address}`,
+    'listen 127.0.0.1:0', '  route /api/ api'
+  ].join('\n') + '\n');
+  const lila = spawnLila(['--config', file]);
+  lila.port = Number(await untilWritten(lila, () => /^lila: http listening on 127\.0\.0\.1:(\d+)/m.exec(lila.stderr)?.[1], 'listening line', 10000));
+  lila.refused = refused;
+  return lila;
 }
 
 describe('traces read back from a real Jaeger', function () {
@@ -125,6 +150,69 @@ describe('traces read back from a real Jaeger', function () {
     const micros = Number(unixNanos(server.endTime) - unixNanos(server.startTime)) / 1000;
     assert.ok(Math.abs(spans.get(server.spanId).duration - micros) <= 1, `${spans.get(server.spanId).duration} µs, ${micros} µs recorded`);
   });
+
+  for (const protocol of ['http/protobuf', 'http/json']) {
+    it(`holds what a real lila sent in ${protocol} at its stop: the SERVER span, its CLIENT spans, the client's trace, the backend's parent`, async () => {
+      const serviceName = `edge-${protocol.slice(5)}`;
+      const seen = [];
+      const backend = await startHttpBackend('A', (req, res) => {
+        seen.push(req.headers.traceparent);
+        req.resume();
+        res.end('A');
+      });
+      const lila = await startTracingLila(jaeger.endpoint, protocol, serviceName, backend);
+      // Two requests, each continuing a trace of its client's: round-robin sends one of them to the refused
+      // backend first, and it is retried on A.
+      const traceIds = ['a', 'b'].map((first) => `${first}${protocol === 'http/json' ? '1' : '2'}${CLIENT_TRACE.slice(2)}`);
+      for (const traceId of traceIds) {
+        const answer = await request(lila.port, { path: '/api/items?x=1', headers: { traceparent: `00-${traceId}-${CLIENT_PARENT}-01` }, agent: false });
+        assert.equal(answer.status, 200);
+        assert.equal(answer.body, 'A');
+      }
+      // Stopped, lila drains, then sends the spans it holds; it exits once they are taken.
+      lila.child.kill('SIGTERM');
+      assert.equal((await lila.closed).code, 0, lila.stderr);
+      const traces = [];
+      for (const traceId of traceIds) traces.push([...bySpanId(await jaeger.untilTrace(traceId, 2)).values()]);
+      const retried = traces.find((spans) => spans.length === 3);
+      assert.ok(retried, `one trace of three spans: ${traces.map((spans) => spans.length)}`);
+      assert.equal(traces.flat().length, 5);
+
+      for (const spans of traces) {
+        const { span: server, resource, scope } = spans.find(({ span }) => span.kind === SERVER);
+        const traceId = server.traceId;
+        assert.ok(traceIds.includes(traceId), 'the client\'s trace id kept');
+        assert.equal(server.parentSpanId, CLIENT_PARENT, 'the client\'s span the parent');
+        assert.equal(server.name, 'GET /api/*');
+        const a = attributesOf(server.attributes);
+        assert.equal(a['http.request.method'], 'GET');
+        assert.equal(a['url.path'], '/api/items');
+        assert.equal(a['http.route'], '/api/*');
+        assert.equal(a['http.response.status_code'], '200');
+        assert.equal(a['server.port'], String(lila.port));
+        assert.equal(a['client.address'], '127.0.0.1');
+        assert.equal(a['lila.pool'], 'api');
+        assert.equal(attributesOf(resource.attributes)['service.name'], serviceName);
+        assert.deepEqual(scope, { name: 'lila', version });
+        const clients = spans.filter(({ span }) => span.kind === CLIENT).map(({ span }) => span);
+        assert.equal(clients.length, spans.length - 1);
+        for (const client of clients) {
+          assert.equal(client.traceId, traceId);
+          assert.equal(client.parentSpanId, server.spanId);
+        }
+        const answered = clients.find((client) => attributesOf(client.attributes)['http.response.status_code'] === '200');
+        assert.equal(attributesOf(answered.attributes)['server.port'], String(backend.port));
+        assert.deepEqual(answered.status || {}, {});
+        assert.ok(seen.includes(`00-${traceId}-${answered.spanId}-01`), `the backend's parent the answered CLIENT span: ${seen}`);
+      }
+      const failures = retried.map(({ span }) => span).filter((span) => span.kind === CLIENT && span.status?.code === ERROR);
+      assert.equal(failures.length, 1, 'the refused attempt');
+      const [failed] = failures;
+      assert.equal(attributesOf(failed.attributes)['error.type'], 'ECONNREFUSED');
+      assert.equal(attributesOf(failed.attributes)['server.port'], String(lila.refused));
+      assert.ok((await jaeger.services()).includes(serviceName));
+    });
+  }
 
   it('keeps the spans of a Jaeger killed and started again: lost and back said once each', async () => {
     const logger = recordingLogger();
