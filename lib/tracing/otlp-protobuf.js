@@ -1,6 +1,6 @@
 'use strict';
 
-const { unixNanos } = require('./span');
+const { ORIGIN_NS, unixNanos } = require('./span');
 
 // Wire types (protobuf's encoding guide).
 const VARINT = 0;
@@ -33,7 +33,15 @@ const PARTIAL_REJECTED_SPANS = 1;
 const PARTIAL_ERROR_MESSAGE = 2;
 // A string this short (in UTF-16 units) is at most 126 bytes of UTF-8: its length is one byte.
 const SHORT_STRING = 42;
-const SPAN_BYTES_GUESS = 256;
+// A server span of lila's is about 300 bytes: a batch is written without the buffer growing.
+const SPAN_BYTES_GUESS = 384;
+const TWO_32 = 2 ** 32;
+// The epoch's nanoseconds at performance.now()'s zero, as two 32-bit halves.
+const ORIGIN_LOW = Number(ORIGIN_NS & 0xffffffffn);
+const ORIGIN_HIGH = Number(ORIGIN_NS >> 32n);
+// A hex digit's value by its character code (lower case).
+const HEX_VALUE = new Uint8Array(128);
+for (let i = 0; i < 16; i++) HEX_VALUE['0123456789abcdef'.charCodeAt(i)] = i;
 
 /**
  * Protobuf's wire format written into one growing buffer. A nested message
@@ -116,7 +124,11 @@ class Writer {
     this.key(field, LEN);
     this.varint(length);
     this.reserve(length);
-    this.pos += this.buf.write(hex, this.pos, length, 'hex');
+    // Ids are 8 or 16 bytes of lower-case hex (lila's own, or checked as such): a table, not a call into write().
+    const buf = this.buf;
+    let pos = this.pos;
+    for (let i = 0; i < hex.length; i += 2) buf[pos++] = (HEX_VALUE[hex.charCodeAt(i)] << 4) | HEX_VALUE[hex.charCodeAt(i + 1)];
+    this.pos = pos;
   }
 
   /**
@@ -127,6 +139,34 @@ class Writer {
     this.key(field, I64);
     this.reserve(8);
     this.pos = this.buf.writeBigUInt64LE(BigInt.asUintN(64, value), this.pos);
+  }
+
+  /**
+   * A time as OTLP's `fixed64` nanoseconds since the epoch, without a bigint: the epoch's
+   * nanoseconds at `performance.now()`'s zero, split in 32-bit halves, plus the time's.
+   *
+   * @param {number} field
+   * @param {number} ms on `performance.now()`'s clock
+   */
+  nanos(field, ms) {
+    // Whole milliseconds and their fraction apart, as unixNanos does; past 2^53 ns of uptime (104 days), by a bigint.
+    const whole = Math.floor(ms);
+    const since = whole * 1e6 + Math.round((ms - whole) * 1e6);
+    if (since > Number.MAX_SAFE_INTEGER) {
+      this.fixed64(field, unixNanos(ms));
+      return;
+    }
+    this.key(field, I64);
+    this.reserve(8);
+    const sinceHigh = Math.floor(since / TWO_32);
+    let low = ORIGIN_LOW + (since - sinceHigh * TWO_32);
+    let high = ORIGIN_HIGH + sinceHigh;
+    if (low >= TWO_32) {
+      low -= TWO_32;
+      high++;
+    }
+    this.buf.writeUInt32LE(low, this.pos);
+    this.pos = this.buf.writeUInt32LE(high >>> 0, this.pos + 4);
   }
 
   /**
@@ -159,28 +199,35 @@ class Writer {
   }
 
   /**
-   * Starts a nested message (or any length-delimited field written piece by piece).
+   * Starts a nested message (or any length-delimited field written piece by piece), a byte
+   * kept for its length: most (an attribute, its value) are shorter than 128 bytes.
    *
    * @param {number} field
    * @returns {number} where its bytes start, for `end`
    */
   begin(field) {
     this.key(field, LEN);
-    return this.pos;
+    this.reserve(1);
+    return ++this.pos;
   }
 
   /**
-   * Ends what `begin` started: its bytes move up by the size of their length, written before them.
+   * Ends what `begin` started: its length goes in the byte kept for it, or, when it takes more,
+   * its bytes move up by what more it takes.
    *
    * @param {number} start what `begin` returned
    */
   end(start) {
     const length = this.pos - start;
-    const size = varintSize(length);
-    this.reserve(size);
-    this.buf.copyWithin(start + size, start, this.pos);
-    putVarint(this.buf, start, length);
-    this.pos += size;
+    if (length < 0x80) {
+      this.buf[start - 1] = length;
+      return;
+    }
+    const more = varintSize(length) - 1;
+    this.reserve(more);
+    this.buf.copyWithin(start + more, start, this.pos);
+    putVarint(this.buf, start - 1, length);
+    this.pos += more;
   }
 
   /**
@@ -281,8 +328,8 @@ function writeSpan(w, span) {
   w.string(SPAN.name, span.name);
   w.key(SPAN.kind, VARINT);
   w.varint(span.kind);
-  w.fixed64(SPAN.start, unixNanos(span.startTime));
-  w.fixed64(SPAN.end, unixNanos(span.endTime));
+  w.nanos(SPAN.start, span.startTime);
+  w.nanos(SPAN.end, span.endTime);
   attributes(w, SPAN.attributes, span.attributes);
   if (span.statusCode !== 0 || span.statusMessage !== '') {
     const status = w.begin(SPAN.status);

@@ -120,5 +120,5 @@ function newId(bytes) {
   return nonZeroHex(bytes);
 }
 
-module.exports = { Span, SpanKind, StatusCode, unixNanos, newId };
+module.exports = { Span, SpanKind, StatusCode, unixNanos, newId, ORIGIN_NS };
 
