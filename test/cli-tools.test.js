@@ -134,7 +134,7 @@ describe('command lines of the tools lila replaces', () => {
         line: 'lila: "--type" is the mode of servers given with -e (equilibrio\'s command line); otherwise the mode comes first: lila ip-hash host:port ...'
       },
       { name: '--port and --bind-port', args: ['-e', 'a:1', '-p', '1', '--bind-port', '2'], line: 'lila: give "--port" or "--bind-port", not both: they are one option' },
-      { name: 'an unknown --layer', args: ['-e', 'a:1', '-l', 'layer3'], line: 'lila: "--layer" must be "http" or "tcp", received "layer3"' }
+      { name: 'an unknown --layer', args: ['-e', 'a:1', '-l', 'layer3'], line: 'lila: "--layer" must be "http" or "tcp" or "udp", received "layer3"' }
     ];
 
     for (const { name, args, line } of mistakes) {
