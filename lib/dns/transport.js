@@ -47,7 +47,11 @@ function overUdp(server, request, id, timeout) {
   return new Promise((resolve, reject) => {
     const socket = dgram.createSocket(net.isIPv6(server.host) ? 'udp6' : 'udp4');
     const timer = setTimeout(() => finish(Object.assign(new Error(`${where(server)} did not answer within ${timeout} ms`), { code: 'ETIMEOUT' })), timeout);
+    let done = false;
+    // Once: a second close() of a dgram socket throws.
     function finish(err, buffer) {
+      if (done) return;
+      done = true;
       clearTimeout(timer);
       socket.close();
       if (err) reject(err);
