@@ -108,7 +108,7 @@ describe('udp layer', () => {
     assert.equal(refused.failuresTotal, 1);
   });
 
-  it('ends a flow after --udp-responses replies to its last datagram; the next datagram starts another', async () => {
+  it('ends a flow once each of its datagrams had --udp-responses replies; the next datagram starts another', async () => {
     const a = await startUdpBackend('A');
     const proxy = await udpProxy([a.address], { udpResponses: 1 });
     const asker = await client(proxy.port);
@@ -120,6 +120,23 @@ describe('udp layer', () => {
     assert.equal(a.peers.size, 2);
     const stats = proxy.pool.backends[0].stats;
     assert.deepEqual([stats.datagramsFromClients, stats.datagramsToClients, stats.bytesFromClients, stats.bytesToClients], [2, 2, 2, 6]);
+  });
+
+  it('with --udp-responses 1, two datagrams in flight from one port (a resolver\'s A and AAAA) both get their reply', async () => {
+    const a = await startUdpBackend('A');
+    const proxy = await udpProxy([a.address], { udpResponses: 1 });
+    const asker = await client(proxy.port);
+    const replies = [];
+    const both = new Promise((resolve) => asker.socket.on('message', (message) => {
+      replies.push(String(message));
+      if (replies.length === 2) resolve();
+    }));
+    asker.socket.send('A?', proxy.port, '127.0.0.1');
+    asker.socket.send('AAAA?', proxy.port, '127.0.0.1');
+    await both;
+    assert.deepEqual(replies.sort(), ['A:A?', 'A:AAAA?']);
+    await until(() => proxy.listener.traffic.udpFlowsOpen === 0, 'the flow ends once both are answered');
+    assert.equal(a.peers.size, 1, 'one flow, one upstream socket');
   });
 
   it('ends a flow idle for --udp-idle-timeout, closing its upstream socket', async () => {

@@ -300,7 +300,8 @@ const OPTIONS = [
   },
   {
     name: 'udp-responses', arg: '<n>', group: 'general', scope: 'listener', default: 'none', key: 'udpResponses',
-    help: 'udp: a flow ends after this many replies to its last datagram (1 for DNS), as nginx\'s proxy_responses',
+    help: 'udp: each datagram of a client is owed this many replies (1 for DNS); a flow ends once every one it sent ' +
+      "has them, as nginx's proxy_responses",
     read: (text, flag) => validateCount(text, flag, 1)
   },
   {

@@ -60,7 +60,8 @@ class Flow {
     this.pending = [];
     /** The last datagram sent upstream and not answered yet: sent again to the next backend on a refusal. */
     this.unanswered = null;
-    this.replies = 0;
+    // --udp-responses: the replies still owed, N for each datagram of the client's (nginx's proxy_responses).
+    this.owed = 0;
     this.datagramsIn = 0;
     this.datagramsOut = 0;
     this.bytesIn = 0;
@@ -96,7 +97,7 @@ class Flow {
   send(data) {
     this.datagramsIn++;
     this.bytesIn += data.length;
-    this.replies = 0;
+    this.owed += this.table.settings.udpResponses;
     this.timer.refresh();
     if (!this.connected) {
       if (this.pending.length < PENDING_LIMIT) this.pending.push(data);
@@ -247,6 +248,6 @@ function upstreamOnMessage(data) {
   flow.bytesOut += data.length;
   flow.timer.refresh();
   flow.table.reply(flow, data);
-  const responses = flow.table.settings.udpResponses;
-  if (responses > 0 && ++flow.replies >= responses) flow.end(`${flow.replies} ${flow.replies === 1 ? 'reply' : 'replies'} to its last datagram`);
+  // Two queries in flight from one port (a resolver's A and AAAA) are owed two replies.
+  if (flow.table.settings.udpResponses > 0 && --flow.owed <= 0) flow.end('every datagram answered (--udp-responses)');
 }
