@@ -215,6 +215,8 @@ function mediansOf(samples, duration) {
       mbPerCpu: median(list.map((s) => s.bytes / MB / s.cpu)),
       errors: list.reduce((sum, s) => sum + s.errors, 0),
       rss: median(list.map((s) => s.rss ?? 0)),
+      p50: median(list.map((s) => s.p50 ?? NaN)),
+      p99: median(list.map((s) => s.p99 ?? NaN)),
       peak: Math.max(...list.map((s) => s.peak ?? 0))
     });
   }
@@ -277,6 +279,9 @@ async function autocannonLoad({ port, path, paths, connections, duration, pids, 
     requests: result.requests.total,
     bytes: result.throughput.total,
     errors: result.errors + result.timeouts + result.non2xx,
+    // ms, autocannon's percentiles of the measured run
+    p50: result.latency.p50,
+    p99: result.latency.p99,
     cpu
   };
 }

@@ -13,6 +13,7 @@ const { optionTargets, overOptionOff } = require('./option-targets');
 
 const LOAD_CPU = 1;
 const SINK_ROLE = '--sink';
+const STALL = '--stall';
 const LOADS = [{ name: '64 keep-alive', connections: 64 }];
 const BODY = 'Hello from A\n';
 // nginx answers the traceparent it received at this path, the load's path left as every bench has it.
@@ -24,11 +25,17 @@ const KINDS = [
   { name: 'no tracing', sample: null },
   { name: 'ratio 1', sample: '1', protocol: 'http/protobuf' },
   { name: 'ratio 0.01', sample: '0.01', protocol: 'http/protobuf' },
-  { name: 'ratio 1, JSON', sample: '1', protocol: 'http/json' }
+  { name: 'ratio 1, JSON', sample: '1', protocol: 'http/json' },
+  // The collector killed (nothing listens: each export refused, retried with backoff), or stalled (it takes
+  // the connection and never answers: one export in flight until its 10 s deadline): p99 against the others'.
+  { name: 'collector gone', sample: '1', protocol: 'http/protobuf', collector: 'gone' },
+  { name: 'collector stalled', sample: '1', protocol: 'http/protobuf', collector: 'stalled' }
 ];
 const NO_TRACING = KINDS[0];
 // The exporter's queue (lib/tracing/exporter.js): spans made but neither sent nor dropped when /metrics is read.
 const QUEUE = 2048;
+// A batch in flight (a stalled collector's): neither exported nor dropped until its deadline.
+const IN_FLIGHT = 512;
 const KEEPALIVE_SECONDS = 75;
 const OPEN_FILES = 4096;
 // Each traced target's counts, run by run, for the lines under the table.
@@ -41,7 +48,7 @@ const spanCounts = new Map();
 // keep-alive connections, medians over interleaved rounds, each over no tracing, and the spans lila dropped. Each
 // `--lila` adds the lila executable at PATH as `... @NAME`: every target it can run, in the same rounds.
 if (process.argv[2] === SINK_ROLE) {
-  serveSink(Number(process.argv[3]));
+  serveSink(Number(process.argv[3]), process.argv[4] === STALL);
 } else {
   perCpuBench({
     script: __filename,
@@ -50,8 +57,8 @@ if (process.argv[2] === SINK_ROLE) {
     prepare,
     measureOne,
     describe,
-    moreLines: spanLines,
-    more: (sample) => (sample.spans === undefined ? '' : `, spans ${sample.spans.exported} exported, ${sample.spans.dropped} dropped`),
+    moreLines: (options, medians) => [...latencyLines(options, medians), ...spanLines()],
+    more: (sample) => `, p99 ${sample.p99} ms${sample.spans === undefined ? '' : `, spans ${sample.spans.exported} exported, ${sample.spans.dropped} dropped`}`,
     targets: (lilas) => optionTargets(lilas, KINDS, '--otlp-endpoint'),
     ratios: (list) => overOptionOff(list, NO_TRACING)
   });
@@ -63,7 +70,16 @@ async function prepare(run) {
   const sinkPort = await freePort();
   const [command, args] = pinned(run, LOAD_CPU, process.execPath, [__filename, SINK_ROLE, String(sinkPort)]);
   await startListening(run, command, args, sinkPort, 'the collector (sink)');
-  return { ...backend, sink: { port: sinkPort, url: `http://127.0.0.1:${sinkPort}` } };
+  const stalledPort = await freePort();
+  const [stallCommand, stallArgs] = pinned(run, LOAD_CPU, process.execPath, [__filename, SINK_ROLE, String(stalledPort), STALL]);
+  await startListening(run, stallCommand, stallArgs, stalledPort, 'the stalled collector');
+  // Free a moment ago, and nothing listens there: every export is refused.
+  const gonePort = await freePort();
+  return {
+    ...backend,
+    sink: { port: sinkPort, url: `http://127.0.0.1:${sinkPort}` },
+    collectors: { gone: `http://127.0.0.1:${gonePort}`, stalled: `http://127.0.0.1:${stalledPort}` }
+  };
 }
 
 // nginx answering BODY, as bench/hooks.js's, and at SEEN_PATH the traceparent it received.
@@ -86,7 +102,8 @@ async function startTarget(run, served, target) {
   const args = [target.lila, 'round-robin', `127.0.0.1:${served.port}`, '-a', '127.0.0.1', '-p', String(port), '--engine', 'fast',
     '--keepalive-timeout', `${KEEPALIVE_SECONDS}s`, '--log-level', 'warn', '--admin', `127.0.0.1:${admin}`];
   const { kind } = target;
-  if (kind !== NO_TRACING) args.push('--otlp-endpoint', served.sink.url, '--otlp-protocol', kind.protocol, '--trace-sample', kind.sample);
+  const collector = kind.collector === undefined ? served.sink.url : served.collectors[kind.collector];
+  if (kind !== NO_TRACING) args.push('--otlp-endpoint', collector, '--otlp-protocol', kind.protocol, '--trace-sample', kind.sample);
   const [command, commandArgs] = pinned(run, PROXY_CPU, process.execPath, args);
   return { child: await startListening(run, command, commandArgs, port, target.name), port, admin };
 }
@@ -97,7 +114,7 @@ async function measureOne(run, served, target, load, duration) {
   const { child, port, admin } = await startTarget(run, served, target);
   const { kind } = target;
   try {
-    const sinkBefore = kind === NO_TRACING ? null : await sinkStats(served.sink.port);
+    const sinkBefore = kind === NO_TRACING || kind.collector !== undefined ? null : await sinkStats(served.sink.port);
     const answer = await get(port, '/');
     const traceparent = (await get(port, SEEN_PATH)).body;
     const traced = kind === NO_TRACING || (TRACEPARENT.test(traceparent) && (kind.sample !== '1' || traceparent.endsWith('-01')));
@@ -109,9 +126,9 @@ async function measureOne(run, served, target, load, duration) {
     if (exited(child)) throw new Error(`${target.name} exited (${child.signalCode || child.exitCode})`);
     if (kind === NO_TRACING) return sample;
     const spans = otlpCounts((await get(admin, '/metrics')).body);
-    spans.bytes = (await sinkStats(served.sink.port)).bytes - sinkBefore.bytes;
+    spans.bytes = sinkBefore === null ? 0 : (await sinkStats(served.sink.port)).bytes - sinkBefore.bytes;
     // A SERVER and a CLIENT span a request, the warm-up's and the check's included.
-    if (kind.sample === '1' && spans.exported + spans.dropped + QUEUE < 2 * sample.requests) {
+    if (kind.sample === '1' && spans.exported + spans.dropped + QUEUE + IN_FLIGHT < 2 * sample.requests) {
       throw new Error(`${target.name}: /metrics counts ${spans.exported} spans exported and ${spans.dropped} dropped for ${sample.requests} requests`);
     }
     if (!spanCounts.has(target.name)) spanCounts.set(target.name, []);
@@ -120,6 +137,14 @@ async function measureOne(run, served, target, load, duration) {
   } finally {
     await stopRunChild(run, child);
   }
+}
+
+// Under the table: each target's latency (medians of its rounds), the collector's outages against it up.
+function latencyLines(options, medians) {
+  return options.loads.map((load) => {
+    const parts = KINDS.map((kind) => medians.get(`${load.name}\t${kind.name}`)).map((m, i) => (m === undefined ? null : `${KINDS[i].name} ${m.p50} / ${m.p99}`));
+    return `${load.name}: p50 / p99 ms (medians of the rounds): ${parts.filter((part) => part !== null).join(', ')}.`;
+  });
 }
 
 // `lila_otlp_spans_exported_total 123` and the others of lib/ops/trace-metrics.js.
@@ -144,11 +169,13 @@ function spanLines() {
 }
 
 // The collector's stand-in, as its own process: 200 to every `POST /v1/traces` (the body read and counted, an
-// empty answer of the request's type), and `GET /stats`: the bytes taken so far.
-function serveSink(port) {
+// empty answer of the request's type), and `GET /stats`: the bytes taken so far. With --stall: no answer to a POST.
+function serveSink(port, stalls) {
   let bytes = 0;
   const server = http.createServer((req, res) => {
     if (req.method === 'GET' && req.url === '/stats') return res.end(JSON.stringify({ bytes }));
+    // A stalled collector reads every export and never answers.
+    if (stalls && req.method === 'POST') return req.resume();
     req.on('data', (chunk) => {
       bytes += chunk.length;
     });
