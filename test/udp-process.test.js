@@ -8,6 +8,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { once } = require('node:events');
 const { cleanup, onCleanup, spawnLila, startLila, freePorts, nextLine, startTcpBackend } = require('./helpers');
+const { hasReusePort } = require('../lib/cluster/distribution');
 
 const FLOWS = 2000;
 const BURST = 100;
@@ -48,6 +49,37 @@ async function getJson(port, pathname) {
 
 describe('udp layer, as the executable runs it', () => {
   afterEach(cleanup);
+
+  it('--workers: every datagram answered; where Node has reusePort, each flow stays on one worker (one upstream socket)', async function () {
+    this.timeout(30000);
+    // The backend answers with the port lila's upstream socket sent from: one flow, one port.
+    const backend = dgram.createSocket('udp4');
+    backend.on('message', (data, from) => backend.send(String(from.port), from.port, from.address));
+    backend.bind(0, '127.0.0.1');
+    await once(backend, 'listening');
+    onCleanup(() => backend.close());
+    const [port] = await freePorts(1);
+    // The startup line comes once every worker listens.
+    await startLila(['round-robin', '--layer', 'udp', `127.0.0.1:${backend.address().port}`, '-a', '127.0.0.1', '-p', String(port),
+      '--workers', '2']);
+    const upstreams = [];
+    for (let c = 0; c < 16; c++) {
+      const socket = await udpClient();
+      const seen = new Set();
+      for (let i = 0; i < 4; i++) {
+        const reply = once(socket, 'message');
+        socket.send(`${c}.${i}`, port, '127.0.0.1');
+        seen.add(String((await reply)[0]));
+      }
+      upstreams.push(seen.size);
+    }
+    if (hasReusePort(process.versions.node, process.platform)) {
+      assert.deepEqual(upstreams, Array(16).fill(1), 'each client\'s datagrams went through one flow');
+    } else {
+      // Node 20: the workers share one socket; a client's datagrams may start a flow in each (README, UDP).
+      assert.ok(upstreams.every((count) => count >= 1 && count <= 2), JSON.stringify(upstreams));
+    }
+  });
 
   it('gives every upstream socket back once a burst of 2 000 flows has been idle for --udp-idle-timeout', async function () {
     this.timeout(30000);
