@@ -2,14 +2,14 @@
 
 // mocha's spec reporter, and at the end of a run the time each test file took (its suites'
 // hooks included, as a file's before() starting etcd or a kube-apiserver is part of it): the
-// heavy suites, those run against external systems (etcd, Redis, kube-apiserver), always; the
+// heavy suites, those run against external systems (etcd, Redis, kube-apiserver, Jaeger, BIND), always; the
 // others past 30 s. A CI log says so where a run got slower.
 const path = require('node:path');
 const Mocha = require('mocha');
 
 const { EVENT_SUITE_BEGIN, EVENT_SUITE_END, EVENT_RUN_END } = Mocha.Runner.constants;
 // The suites that run against external systems (CI's Node 24 leg only).
-const HEAVY = /^(?:fleet.*|store-(?:etcd|redis|follow)|etcd-harness|rate-limit-(?:store|fleet)|dashboard-fleet|kubernetes)\.test\.js$/;
+const HEAVY = /^(?:fleet.*|store-(?:etcd|redis|follow)|etcd-harness|rate-limit-(?:store|fleet)|dashboard-fleet|kubernetes|jaeger|acme-dns01|dns-wire)\.test\.js$/;
 const SLOW_SECONDS = 30;
 
 class SpecWithTimes extends Mocha.reporters.Spec {
