@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "dde2a7054b44b484e60864f955f96f0bb1496527b66e47132b84d711b5e51115"
+  sha256 "feec2d84a07e7f876edad412d6ab87a3229d615d03b72bce20351df062c43625"
   license "MIT"
 
   depends_on "node"
