@@ -30,7 +30,9 @@ describe('cache: Surrogate-Control', () => {
 
     assert.equal(origin.hits('/edge'), 1);
     assert.match(lilaStatus(first), /stored/);
-    assert.match(lilaStatus(second), /^hit; ttl=(599|600)$/);
+    // The seconds left of the 600: a second or two less on a busy machine (CI once saw 598).
+    const ttl = Number(/^hit; ttl=(\d+)$/.exec(lilaStatus(second))?.[1]);
+    assert.ok(ttl >= 590 && ttl <= 600, lilaStatus(second));
     for (const answer of [first, second]) {
       assert.equal(answer.body, 'edge');
       assert.equal(answer.headers['cache-control'], 'no-store');

@@ -3,7 +3,8 @@
 const assert = require('node:assert/strict');
 const { performance } = require('node:perf_hooks');
 const { Span, SpanKind, StatusCode, unixNanos, newId } = require('../lib/tracing/span');
-const { encodeTraceRequest, decodeTraceResponse, Writer } = require('../lib/tracing/otlp-protobuf');
+const { encodeTraceRequest, Writer } = require('../lib/tracing/otlp-protobuf');
+const { decodeTraceResponse } = require('../lib/tracing/otlp-protobuf-response');
 const { encodeTraceRequestJson, decodeTraceResponseJson } = require('../lib/tracing/otlp-json');
 const { tracesUrl } = require('../lib/tracing/otlp-url');
 const { decodeTraceRequest, readFields } = require('./otlp-decode');

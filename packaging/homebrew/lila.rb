@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "feec2d84a07e7f876edad412d6ab87a3229d615d03b72bce20351df062c43625"
+  sha256 "8038cbdf850508c96f34850edb6f88c5623e8e48584261ad463a8a69a2847d43"
   license "MIT"
 
   depends_on "node"
