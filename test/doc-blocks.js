@@ -4,6 +4,11 @@
 // them: its fenced blocks, the `lila` lines of its ```sh blocks and the other programs there.
 
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { once } = require('node:events');
+const { onCleanup } = require('./helpers');
 
 /**
  * A Markdown file's fenced code blocks.
@@ -118,4 +123,33 @@ function shellWords(line, variables) {
   return words;
 }
 
-module.exports = { codeBlocks, commandsOf, otherCommands, command, shellWords };
+/**
+ * A program of a doc's (`node app.js`), started in `dir`, resolving once it listens (a preload
+ * says so); killed at cleanup.
+ *
+ * @param {string[]} words its command line's words, the program first
+ * @param {string} dir
+ * @returns {Promise<void>} rejected when it exits first
+ */
+async function startDocProgram(words, dir) {
+  const preload = path.join(dir, 'say-listening.js');
+  fs.writeFileSync(preload, "const listen = require('node:net').Server.prototype.listen;\n" +
+    "require('node:net').Server.prototype.listen = function (...args) { this.once('listening', () => process.stderr.write('listening\\n')); return listen.apply(this, args); };\n");
+  const child = spawn(process.execPath, ['--require', preload, ...words.slice(1)], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  const closed = once(child, 'close');
+  onCleanup(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    return closed;
+  });
+  let said = '';
+  child.stderr.setEncoding('utf8');
+  await new Promise((resolve, reject) => {
+    child.stderr.on('data', (text) => {
+      said += text;
+      if (said.includes('listening')) resolve();
+    });
+    child.once('close', () => reject(new Error(`the doc's program exited: ${said}`)));
+  });
+}
+
+module.exports = { codeBlocks, commandsOf, otherCommands, command, shellWords, startDocProgram };

@@ -9,11 +9,10 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const zlib = require('node:zlib');
-const { spawn, execFile } = require('node:child_process');
-const { once } = require('node:events');
+const { execFile } = require('node:child_process');
 const { promisify } = require('node:util');
 const { cleanup, onCleanup, runLila, spawnLila, startLila, untilWritten, startHttpBackend, request, freePorts, deferred } = require('./helpers');
-const { codeBlocks, commandsOf, otherCommands, shellWords } = require('./doc-blocks');
+const { codeBlocks, commandsOf, otherCommands, shellWords, startDocProgram } = require('./doc-blocks');
 const { Logger } = require('../lib');
 
 const ROOT = path.join(__dirname, '..');
@@ -100,24 +99,7 @@ describe('doc/hooks.md', () => {
     const [node] = otherCommands([block]).filter((command) => command.program === 'node');
     const words = shellWords(node.text.replace('8001', String(backendPort)), {});
     if (words.at(-1) === '&') words.pop();
-    const preload = path.join(dir, 'say-listening.js');
-    fs.writeFileSync(preload, "const listen = require('node:net').Server.prototype.listen;\n" +
-      "require('node:net').Server.prototype.listen = function (...args) { this.once('listening', () => process.stderr.write('listening\\n')); return listen.apply(this, args); };\n");
-    const backend = spawn(process.execPath, ['--require', preload, ...words.slice(1)], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-    const closed = once(backend, 'close');
-    onCleanup(() => {
-      if (backend.exitCode === null && backend.signalCode === null) backend.kill('SIGKILL');
-      return closed;
-    });
-    backend.stderr.setEncoding('utf8');
-    let said = '';
-    await new Promise((resolve, reject) => {
-      backend.stderr.on('data', (text) => {
-        said += text;
-        if (said.includes('listening')) resolve();
-      });
-      backend.once('close', () => reject(new Error(`the doc's backend exited: ${said}`)));
-    });
+    await startDocProgram(words, dir);
 
     // lila, as written but for the ports.
     const [command] = commandsOf([block], {});

@@ -8,11 +8,10 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawn, execFile } = require('node:child_process');
-const { once } = require('node:events');
+const { execFile } = require('node:child_process');
 const { promisify } = require('node:util');
 const { cleanup, onCleanup, runLila, spawnLila, startLila, untilWritten, startHttpBackend, request, freePorts } = require('./helpers');
-const { codeBlocks, commandsOf, otherCommands, shellWords } = require('./doc-blocks');
+const { codeBlocks, commandsOf, otherCommands, shellWords, startDocProgram } = require('./doc-blocks');
 const { keyOf, signToken } = require('./jwt-harness');
 const { Browser, startProvider, CLIENT_SECRET, COOKIE_SECRET } = require('./oidc-harness');
 const { ALGORITHMS } = require('../lib/identity/algorithms');
@@ -33,28 +32,6 @@ function tempDir() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-identity-doc-'));
   onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
   return dir;
-}
-
-// A program of the doc's, started in `dir`, resolving once it listens (a preload says so).
-async function startDocProgram(words, dir) {
-  const preload = path.join(dir, 'say-listening.js');
-  fs.writeFileSync(preload, "const listen = require('node:net').Server.prototype.listen;\n" +
-    "require('node:net').Server.prototype.listen = function (...args) { this.once('listening', () => process.stderr.write('listening\\n')); return listen.apply(this, args); };\n");
-  const child = spawn(process.execPath, ['--require', preload, ...words.slice(1)], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-  const closed = once(child, 'close');
-  onCleanup(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    return closed;
-  });
-  let said = '';
-  child.stderr.setEncoding('utf8');
-  await new Promise((resolve, reject) => {
-    child.stderr.on('data', (text) => {
-      said += text;
-      if (said.includes('listening')) resolve();
-    });
-    child.once('close', () => reject(new Error(`the doc's program exited: ${said}`)));
-  });
 }
 
 describe('doc/identity.md', () => {
