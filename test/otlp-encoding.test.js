@@ -7,6 +7,7 @@ const { encodeTraceRequest, Writer } = require('../lib/tracing/otlp-protobuf');
 const { decodeTraceResponse } = require('../lib/tracing/otlp-protobuf-response');
 const { encodeTraceRequestJson, decodeTraceResponseJson } = require('../lib/tracing/otlp-json');
 const { tracesUrl } = require('../lib/tracing/otlp-url');
+const { clock, DRIFT_MS } = require('../lib/tracing/clock');
 const { decodeTraceRequest, readFields } = require('./otlp-decode');
 
 const ORIGIN = { resource: ['service.name', 'checkout'], scope: { name: 'lila', version: '2.0.0' } };
@@ -57,6 +58,7 @@ describe('OTLP encoding', () => {
     });
 
     it('makes nanoseconds since the epoch of its clock, to the nanosecond', () => {
+      clock.resync(); // this process may have run for minutes: the wall clock may have been stepped since it began
       const before = BigInt(Date.now()) * 1_000_000n;
       const now = unixNanos(performance.now());
       const after = BigInt(Date.now() + 1) * 1_000_000n;
@@ -64,6 +66,25 @@ describe('OTLP encoding', () => {
       assert.ok(now >= before - 2_000_000n && now <= after + 2_000_000n, `${before} <= ${now} <= ${after}`);
       assert.equal(unixNanos(1000.000001) - unixNanos(1000), 1n);
       assert.equal(unixNanos(2 ** 40 + 0.5) - unixNanos(2 ** 40), 500_000n, 'no precision lost after years of uptime');
+    });
+
+    it('follows the wall clock when it parts from the monotonic one (NTP, a paused machine), once per batch', () => {
+      const saved = clock.originNs;
+      try {
+        const mono = performance.now();
+        const wall = Number(saved / 1_000_000n) + mono;
+        assert.equal(clock.resync(wall + DRIFT_MS - 1, mono), false, 'a millisecond of Date.now() is no reason to move');
+        assert.equal(clock.originNs, saved);
+
+        assert.equal(clock.resync(wall + 14_000, mono), true, 'stepped 14 s ahead, as a CI machine once was');
+        const stepped = unixNanos(mono) - (saved + BigInt(Math.round(mono * 1e6)));
+        assert.ok(stepped > 13_999_000_000n && stepped < 14_001_000_000n, String(stepped));
+        const w = new Writer();
+        w.nanos(1, mono);
+        assert.equal(w.finish().readBigUInt64LE(1), unixNanos(mono), 'the protobuf writer uses the moved origin too');
+      } finally {
+        clock.resync(); // back to the wall clock, 14 s from where the test left it
+      }
     });
   });
 

@@ -4,6 +4,7 @@ const http = require('node:http');
 const https = require('node:https');
 const { exchange, socketMessage } = require('../net/http-exchange');
 const { tracesUrl } = require('./otlp-url');
+const { clock } = require('./clock');
 const { encodeTraceRequest } = require('./otlp-protobuf');
 const { decodeTraceResponse } = require('./otlp-protobuf-response');
 const { encodeTraceRequestJson, decodeTraceResponseJson } = require('./otlp-json');
@@ -183,6 +184,7 @@ class Exporter {
   async export(batch) {
     let body;
     try {
+      clock.resync();
       body = this.protocol.encode(batch, this.origin);
     } catch (err) {
       this.counts.dropped += batch.length;

@@ -1,6 +1,6 @@
 'use strict';
 
-const { unixNanos } = require('./span');
+const { unixNanos } = require('./clock');
 
 /**
  * An `ExportTraceServiceRequest` in OTLP/JSON, the body of an OTLP/HTTP

@@ -1,6 +1,6 @@
 'use strict';
 
-const { ORIGIN_NS, unixNanos } = require('./span');
+const { clock, unixNanos } = require('./clock');
 
 // Wire types (protobuf's encoding guide).
 const VARINT = 0;
@@ -33,9 +33,6 @@ const SHORT_STRING = 42;
 // A server span of lila's is about 300 bytes: a batch is written without the buffer growing.
 const SPAN_BYTES_GUESS = 384;
 const TWO_32 = 2 ** 32;
-// The epoch's nanoseconds at performance.now()'s zero, as two 32-bit halves.
-const ORIGIN_LOW = Number(ORIGIN_NS & 0xffffffffn);
-const ORIGIN_HIGH = Number(ORIGIN_NS >> 32n);
 // A hex digit's value by its character code (lower case).
 const HEX_VALUE = new Uint8Array(128);
 for (let i = 0; i < 16; i++) HEX_VALUE['0123456789abcdef'.charCodeAt(i)] = i;
@@ -156,8 +153,8 @@ class Writer {
     this.key(field, I64);
     this.reserve(8);
     const sinceHigh = Math.floor(since / TWO_32);
-    let low = ORIGIN_LOW + (since - sinceHigh * TWO_32);
-    let high = ORIGIN_HIGH + sinceHigh;
+    let low = clock.originLow + (since - sinceHigh * TWO_32);
+    let high = clock.originHigh + sinceHigh;
     if (low >= TWO_32) {
       low -= TWO_32;
       high++;

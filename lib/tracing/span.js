@@ -2,6 +2,7 @@
 
 const { performance } = require('node:perf_hooks');
 const { nonZeroHex } = require('../random-hex');
+const { unixNanos } = require('./clock');
 
 /** A span's kind, by OTLP's numbers (`Span.SpanKind`). */
 const SpanKind = Object.freeze({ INTERNAL: 1, SERVER: 2, CLIENT: 3 });
@@ -10,10 +11,6 @@ const StatusCode = Object.freeze({ UNSET: 0, OK: 1, ERROR: 2 });
 
 const TRACE_ID_BYTES = 16;
 const SPAN_ID_BYTES = 8;
-// The epoch in nanoseconds at performance.now()'s zero: a span keeps the clock's milliseconds,
-// two doubles read without allocating, and its nanoseconds are made when it is encoded.
-const ORIGIN_NS = BigInt(Math.floor(performance.timeOrigin)) * 1_000_000n +
-  BigInt(Math.round((performance.timeOrigin % 1) * 1e6));
 
 /**
  * One operation of a trace as lila records it, and as OTLP exports it: ids
@@ -98,19 +95,6 @@ class Span {
 }
 
 /**
- * Nanoseconds since the epoch of a time on `performance.now()`'s clock, as
- * OTLP's `fixed64` times are. Whole milliseconds and their fraction are added
- * apart, so that no precision is lost however long the process has run.
- *
- * @param {number} ms
- * @returns {bigint}
- */
-function unixNanos(ms) {
-  const whole = Math.floor(ms);
-  return ORIGIN_NS + BigInt(whole) * 1_000_000n + BigInt(Math.round((ms - whole) * 1e6));
-}
-
-/**
  * A new id of `bytes` random bytes, never all zero (W3C and OTLP refuse those).
  *
  * @param {number} bytes 16 (a trace id) or 8 (a span id)
@@ -120,5 +104,5 @@ function newId(bytes) {
   return nonZeroHex(bytes);
 }
 
-module.exports = { Span, SpanKind, StatusCode, unixNanos, newId, ORIGIN_NS };
+module.exports = { Span, SpanKind, StatusCode, unixNanos, newId };
 
