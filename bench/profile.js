@@ -11,6 +11,7 @@ const { nginxBackends } = require('./peer-configs');
 const { makeCertificates, SERVER_NAME } = require('./certificates');
 const { run: runLoad } = require('./load');
 const { handshakes } = require('./tls-load');
+const { h2load } = require('./h2-load');
 
 const NGINX = '/usr/sbin/nginx';
 const PROXY_CPU = 0;
@@ -20,7 +21,8 @@ const LOADS = {
   'keep-alive': { connections: 64, describe: '64 keep-alive connections' },
   close: { connections: 7, describe: '7 connections sending `Connection: close`, one request each' },
   handshake: { connections: 16, describe: '16 clients, a new connection and full handshake per request' },
-  resumed: { connections: 16, describe: '16 clients, a new connection per request, resumed with a ticket' }
+  resumed: { connections: 16, describe: '16 clients, a new connection per request, resumed with a ticket' },
+  h2: { connections: 10, streams: 100, describe: 'h2load, 10 connections of 100 concurrent streams (h2 with --tls, else h2c)' }
 };
 const DEFAULT_SECONDS = 10;
 const TOP = Number(process.env.LILA_PROFILE_TOP || 20);
@@ -61,7 +63,7 @@ const PERF_CATEGORIES = [
 
 main();
 
-// `node bench/profile.js [--layer http|tcp] [--tls RSA|ECDSA] [--load keep-alive|close|handshake|resumed]
+// `node bench/profile.js [--layer http|tcp] [--tls RSA|ECDSA] [--load keep-alive|close|handshake|resumed|h2]
 // [--engine fast|node] [--duration <s>] [--perf]`: lila http (HTTPS with --tls; or lila
 // tcp) on one core under load from the other (64 keep-alive autocannon connections by default),
 // profiled with `node --cpu-prof` (or `perf record`), summarised: the top self-time functions and
@@ -90,7 +92,8 @@ async function main() {
     const common = { port, connections: load.connections, duration: options.duration, pids: processTree(lila.pid), servername };
     const sample = options.load === 'keep-alive' || options.load === 'close'
       ? await runLoad({ ...common, close: options.load === 'close' })
-      : await handshakes({ ...common, resume: options.load === 'resumed' });
+      : options.load === 'h2' ? await h2load({ ...common, streams: load.streams })
+        : await handshakes({ ...common, resume: options.load === 'resumed' });
     if (perf !== null) await stopChild(perf);
     await stopChild(lila);
     const what = options.layer === 'tcp' ? 'lila tcp'

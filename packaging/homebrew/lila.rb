@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "8038cbdf850508c96f34850edb6f88c5623e8e48584261ad463a8a69a2847d43"
+  sha256 "ed25fe492c7b8552e2c97717302fcbc67a1fb0a27145e3a1d6b322c72ec9ea02"
   license "MIT"
 
   depends_on "node"
