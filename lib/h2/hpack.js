@@ -1,0 +1,199 @@
+'use strict';
+
+const { DynamicTable, ENTRY_OVERHEAD } = require('./dynamic-table');
+const { decodeHuffman, encodeHuffman, huffmanLength } = require('./huffman');
+const { STATIC_LENGTH, STATIC_NAMES, STATIC_VALUES, STATIC_BY_NAME } = require('./static-table');
+
+/** HTTP/2's initial SETTINGS_HEADER_TABLE_SIZE (RFC 9113 §6.5.2). */
+const DEFAULT_TABLE_SIZE = 4096;
+// Integers past this are refused (RFC 7541 §5.1 lets a decoder set its limits): no length,
+// index or table size lila accepts comes near it.
+const MAX_INTEGER = 2 ** 31 - 1;
+// Continuation octets at most: 5 carry 35 bits, enough for MAX_INTEGER even after zero padding.
+const MAX_INTEGER_OCTETS = 5;
+// Bounds on what a field's representation takes beyond its strings: the first octet with its
+// index, and a string's length prefix (both at most 1 + 5 octets for MAX_INTEGER), with room.
+const FIELD_OVERHEAD = 12;
+const SIZE_UPDATES_MAX = 12;
+
+/**
+ * A malformed header block (RFC 7541 §2.2, RFC 9113 §4.3): a connection error of type
+ * COMPRESSION_ERROR. `listSize` is set when the block was well formed but its field list
+ * passed the size the caller allows: the tables are then in step still, and the caller may
+ * refuse the one stream instead (RFC 9113 §8.2.3 suggests 431).
+ */
+class HpackError extends Error {
+  /**
+   * @param {string} message
+   * @param {boolean} [listSize]
+   */
+  constructor(message, listSize = false) {
+    super(message);
+    this.name = 'HpackError';
+    this.code = 'COMPRESSION_ERROR';
+    this.listSize = listSize;
+  }
+}
+
+/**
+ * Decodes the header blocks a peer sends on one connection, in order: they share its dynamic
+ * table. Names and values come out as latin1 strings, as sent (the caller checks case and
+ * characters).
+ */
+class HpackDecoder {
+  /**
+   * @param {number} [maxTableSize] the table size both sides start with (HTTP/2's is 4096)
+   */
+  constructor(maxTableSize = DEFAULT_TABLE_SIZE) {
+    this.table = new DynamicTable(maxTableSize);
+    // SETTINGS_HEADER_TABLE_SIZE as we advertise it: no size update may go above it.
+    this.limit = maxTableSize;
+    // When we lowered the limit below the table's size, the next block must start with an
+    // update at most this (RFC 7541 §4.2); -1 when none is owed.
+    this.updateOwed = -1;
+    this.scratch = Buffer.allocUnsafe(256);
+    this.pos = 0;
+  }
+
+  /**
+   * Sets the limit for the peer's table size updates: call it when the peer acknowledges our
+   * SETTINGS_HEADER_TABLE_SIZE. A limit below the table's size shrinks the table now and
+   * obliges the peer's next block to begin with an update.
+   *
+   * @param {number} n octets
+   */
+  setMaxTableSize(n) {
+    this.limit = n;
+    if (n >= this.table.maxSize) return;
+    this.resize(n);
+    this.updateOwed = this.updateOwed === -1 ? n : Math.min(this.updateOwed, n);
+  }
+
+  /**
+   * Decodes one whole header block (HEADERS and its CONTINUATIONs joined).
+   *
+   * @param {Buffer} buf
+   * @param {number} [maxListSize] the largest field list accepted, counted as RFC 9113
+   *   §6.5.2 does (name + value + 32 per field)
+   * @returns {string[]} [name, value, name, value, ...]
+   * @throws {HpackError}
+   */
+  decode(buf, maxListSize = Infinity) {
+    const fields = [];
+    const end = buf.length;
+    const table = this.table;
+    let listSize = 0;
+    this.pos = 0;
+    while (this.pos < end && (buf[this.pos] & 0xe0) === 0x20) this.sizeUpdate(buf);
+    if (this.updateOwed !== -1) throw new HpackError('a header block must begin with a table size update');
+    while (this.pos < end) {
+      const first = buf[this.pos];
+      let name;
+      let value;
+      if (first >= 0x80) {
+        const index = this.integer(buf, 7);
+        if (index === 0) throw new HpackError('index 0');
+        if (index <= STATIC_LENGTH) {
+          name = STATIC_NAMES[index];
+          value = STATIC_VALUES[index];
+        } else {
+          const dynamic = this.dynamicIndex(index);
+          name = table.name(dynamic);
+          value = table.value(dynamic);
+        }
+      } else if (first >= 0x40) {
+        name = this.literalName(buf, 6);
+        value = this.string(buf);
+        this.add(name, value);
+      } else if (first >= 0x20) {
+        throw new HpackError('a table size update after a field');
+      } else {
+        // Without indexing (0000) and never indexed (0001): the same to a decoder.
+        name = this.literalName(buf, 4);
+        value = this.string(buf);
+      }
+      listSize += name.length + value.length + ENTRY_OVERHEAD;
+      // Past the limit the block is still read to its end, so the table stays in step.
+      if (listSize <= maxListSize) fields.push(name, value);
+    }
+    if (listSize > maxListSize) throw new HpackError(`header list of ${listSize} octets, above ${maxListSize}`, true);
+    return fields;
+  }
+
+  /** @private */
+  sizeUpdate(buf) {
+    const size = this.integer(buf, 5);
+    if (size > this.limit) throw new HpackError(`table size update to ${size}, above the limit ${this.limit}`);
+    if (this.updateOwed !== -1 && size <= this.updateOwed) this.updateOwed = -1;
+    this.resize(size);
+  }
+
+  /** @private */
+  resize(size) {
+    const table = this.table;
+    table.maxSize = size;
+    while (table.size > size) table.evictOldest();
+  }
+
+  /** @private */
+  add(name, value) {
+    const table = this.table;
+    const size = name.length + value.length + ENTRY_OVERHEAD;
+    // RFC 7541 §4.4: an entry larger than the table empties it and is not added.
+    while (table.count > 0 && table.size + size > table.maxSize) table.evictOldest();
+    if (size <= table.maxSize) table.push(name, value);
+  }
+
+  /** @private */
+  dynamicIndex(index) {
+    const dynamic = index - STATIC_LENGTH - 1;
+    if (dynamic >= this.table.count) throw new HpackError(`index ${index} past the table's ${STATIC_LENGTH + this.table.count} entries`);
+    return dynamic;
+  }
+
+  /** @private */
+  literalName(buf, prefix) {
+    const index = this.integer(buf, prefix);
+    if (index === 0) return this.string(buf);
+    if (index <= STATIC_LENGTH) return STATIC_NAMES[index];
+    return this.table.name(this.dynamicIndex(index));
+  }
+
+  /** @private RFC 7541 §5.1, from `this.pos`. */
+  integer(buf, prefix) {
+    const max = (1 << prefix) - 1;
+    let value = buf[this.pos++] & max;
+    if (value < max) return value;
+    const end = buf.length;
+    let factor = 1;
+    for (let i = 0; i < MAX_INTEGER_OCTETS; i++) {
+      if (this.pos >= end) throw new HpackError('a header block cut short in an integer');
+      const octet = buf[this.pos++];
+      value += (octet & 0x7f) * factor;
+      if (value > MAX_INTEGER) throw new HpackError('an integer past 2^31 - 1');
+      if (octet < 0x80) return value;
+      factor *= 128;
+    }
+    throw new HpackError('an integer longer than 5 continuation octets');
+  }
+
+  /** @private RFC 7541 §5.2, from `this.pos`. */
+  string(buf) {
+    if (this.pos >= buf.length) throw new HpackError('a header block cut short before a string');
+    const huffman = buf[this.pos] >= 0x80;
+    const length = this.integer(buf, 7);
+    const start = this.pos;
+    const end = start + length;
+    if (end > buf.length) throw new HpackError(`a string of ${length} octets past the block's end`);
+    this.pos = end;
+    if (!huffman) return buf.latin1Slice(start, end);
+    // Codes are 5 bits or more: `length` octets decode to at most length * 8 / 5.
+    const room = Math.ceil((length * 8) / 5);
+    if (this.scratch.length < room) this.scratch = Buffer.allocUnsafe(Math.max(room, 2 * this.scratch.length));
+    const n = decodeHuffman(buf, start, end, this.scratch);
+    if (n < 0) throw new HpackError('bad Huffman code: EOS, or padding that is not EOS\'s first 0-7 bits');
+    return this.scratch.latin1Slice(0, n);
+  }
+}
+
+module.exports = { HpackError, HpackDecoder };
