@@ -15,6 +15,13 @@ const MAX_INTEGER_OCTETS = 5;
 // index, and a string's length prefix (both at most 1 + 5 octets for MAX_INTEGER), with room.
 const FIELD_OVERHEAD = 12;
 const SIZE_UPDATES_MAX = 12;
+const INDEXED = 0;
+const NOT_INDEXED = 1;
+const NEVER_INDEXED = 2;
+// Secrets: never indexed, by us or by any intermediary (RFC 7541 §7.1.3).
+const SECRET_NAMES = new Set(['authorization', 'proxy-authorization', 'cookie', 'set-cookie']);
+// Values that differ from one message to the next: indexing them would only evict the others.
+const VOLATILE_NAMES = new Set([':path', 'age', 'content-length', 'etag', 'if-modified-since', 'if-none-match', 'location']);
 
 /**
  * A malformed header block (RFC 7541 §2.2, RFC 9113 §4.3): a connection error of type
@@ -196,4 +203,170 @@ class HpackDecoder {
   }
 }
 
-module.exports = { HpackError, HpackDecoder };
+/**
+ * Encodes the header blocks we send on one connection, in order. Fields that match the static
+ * table or what this encoder indexed are sent as an index; others as literals, indexed
+ * (so the next response on the connection sends them as one octet) unless `indexing` says not
+ * to. Strings are Huffman-coded when that is shorter.
+ */
+class HpackEncoder {
+  /**
+   * @param {number} [maxTableSize] the most this encoder's dynamic table takes, whatever the
+   *   peer allows
+   */
+  constructor(maxTableSize = DEFAULT_TABLE_SIZE) {
+    this.cap = maxTableSize;
+    // Both sides start at HTTP/2's 4096 octets (RFC 9113 §6.5.2).
+    this.table = new DynamicTable(DEFAULT_TABLE_SIZE);
+    // Each name in the table: the sequence number of its newest entry and of each value's.
+    // An entry's sequence number is the count of entries added before it plus one.
+    this.byName = new Map();
+    this.added = 0;
+    // The smallest table size since the last block, to be signalled with the final one; -1: none.
+    this.smallestSize = -1;
+    /** Huffman-codes strings when shorter; false sends them raw (RFC 7541 Appendix C.3, C.5). */
+    this.huffman = true;
+    this.setMaxTableSize(DEFAULT_TABLE_SIZE);
+  }
+
+  /**
+   * Sets the peer's SETTINGS_HEADER_TABLE_SIZE: the table shrinks to it now (or grows, up to
+   * this encoder's own maximum), and the next block begins with the size update(s) announcing it.
+   *
+   * @param {number} n octets
+   */
+  setMaxTableSize(n) {
+    const size = Math.min(n, this.cap);
+    if (size === this.table.maxSize && this.smallestSize === -1) return;
+    this.table.maxSize = size;
+    this.evictFor(0);
+    this.smallestSize = this.smallestSize === -1 ? size : Math.min(this.smallestSize, size);
+  }
+
+  /**
+   * Encodes one header block.
+   *
+   * @param {string[]} fields [name, value, name, value, ...], latin1 strings, names lower case
+   * @param {Buffer} [out] written from 0 when large enough; else a new Buffer is returned
+   * @returns {Buffer} the block
+   */
+  encode(fields, out) {
+    let bound = SIZE_UPDATES_MAX;
+    for (let i = 0; i < fields.length; i++) bound += fields[i].length + FIELD_OVERHEAD;
+    const buf = out !== undefined && out.length >= bound ? out : Buffer.allocUnsafe(bound);
+    let pos = 0;
+    if (this.smallestSize !== -1) {
+      pos = writeInteger(buf, pos, 0x20, 5, this.smallestSize);
+      if (this.table.maxSize !== this.smallestSize) pos = writeInteger(buf, pos, 0x20, 5, this.table.maxSize);
+      this.smallestSize = -1;
+    }
+    for (let i = 0; i < fields.length; i += 2) pos = this.field(buf, pos, fields[i], fields[i + 1]);
+    return buf.subarray(0, pos);
+  }
+
+  /**
+   * How a literal field is sent: INDEXED adds it to the table, NOT_INDEXED does not, and
+   * NEVER_INDEXED tells every intermediary not to either (RFC 7541 §7.1.3). nghttp2's choices:
+   * values that change per response, or secrets, stay out of the table, and so does an entry
+   * that would take most of it.
+   *
+   * @param {string} name
+   * @param {string} value
+   * @returns {number} one of HpackEncoder.INDEXED, NOT_INDEXED, NEVER_INDEXED
+   */
+  indexing(name, value) {
+    if (SECRET_NAMES.has(name)) return NEVER_INDEXED;
+    if (VOLATILE_NAMES.has(name)) return NOT_INDEXED;
+    return 4 * (name.length + value.length + ENTRY_OVERHEAD) > 3 * this.table.maxSize ? NOT_INDEXED : INDEXED;
+  }
+
+  /** @private */
+  field(buf, pos, name, value) {
+    const fixed = STATIC_BY_NAME.get(name);
+    if (fixed !== undefined) {
+      const index = fixed.values.get(value);
+      if (index !== undefined) return writeInteger(buf, pos, 0x80, 7, index);
+    }
+    const indexed = this.byName.get(name);
+    if (indexed !== undefined) {
+      const sequence = indexed.values.get(value);
+      if (sequence !== undefined) return writeInteger(buf, pos, 0x80, 7, this.indexOf(sequence));
+    }
+    const nameIndex = fixed !== undefined ? fixed.index : indexed !== undefined ? this.indexOf(indexed.newest) : 0;
+    const how = this.indexing(name, value);
+    if (how === INDEXED) pos = writeInteger(buf, pos, 0x40, 6, nameIndex);
+    else pos = writeInteger(buf, pos, how === NEVER_INDEXED ? 0x10 : 0x00, 4, nameIndex);
+    if (nameIndex === 0) pos = this.string(buf, pos, name);
+    pos = this.string(buf, pos, value);
+    if (how === INDEXED) this.add(name, value);
+    return pos;
+  }
+
+  /** @private */
+  string(buf, pos, text) {
+    if (this.huffman && text.length > 0) {
+      const length = huffmanLength(text);
+      if (length < text.length) return encodeHuffman(text, buf, writeInteger(buf, pos, 0x80, 7, length));
+    }
+    pos = writeInteger(buf, pos, 0x00, 7, text.length);
+    return pos + buf.latin1Write(text, pos);
+  }
+
+  /** @private the index the entry added as `sequence` has now */
+  indexOf(sequence) {
+    return STATIC_LENGTH + this.added - sequence + 1;
+  }
+
+  /** @private */
+  add(name, value) {
+    const size = name.length + value.length + ENTRY_OVERHEAD;
+    this.evictFor(size);
+    // `indexing` keeps entries below the table's size: one never empties the table.
+    this.table.push(name, value);
+    const sequence = ++this.added;
+    const indexed = this.byName.get(name);
+    if (indexed === undefined) this.byName.set(name, { newest: sequence, values: new Map([[value, sequence]]) });
+    else {
+      indexed.newest = sequence;
+      indexed.values.set(value, sequence);
+    }
+  }
+
+  /** @private evicts until `size` more octets fit, forgetting what leaves */
+  evictFor(size) {
+    const table = this.table;
+    while (table.count > 0 && table.size + size > table.maxSize) {
+      const name = table.oldestName();
+      const sequence = this.added - table.count + 1;
+      const indexed = this.byName.get(name);
+      // Oldest first: when a name's newest entry leaves, it was the name's last.
+      if (indexed.newest === sequence) this.byName.delete(name);
+      else if (indexed.values.get(table.oldestValue()) === sequence) indexed.values.delete(table.oldestValue());
+      table.evictOldest();
+    }
+  }
+}
+
+/** `HpackEncoder#indexing`'s answers. */
+HpackEncoder.INDEXED = INDEXED;
+HpackEncoder.NOT_INDEXED = NOT_INDEXED;
+HpackEncoder.NEVER_INDEXED = NEVER_INDEXED;
+
+module.exports = { HpackError, HpackDecoder, HpackEncoder };
+
+// RFC 7541 §5.1, `prefix` bits in the first octet after `flags`.
+function writeInteger(buf, pos, flags, prefix, value) {
+  const max = (1 << prefix) - 1;
+  if (value < max) {
+    buf[pos++] = flags | value;
+    return pos;
+  }
+  buf[pos++] = flags | max;
+  value -= max;
+  while (value >= 0x80) {
+    buf[pos++] = (value % 0x80) | 0x80;
+    value = Math.floor(value / 0x80);
+  }
+  buf[pos++] = value;
+  return pos;
+}
