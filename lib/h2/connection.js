@@ -2,19 +2,20 @@
 
 const { EventEmitter } = require('node:events');
 const { HpackDecoder, HpackEncoder } = require('./hpack');
-const {
-  TYPE, ERROR, SETTING, PREFACE, DEFAULT_MAX_FRAME_SIZE, MAX_WINDOW, H2Error, FrameReader, settingsFrame, goawayFrame
-} = require('./frames');
+const { TYPE, ERROR, DEFAULT_MAX_FRAME_SIZE, MAX_WINDOW, FrameReader, goawayFrame } = require('./frames');
 const { Output } = require('./output');
-const { receiveFrame } = require('./receive');
+const { receiveBytes, receiveFrame } = require('./receive');
 const { sendData } = require('./send-data');
+const { sendSettings } = require('./settings');
+const { SilenceTimer } = require('./silence');
+const { Pings } = require('./pings');
+const { errorWithCode } = require('./stream');
 
 const DEFAULT_WINDOW = 65535;
 // The connection's receive window, raised from 65535 at once: streams are held back by their own windows.
 const CONNECTION_WINDOW = 1 << 20;
 // SETTINGS sent and not acknowledged, at most (Node's maxOutstandingSettings).
 const MAX_PENDING_SETTINGS = 10;
-const MAX_PENDING_PINGS = 10;
 // How long a connection lila ends (its GOAWAY written) may take to close before it is destroyed.
 const END_GRACE_MS = 2000;
 // How many stream ids reset by this side are remembered: frames the client sent before it saw the reset are ignored.
@@ -68,15 +69,14 @@ class ServerSession extends EventEmitter {
     this.headerBlock = null;
     this.goawaySent = false;
     this.goawayLastId = MAX_WINDOW;
-    this.pings = new Map();
-    this.pingCount = 0;
-    this.decoder = new HpackDecoder(settings.headerTableSize);
+    this.pings = new Pings();
+    // Both sides' tables start at 4096 bytes; what this side advertises is the decoder's limit once acknowledged.
+    this.decoder = new HpackDecoder(4096);
     this.encoder = new HpackEncoder(4096);
     this.output = new Output();
     // Where field blocks are encoded before they are copied into the output.
     this.scratch = Buffer.allocUnsafe(4096);
-    this.reader = new FrameReader((type, flags, streamId, payload, length) => receiveFrame(this, type, flags, streamId, payload, length),
-      settings.maxFrameSize);
+    this.reader = new FrameReader(frameOf(this), settings.maxFrameSize);
     this.prefaceRead = 0;
     this.settingsReceived = false;
     // Streams with DATA (or an end) to send, and the events for after a write.
@@ -85,17 +85,18 @@ class ServerSession extends EventEmitter {
     this.scheduled = false;
     this.flushing = false;
     this.socketFull = false;
-    this.timeoutMs = 0;
-    this.timer = null;
-    this.lastActivity = 0;
-    this.timedOut = false;
+    this.silence = new SilenceTimer(() => {
+      if (!this.destroyed) this.emit('timeout');
+    });
     this.endTimer = null;
     socket.on('data', socketOnData);
     socket.on('error', socketOnError);
     socket.on('close', socketOnClose);
     socket.on('drain', socketOnDrain);
+    // The client's FIN: nothing more comes, and a socket kept half-open would stay.
+    socket.on('end', socketOnEnd);
     if (typeof socket.setNoDelay === 'function') socket.setNoDelay(true);
-    this.sendSettings(settings);
+    sendSettings(this, settings);
     this.output.word(TYPE.WINDOW_UPDATE, 0, CONNECTION_WINDOW - DEFAULT_WINDOW);
     this.schedule();
     // Its frames may open streams: not before whoever made the session has listened for them.
@@ -108,15 +109,7 @@ class ServerSession extends EventEmitter {
    * @param {number} ms
    */
   setTimeout(ms) {
-    this.timeoutMs = ms;
-    this.timedOut = false;
-    this.lastActivity = Date.now();
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-    if (ms > 0 && !this.destroyed) {
-      this.timer = setTimeout(sessionOnTimer, ms, this);
-      this.timer.unref();
-    }
+    if (!this.destroyed) this.silence.set(ms);
   }
 
   /**
@@ -131,7 +124,7 @@ class ServerSession extends EventEmitter {
     if (this.pendingSettings.length >= MAX_PENDING_SETTINGS) {
       throw errorWithCode('ERR_HTTP2_MAX_PENDING_SETTINGS_ACK', `h2: ${this.pendingSettings.length} SETTINGS not acknowledged`);
     }
-    this.sendSettings(settings);
+    sendSettings(this, settings);
     this.schedule();
   }
 
@@ -142,16 +135,13 @@ class ServerSession extends EventEmitter {
    * @returns {boolean} whether it was sent
    */
   ping(callback) {
-    if (this.destroyed || this.pings.size >= MAX_PENDING_PINGS) {
-      process.nextTick(callback, errorWithCode('ERR_HTTP2_PING_CANCEL', 'h2: PING not sent'));
+    if (this.destroyed) {
+      process.nextTick(callback, errorWithCode('ERR_HTTP2_PING_CANCEL', 'h2: the session is closed'));
       return false;
     }
-    const payload = Buffer.alloc(8);
-    payload.writeUInt32BE(++this.pingCount, 4);
-    this.pings.set(payload.toString('latin1'), { callback, sentAt: performance.now() });
-    this.output.control(TYPE.PING, 0, 0, payload);
+    const sent = this.pings.send(this.output, callback);
     this.schedule();
-    return true;
+    return sent;
   }
 
   /** GOAWAY NO_ERROR: no new stream; those open finish, then the connection ends. */
@@ -184,7 +174,7 @@ class ServerSession extends EventEmitter {
   /**
    * A connection error (RFC 9113 §5.4.1): GOAWAY with its code, naming the last stream processed, and the end.
    *
-   * @param {H2Error} err
+   * @param {import('./frames').H2Error} err
    */
   connectionError(err) {
     if (this.destroyed) return;
@@ -200,12 +190,11 @@ class ServerSession extends EventEmitter {
     this.closed = true;
     this.destroyed = true;
     this.reader.stopped = true;
-    if (this.timer !== null) clearTimeout(this.timer);
+    this.silence.clear();
     for (const stream of this.streams.values()) this.closeStream(stream, stream.rstCode);
     this.streams.clear();
     this.dataQueue = [];
-    for (const { callback } of this.pings.values()) process.nextTick(callback, errorWithCode('ERR_HTTP2_PING_CANCEL', 'h2: session closed'));
-    this.pings.clear();
+    this.pings.cancel();
     if (error !== null && this.listenerCount('error') > 0) this.emit('error', error);
     this.emitCloses();
   }
@@ -214,40 +203,6 @@ class ServerSession extends EventEmitter {
     this.goawaySent = true;
     this.goawayLastId = this.highestStreamId;
     this.output.frame(goawayFrame(this.highestStreamId, code, debug.slice(0, 256)));
-  }
-
-  sendSettings(settings) {
-    const pairs = [];
-    const add = (id, value, min, max) => {
-      if (value === undefined) return;
-      if (!Number.isInteger(value) || value < min || value > max) throw new RangeError(`h2: an invalid setting ${id}: ${value}`);
-      pairs.push([id, value]);
-    };
-    add(SETTING.HEADER_TABLE_SIZE, settings.headerTableSize, 0, 2 ** 32 - 1);
-    add(SETTING.ENABLE_PUSH, 0, 0, 0);
-    add(SETTING.MAX_CONCURRENT_STREAMS, settings.maxConcurrentStreams, 0, 2 ** 32 - 1);
-    add(SETTING.INITIAL_WINDOW_SIZE, settings.initialWindowSize, 0, MAX_WINDOW);
-    add(SETTING.MAX_FRAME_SIZE, settings.maxFrameSize, DEFAULT_MAX_FRAME_SIZE, 16777215);
-    add(SETTING.MAX_HEADER_LIST_SIZE, settings.maxHeaderListSize, 0, 2 ** 32 - 1);
-    if (settings.maxConcurrentStreams !== undefined) this.maxConcurrentStreams = settings.maxConcurrentStreams;
-    if (settings.maxHeaderListSize !== undefined) this.maxHeaderListSize = settings.maxHeaderListSize;
-    // A larger frame may come as soon as the client has read these.
-    if (settings.maxFrameSize > this.reader.maxFrameSize) this.reader.maxFrameSize = settings.maxFrameSize;
-    this.pendingSettings.push(settings);
-    this.output.frame(settingsFrame(pairs));
-  }
-
-  // The client acknowledged the oldest SETTINGS not acknowledged yet.
-  settingsAcknowledged() {
-    const settings = this.pendingSettings.shift();
-    if (settings === undefined) return;
-    if (settings.initialWindowSize !== undefined) {
-      const delta = settings.initialWindowSize - this.localWindow;
-      this.localWindow = settings.initialWindowSize;
-      for (const stream of this.streams.values()) stream.recvWindow += delta;
-    }
-    if (settings.maxFrameSize !== undefined) this.reader.maxFrameSize = settings.maxFrameSize;
-    if (settings.headerTableSize !== undefined) this.decoder.setMaxTableSize(settings.headerTableSize);
   }
 
   /**
@@ -346,7 +301,7 @@ class ServerSession extends EventEmitter {
 
   writeOutput() {
     if (this.output.length === 0 || this.socket.destroyed) return;
-    this.touch();
+    this.silence.touch();
     if (!this.output.writeTo(this.socket)) this.socketFull = true;
   }
 
@@ -357,32 +312,6 @@ class ServerSession extends EventEmitter {
     this.socket.end();
     this.endTimer = setTimeout(destroySocket, END_GRACE_MS, this.socket);
     this.endTimer.unref();
-  }
-
-  // Frames came or went: the timeout counts from now.
-  touch() {
-    if (this.timeoutMs === 0) return;
-    this.lastActivity = Date.now();
-    if (this.timedOut) this.setTimeout(this.timeoutMs);
-  }
-
-  // Bytes read off the socket: the preface first, then frames.
-  receive(chunk) {
-    this.touch();
-    try {
-      if (this.prefaceRead < PREFACE.length) {
-        const n = Math.min(PREFACE.length - this.prefaceRead, chunk.length);
-        if (chunk.compare(PREFACE, this.prefaceRead, this.prefaceRead + n, 0, n) !== 0) {
-          throw new H2Error(ERROR.PROTOCOL_ERROR, 'not the HTTP/2 client preface');
-        }
-        this.prefaceRead += n;
-        chunk = chunk.subarray(n);
-      }
-      if (chunk.length > 0) this.reader.push(chunk);
-    } catch (err) {
-      this.connectionError(err instanceof H2Error ? err : internalError(err));
-    }
-    this.emitCloses();
   }
 }
 
@@ -409,21 +338,12 @@ function createServerSession(socket, options, firstBytes) {
 
 module.exports = { ServerSession, createServerSession };
 
-// An exception that is not the client's doing (a listener's): the connection ends with INTERNAL_ERROR.
-function internalError(err) {
-  const h2Error = new H2Error(ERROR.INTERNAL_ERROR, err && err.message ? err.message : String(err));
-  h2Error.cause = err;
-  return h2Error;
-}
-
-function errorWithCode(code, message) {
-  const err = new Error(message);
-  err.code = code;
-  return err;
+function frameOf(session) {
+  return (type, flags, streamId, payload, length) => receiveFrame(session, type, flags, streamId, payload, length);
 }
 
 function receiveFirst(session, bytes) {
-  if (!session.destroyed) session.receive(bytes);
+  if (!session.destroyed) receiveBytes(session, bytes);
 }
 
 function flush(session) {
@@ -431,7 +351,7 @@ function flush(session) {
 }
 
 function socketOnData(chunk) {
-  this[kSession].receive(chunk);
+  receiveBytes(this[kSession], chunk);
 }
 
 function socketOnError(err) {
@@ -453,17 +373,8 @@ function socketOnClose() {
   session.emit('close');
 }
 
-function sessionOnTimer(session) {
-  session.timer = null;
-  if (session.destroyed || session.timeoutMs === 0) return;
-  const idle = Date.now() - session.lastActivity;
-  if (idle < session.timeoutMs) {
-    session.timer = setTimeout(sessionOnTimer, session.timeoutMs - idle, session);
-    session.timer.unref();
-    return;
-  }
-  session.timedOut = true;
-  session.emit('timeout');
+function socketOnEnd() {
+  this[kSession].endSocket();
 }
 
 function destroySocket(socket) {

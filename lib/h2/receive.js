@@ -1,6 +1,7 @@
 'use strict';
 
-const { TYPE, FLAG, ERROR, SETTING, MAX_WINDOW, MAX_MAX_FRAME_SIZE, DEFAULT_MAX_FRAME_SIZE, SETTINGS_ACK, H2Error, pingFrame } = require('./frames');
+const { TYPE, FLAG, ERROR, MAX_WINDOW, PREFACE, H2Error, pingFrame } = require('./frames');
+const { receiveSettings } = require('./settings');
 const { HpackError } = require('./hpack');
 const { Stream } = require('./stream');
 const { checkRequest, checkTrailers, headersObject } = require('./header-checks');
@@ -43,7 +44,40 @@ function receiveFrame(session, type, flags, streamId, payload, length) {
   }
 }
 
-module.exports = { receiveFrame };
+/**
+ * Takes bytes read off the connection: the client preface first, then frames.
+ * A connection error ends the session (GOAWAY), an exception thrown by a
+ * listener too (INTERNAL_ERROR): nothing is thrown out of the socket's callback.
+ *
+ * @param {import('./connection').ServerSession} session
+ * @param {Buffer} chunk
+ */
+function receiveBytes(session, chunk) {
+  session.silence.touch();
+  try {
+    if (session.prefaceRead < PREFACE.length) {
+      const n = Math.min(PREFACE.length - session.prefaceRead, chunk.length);
+      if (chunk.compare(PREFACE, session.prefaceRead, session.prefaceRead + n, 0, n) !== 0) {
+        throw protocolError('not the HTTP/2 client preface');
+      }
+      session.prefaceRead += n;
+      chunk = chunk.subarray(n);
+    }
+    if (chunk.length > 0) session.reader.push(chunk);
+  } catch (err) {
+    session.connectionError(err instanceof H2Error ? err : internalError(err));
+  }
+  session.emitCloses();
+}
+
+module.exports = { receiveBytes, receiveFrame };
+
+// An exception that is not the client's doing (a listener's): the connection ends with INTERNAL_ERROR.
+function internalError(err) {
+  const h2Error = new H2Error(ERROR.INTERNAL_ERROR, err && err.message ? err.message : String(err));
+  h2Error.cause = err;
+  return h2Error;
+}
 
 function receiveData(session, flags, id, payload, length) {
   if (id === 0) throw protocolError('DATA on stream 0');
@@ -191,49 +225,6 @@ function receiveRstStream(session, id, payload) {
   session.removeStream(stream, payload.readUInt32BE(0));
 }
 
-function receiveSettings(session, flags, id, payload) {
-  if (id !== 0) throw protocolError('SETTINGS on a stream');
-  if ((flags & FLAG.ACK) !== 0) {
-    if (payload.length !== 0) throw new H2Error(ERROR.FRAME_SIZE_ERROR, 'a SETTINGS ACK with a payload');
-    session.settingsAcknowledged();
-    return;
-  }
-  if (payload.length % 6 !== 0) throw new H2Error(ERROR.FRAME_SIZE_ERROR, 'SETTINGS not a multiple of 6 bytes long');
-  for (let offset = 0; offset < payload.length; offset += 6) {
-    const value = payload.readUInt32BE(offset + 2);
-    switch (payload.readUInt16BE(offset)) {
-      case SETTING.HEADER_TABLE_SIZE:
-        session.encoder.setMaxTableSize(value);
-        break;
-      case SETTING.ENABLE_PUSH:
-        if (value > 1) throw protocolError(`SETTINGS_ENABLE_PUSH ${value}`);
-        break;
-      case SETTING.INITIAL_WINDOW_SIZE:
-        initialWindowSize(session, value);
-        break;
-      case SETTING.MAX_FRAME_SIZE:
-        if (value < DEFAULT_MAX_FRAME_SIZE || value > MAX_MAX_FRAME_SIZE) throw protocolError(`SETTINGS_MAX_FRAME_SIZE ${value}`);
-        session.peerMaxFrameSize = value;
-        break;
-      default: // MAX_CONCURRENT_STREAMS (no push here), MAX_HEADER_LIST_SIZE (advisory), unknown: nothing to do
-    }
-  }
-  session.output.frame(SETTINGS_ACK);
-  session.schedule();
-}
-
-// RFC 9113 §6.9.2: a new initial window changes every open stream's window by the difference.
-function initialWindowSize(session, value) {
-  if (value > MAX_WINDOW) throw new H2Error(ERROR.FLOW_CONTROL_ERROR, `SETTINGS_INITIAL_WINDOW_SIZE ${value}`);
-  const delta = value - session.peerWindow;
-  session.peerWindow = value;
-  for (const stream of session.streams.values()) {
-    stream.sendWindow += delta;
-    if (stream.sendWindow > MAX_WINDOW) throw new H2Error(ERROR.FLOW_CONTROL_ERROR, `stream ${stream.id}'s window past 2^31-1`);
-    if (delta > 0 && stream.pendingBytes > 0) session.queueData(stream);
-  }
-}
-
 function receivePing(session, flags, id, payload) {
   if (id !== 0) throw protocolError('PING on a stream');
   if (payload.length !== 8) throw new H2Error(ERROR.FRAME_SIZE_ERROR, 'PING not 8 bytes long');
@@ -242,12 +233,7 @@ function receivePing(session, flags, id, payload) {
     session.schedule();
     return;
   }
-  // An ACK of a PING this side did not send is ignored.
-  const key = payload.toString('latin1');
-  const ping = session.pings.get(key);
-  if (ping === undefined) return;
-  session.pings.delete(key);
-  ping.callback(null, performance.now() - ping.sentAt, payload);
+  session.pings.acknowledged(payload);
 }
 
 function receiveGoaway(session, id, payload) {

@@ -255,8 +255,15 @@ class Stream extends EventEmitter {
   }
 }
 
-module.exports = { Stream, HIGH_WATER_MARK };
+module.exports = { Stream, HIGH_WATER_MARK, errorWithCode };
 
+/**
+ * An Error with a `.code`, as Node's http2 throws them (`ERR_HTTP2_...`).
+ *
+ * @param {string} code
+ * @param {string} message
+ * @returns {Error}
+ */
 function errorWithCode(code, message) {
   const err = new Error(message);
   err.code = code;
