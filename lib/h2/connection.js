@@ -300,7 +300,7 @@ class ServerSession extends EventEmitter {
   }
 
   writeOutput() {
-    if (this.output.length === 0 || this.socket.destroyed) return;
+    if (this.output.length === 0 || this.socket.destroyed || this.socket.writableEnded) return;
     this.silence.touch();
     if (!this.output.writeTo(this.socket)) this.socketFull = true;
   }

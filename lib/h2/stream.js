@@ -50,6 +50,8 @@ class Stream extends EventEmitter {
     // END_STREAM is in the session's output.
     this.localEnded = false;
     this.needDrain = false;
+    // close(code) waits for the response's end: then RST_STREAM with this code.
+    this.resetAfterEnd = -1;
     // In the session's queue of streams with DATA to send.
     this.queued = false;
     this.closed = false;
@@ -157,12 +159,20 @@ class Stream extends EventEmitter {
   }
 
   /**
-   * Resets the stream with `code` (RST_STREAM).
+   * Resets the stream with `code` (RST_STREAM), as Node's close() does: the
+   * response is ended first, and the reset follows its last frame (a client
+   * told to stop sending a body still gets the answer written before).
    *
    * @param {number} [code] NO_ERROR by default
    */
   close(code = ERROR.NO_ERROR) {
-    if (!this.closed) this.session.resetStream(this, code);
+    if (this.closed) return;
+    if (this.localEnded) {
+      this.session.resetStream(this, code);
+      return;
+    }
+    this.resetAfterEnd = code;
+    if (!this.writableEnded) this.end();
   }
 
   /** Stops emitting 'data': what comes is kept, and not acknowledged until emitted. */
@@ -248,6 +258,7 @@ class Stream extends EventEmitter {
   sentEnd() {
     this.localEnded = true;
     if (this.remoteEnded) this.session.streamDone(this);
+    else if (this.resetAfterEnd !== -1) this.session.resetStream(this, this.resetAfterEnd);
   }
 
   assertOpen() {
