@@ -167,6 +167,34 @@ describe('HPACK: RFC 7541 Appendix C', () => {
   });
 });
 
+describe('HPACK: the encoder\'s table size', () => {
+  it('announces the smallest size and then the final one when the peer\'s limit changed twice between blocks', () => {
+    const encoder = new HpackEncoder();
+    const decoder = new HpackDecoder();
+    decoder.decode(encoder.encode(['server', 'lila']));
+    encoder.setMaxTableSize(0);
+    encoder.setMaxTableSize(65536);
+    // 0, then 4096 (the encoder's own maximum): 001 00000, then 001 11111 e1 1f; the entry is gone.
+    const block = encoder.encode(['server', 'lila']);
+    assert.equal(block.toString('hex'), '20' + '3fe11f' + '7683a0d40f');
+    assert.deepEqual(decoder.decode(block), ['server', 'lila']);
+    encoder.setMaxTableSize(4096);
+    assert.equal(encoder.encode(['server', 'lila']).toString('hex'), 'be', 'no update when nothing changed');
+    encoder.setMaxTableSize(100);
+    assert.equal(encoder.encode(['server', 'lila']).toString('hex'), '3f45' + 'be', 'the entry fits 100 octets still');
+  });
+
+  it('indexes nothing at a table size of 0, and nothing that would take most of the table', () => {
+    const none = new HpackEncoder(0);
+    // Size 0 announced, then server (54) without indexing: 0000 1111, 54 - 15 = 39.
+    assert.equal(none.encode(['server', 'lila']).toString('hex'), '20' + '0f27' + '83a0d40f');
+    assert.equal(none.table.count, 0);
+    const small = new HpackEncoder(100);
+    small.encode(['x-a', 'a'.repeat(60), 'x-b', 'b']);
+    assert.deepEqual(entries(small.table), [['x-b', 'b']]);
+  });
+});
+
 describe('HPACK: malformed blocks and limits', () => {
   const refusals = {
     'index 0': '80',
@@ -202,6 +230,17 @@ describe('HPACK: malformed blocks and limits', () => {
     assert.deepEqual(decoder.decode(Buffer.from('3f0982be', 'hex')), [':method', 'GET', 'b', 'c']);
     decoder.setMaxTableSize(8192);
     assert.deepEqual(decoder.decode(Buffer.from('82', 'hex')), [':method', 'GET'], 'a higher limit owes no update');
+  });
+
+  it('decodes Huffman strings of any length, one past 64 KiB too', () => {
+    const encoder = new HpackEncoder();
+    const decoder = new HpackDecoder();
+    for (const length of [1, 700, 5000, 120000]) {
+      const fields = ['x-long', 'e'.repeat(length), 'x-next', 'a'.repeat(length >> 1)];
+      const block = encoder.encode(fields);
+      assert.ok(length < 700 || block.length < length, 'Huffman-coded');
+      assert.deepEqual(decoder.decode(block), fields);
+    }
   });
 
   it('reads a block past maxListSize to its end, and says so with listSize', () => {
