@@ -11,8 +11,8 @@ const DEFAULT_TABLE_SIZE = 4096;
 const MAX_INTEGER = 2 ** 31 - 1;
 // Continuation octets at most: 5 carry 35 bits, enough for MAX_INTEGER even after zero padding.
 const MAX_INTEGER_OCTETS = 5;
-// Bounds on what a field's representation takes beyond its strings: the first octet with its
-// index, and a string's length prefix (both at most 1 + 5 octets for MAX_INTEGER), with room.
+// What a field takes beyond its strings' octets, at most, counted per string: the first octet
+// with its index, and each string's length prefix (each at most 1 + 5 octets), with room.
 const FIELD_OVERHEAD = 12;
 const SIZE_UPDATES_MAX = 12;
 // Huffman strings are decoded here, one at a time (decoding is synchronous): one buffer for every
@@ -31,7 +31,7 @@ const VOLATILE_NAMES = new Set([':path', 'age', 'content-length', 'etag', 'if-mo
  * A malformed header block (RFC 7541 §2.2, RFC 9113 §4.3): a connection error of type
  * COMPRESSION_ERROR. `listSize` is set when the block was well formed but its field list
  * passed the size the caller allows: the tables are then in step still, and the caller may
- * refuse the one stream instead (RFC 9113 §8.2.3 suggests 431).
+ * refuse the one stream instead (with 431, as RFC 9113 §10.5.1 suggests).
  */
 class HpackError extends Error {
   /**
