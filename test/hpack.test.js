@@ -167,6 +167,34 @@ describe('HPACK: RFC 7541 Appendix C', () => {
   });
 });
 
+describe('HPACK: the encoder\'s table size', () => {
+  it('announces the smallest size and then the final one when the peer\'s limit changed twice between blocks', () => {
+    const encoder = new HpackEncoder();
+    const decoder = new HpackDecoder();
+    decoder.decode(encoder.encode(['server', 'lila']));
+    encoder.setMaxTableSize(0);
+    encoder.setMaxTableSize(65536);
+    // 0, then 4096 (the encoder's own maximum): 001 00000, then 001 11111 e1 1f; the entry is gone.
+    const block = encoder.encode(['server', 'lila']);
+    assert.equal(block.toString('hex'), '20' + '3fe11f' + '7683a0d40f');
+    assert.deepEqual(decoder.decode(block), ['server', 'lila']);
+    encoder.setMaxTableSize(4096);
+    assert.equal(encoder.encode(['server', 'lila']).toString('hex'), 'be', 'no update when nothing changed');
+    encoder.setMaxTableSize(100);
+    assert.equal(encoder.encode(['server', 'lila']).toString('hex'), '3f45' + 'be', 'the entry fits 100 octets still');
+  });
+
+  it('indexes nothing at a table size of 0, and nothing that would take most of the table', () => {
+    const none = new HpackEncoder(0);
+    // Size 0 announced, then server (54) without indexing: 0000 1111, 54 - 15 = 39.
+    assert.equal(none.encode(['server', 'lila']).toString('hex'), '20' + '0f27' + '83a0d40f');
+    assert.equal(none.table.count, 0);
+    const small = new HpackEncoder(100);
+    small.encode(['x-a', 'a'.repeat(60), 'x-b', 'b']);
+    assert.deepEqual(entries(small.table), [['x-b', 'b']]);
+  });
+});
+
 describe('HPACK: malformed blocks and limits', () => {
   const refusals = {
     'index 0': '80',
@@ -202,6 +230,17 @@ describe('HPACK: malformed blocks and limits', () => {
     assert.deepEqual(decoder.decode(Buffer.from('3f0982be', 'hex')), [':method', 'GET', 'b', 'c']);
     decoder.setMaxTableSize(8192);
     assert.deepEqual(decoder.decode(Buffer.from('82', 'hex')), [':method', 'GET'], 'a higher limit owes no update');
+  });
+
+  it('decodes Huffman strings of any length, one past 64 KiB too', () => {
+    const encoder = new HpackEncoder();
+    const decoder = new HpackDecoder();
+    for (const length of [1, 700, 5000, 120000]) {
+      const fields = ['x-long', 'e'.repeat(length), 'x-next', 'a'.repeat(length >> 1)];
+      const block = encoder.encode(fields);
+      assert.ok(length < 700 || block.length < length, 'Huffman-coded');
+      assert.deepEqual(decoder.decode(block), fields);
+    }
   });
 
   it('reads a block past maxListSize to its end, and says so with listSize', () => {
@@ -258,82 +297,118 @@ describe(`HPACK: properties (seed ${seed()})`, () => {
 describe('HPACK against Node\'s http2 client (nghttp2)', () => {
   afterEach(cleanup);
 
-  it('decodes its request blocks over one connection, and it reads our response blocks', async () => {
-    const decoder = new HpackDecoder();
-    const encoder = new HpackEncoder();
-    const requests = [];
-    const server = net.createServer((socket) => {
-      socket.on('error', () => {});
-      onCleanup(() => socket.destroy());
-      socket.write(frame(4, 0, 0, Buffer.alloc(0)));
-      let pending = Buffer.alloc(0);
-      let prefaceRead = false;
-      socket.on('data', (data) => {
-        pending = Buffer.concat([pending, data]);
-        if (!prefaceRead) {
-          if (pending.length < 24) return;
-          assert.equal(pending.latin1Slice(0, 24), 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
-          pending = pending.subarray(24);
-          prefaceRead = true;
-        }
-        while (pending.length >= 9 && pending.length >= 9 + pending.readUIntBE(0, 3)) {
-          const length = pending.readUIntBE(0, 3);
-          const type = pending[3];
-          const flags = pending[4];
-          const streamId = pending.readUInt32BE(5) & 0x7fffffff;
-          const payload = pending.subarray(9, 9 + length);
-          pending = pending.subarray(9 + length);
-          if (type === 4 && (flags & 1) === 0) socket.write(frame(4, 1, 0, Buffer.alloc(0)));
-          if (type !== 1) continue;
-          assert.equal(flags & 0x4, 0x4, 'END_HEADERS: these blocks fit one frame');
-          let block = payload;
-          if (flags & 0x8) block = block.subarray(1, block.length - block[0]);
-          if (flags & 0x20) block = block.subarray(5);
-          requests.push({ block, fields: decoder.decode(block) });
-          const response = encoder.encode([':status', requests.length === 1 ? '200' : '201', 'server', 'lila', 'x-seen', String(requests.length), 'content-type', 'text/plain; charset=utf-8']);
-          socket.write(frame(1, 0x5, streamId, response));
-        }
+  const variants = [
+    { title: 'at 4096 octets both ways' },
+    // Ours shrinks once the client acknowledges it (its next block must begin with an update);
+    // the client's applies to our next response block.
+    { title: 'at 256 octets ours and 100 the client\'s', ours: 256, clients: 100 }
+  ];
+  for (const { title, ours, clients } of variants) {
+    it(`decodes its request blocks over one connection, and it reads our response blocks, ${title}`, async () => {
+      const peer = await rawPeer(ours);
+      const authority = `127.0.0.1:${peer.port}`;
+      const client = http2.connect(`http://${authority}`, clients === undefined ? {} : { settings: { headerTableSize: clients } });
+      client.on('error', () => {});
+      onCleanup(() => client.destroy());
+
+      const sent = [
+        { ':path': '/one?q=1', 'x-custom': 'latin1: Ünïcödé', 'user-agent': 'hpack-test/1', accept: '*/*' },
+        { ':path': '/two', 'x-custom': 'latin1: Ünïcödé', 'user-agent': 'hpack-test/1', accept: '*/*' },
+        { ':method': 'POST', ':path': '/three', 'x-custom': 'another value', 'user-agent': 'hpack-test/1', 'x-long': 'z'.repeat(500) },
+        { ':path': '/four', 'x-custom': 'latin1: Ünïcödé', 'user-agent': 'hpack-test/1', accept: '*/*' }
+      ];
+      const answers = [];
+      for (const headers of sent) {
+        const request = client.request(headers, { endStream: true });
+        request.on('error', () => {});
+        answers.push(await new Promise((resolve, reject) => {
+          request.on('response', resolve);
+          request.on('close', () => reject(new Error('closed before its response')));
+        }));
+      }
+
+      assert.equal(peer.requests.length, sent.length);
+      peer.requests.forEach(({ fields }, i) => {
+        const got = {};
+        for (let j = 0; j < fields.length; j += 2) got[fields[j]] = fields[j + 1];
+        const { ':method': method = 'GET', ...rest } = sent[i];
+        // Node sends an http2 header value's characters as latin1 octets (all below 256 here).
+        assert.deepEqual(got, { ':method': method, ':scheme': 'http', ':authority': authority, ...rest });
       });
+      assert.ok(peer.requests[1].block.length < peer.requests[0].block.length / 2, 'the second request indexes what the first added');
+      answers.forEach((headers, i) => {
+        assert.equal(headers[':status'], i === 0 ? 200 : 201);
+        assert.equal(headers.server, 'lila');
+        assert.equal(headers['x-seen'], String(i + 1));
+        assert.equal(headers['content-type'], 'text/plain; charset=utf-8');
+      });
+      if (ours !== undefined) {
+        assert.equal(peer.decoder.table.maxSize, ours);
+        assert.ok(peer.requests.some(({ block }) => (block[0] & 0xe0) === 0x20), 'the client announced its smaller table');
+      }
+      if (clients !== undefined) assert.equal(peer.encoder.table.maxSize, clients);
     });
-    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-    onCleanup(() => new Promise((resolve) => server.close(resolve)));
-    const authority = `127.0.0.1:${server.address().port}`;
-    const client = http2.connect(`http://${authority}`);
-    client.on('error', () => {});
-    onCleanup(() => client.destroy());
-
-    const sent = [
-      { ':path': '/one?q=1', 'x-custom': 'Ünïcode-free latin1: é', 'user-agent': 'hpack-test/1', accept: '*/*' },
-      { ':path': '/two', 'x-custom': 'Ünïcode-free latin1: é', 'user-agent': 'hpack-test/1', accept: '*/*' },
-      { ':method': 'POST', ':path': '/three', 'x-custom': 'another value', 'user-agent': 'hpack-test/1', 'x-long': 'z'.repeat(500) }
-    ];
-    const answers = [];
-    for (const headers of sent) {
-      const request = client.request(headers, { endStream: true });
-      request.on('error', () => {});
-      answers.push(await new Promise((resolve, reject) => {
-        request.on('response', resolve);
-        request.on('close', () => reject(new Error('closed before its response')));
-      }));
-    }
-
-    assert.equal(requests.length, sent.length);
-    requests.forEach(({ fields }, i) => {
-      const got = {};
-      for (let j = 0; j < fields.length; j += 2) got[fields[j]] = fields[j + 1];
-      const { ':method': method = 'GET', ...rest } = sent[i];
-      // Node writes a JS string's header values as latin1 for http2 (its characters here are all below 256).
-      assert.deepEqual(got, { ':method': method, ':scheme': 'http', ':authority': authority, ...rest });
-    });
-    assert.ok(requests[1].block.length < requests[0].block.length / 2, 'the second request indexes what the first added');
-    answers.forEach((headers, i) => {
-      assert.equal(headers[':status'], i === 0 ? 200 : 201);
-      assert.equal(headers.server, 'lila');
-      assert.equal(headers['x-seen'], String(i + 1));
-      assert.equal(headers['content-type'], 'text/plain; charset=utf-8');
-    });
-  });
+  }
 });
+
+// An h2 server of the test's own on a raw socket: its SETTINGS (HEADER_TABLE_SIZE `ours` if
+// given), an ACK of the client's, each HEADERS frame's block decoded, and a response to it.
+async function rawPeer(ours) {
+  const decoder = new HpackDecoder();
+  const encoder = new HpackEncoder();
+  const requests = [];
+  const server = net.createServer((socket) => {
+    socket.on('error', () => {});
+    onCleanup(() => socket.destroy());
+    const settings = Buffer.alloc(ours === undefined ? 0 : 6);
+    if (ours !== undefined) {
+      settings.writeUInt16BE(1, 0);
+      settings.writeUInt32BE(ours, 2);
+    }
+    socket.write(frame(4, 0, 0, settings));
+    let pending = Buffer.alloc(0);
+    let prefaceRead = false;
+    socket.on('data', (data) => {
+      pending = Buffer.concat([pending, data]);
+      if (!prefaceRead) {
+        if (pending.length < 24) return;
+        assert.equal(pending.latin1Slice(0, 24), 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+        pending = pending.subarray(24);
+        prefaceRead = true;
+      }
+      while (pending.length >= 9 && pending.length >= 9 + pending.readUIntBE(0, 3)) {
+        const length = pending.readUIntBE(0, 3);
+        const [type, flags] = [pending[3], pending[4]];
+        const streamId = pending.readUInt32BE(5) & 0x7fffffff;
+        const payload = pending.subarray(9, 9 + length);
+        pending = pending.subarray(9 + length);
+        if (type === 4) settingsFrame(flags, payload);
+        if (type !== 1) continue;
+        assert.equal(flags & 0x4, 0x4, 'END_HEADERS: these blocks fit one frame');
+        let block = payload;
+        if (flags & 0x8) block = block.subarray(1, block.length - block[0]);
+        if (flags & 0x20) block = block.subarray(5);
+        requests.push({ block, fields: decoder.decode(block) });
+        const response = encoder.encode([':status', requests.length === 1 ? '200' : '201', 'server', 'lila', 'x-seen', String(requests.length), 'content-type', 'text/plain; charset=utf-8']);
+        socket.write(frame(1, 0x5, streamId, response));
+      }
+    });
+
+    function settingsFrame(flags, payload) {
+      if (flags & 1) {
+        if (ours !== undefined) decoder.setMaxTableSize(ours);
+        return;
+      }
+      for (let offset = 0; offset < payload.length; offset += 6) {
+        if (payload.readUInt16BE(offset) === 1) encoder.setMaxTableSize(payload.readUInt32BE(offset + 2));
+      }
+      socket.write(frame(4, 1, 0, Buffer.alloc(0)));
+    }
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  onCleanup(() => new Promise((resolve) => server.close(resolve)));
+  return { port: server.address().port, decoder, encoder, requests };
+}
 
 function decodeSeries(decoder, blocks) {
   for (const block of blocks) {

@@ -11,10 +11,14 @@ const DEFAULT_TABLE_SIZE = 4096;
 const MAX_INTEGER = 2 ** 31 - 1;
 // Continuation octets at most: 5 carry 35 bits, enough for MAX_INTEGER even after zero padding.
 const MAX_INTEGER_OCTETS = 5;
-// Bounds on what a field's representation takes beyond its strings: the first octet with its
-// index, and a string's length prefix (both at most 1 + 5 octets for MAX_INTEGER), with room.
+// What a field takes beyond its strings' octets, at most, counted per string: the first octet
+// with its index, and each string's length prefix (each at most 1 + 5 octets), with room.
 const FIELD_OVERHEAD = 12;
 const SIZE_UPDATES_MAX = 12;
+// Huffman strings are decoded here, one at a time (decoding is synchronous): one buffer for every
+// connection, grown up to SCRATCH_KEPT octets; a longer string gets a buffer of its own.
+const SCRATCH_KEPT = 65536;
+let scratch = Buffer.allocUnsafe(1024);
 const INDEXED = 0;
 const NOT_INDEXED = 1;
 const NEVER_INDEXED = 2;
@@ -27,7 +31,7 @@ const VOLATILE_NAMES = new Set([':path', 'age', 'content-length', 'etag', 'if-mo
  * A malformed header block (RFC 7541 §2.2, RFC 9113 §4.3): a connection error of type
  * COMPRESSION_ERROR. `listSize` is set when the block was well formed but its field list
  * passed the size the caller allows: the tables are then in step still, and the caller may
- * refuse the one stream instead (RFC 9113 §8.2.3 suggests 431).
+ * refuse the one stream instead (with 431, as RFC 9113 §10.5.1 suggests).
  */
 class HpackError extends Error {
   /**
@@ -49,7 +53,9 @@ class HpackError extends Error {
  */
 class HpackDecoder {
   /**
-   * @param {number} [maxTableSize] the table size both sides start with (HTTP/2's is 4096)
+   * @param {number} [maxTableSize] the table size both sides start with: on HTTP/2, 4096 whatever
+   *   we advertise (the peer encodes with 4096 until it has read our SETTINGS); what we advertise
+   *   goes to `setMaxTableSize` when the peer acknowledges it
    */
   constructor(maxTableSize = DEFAULT_TABLE_SIZE) {
     this.table = new DynamicTable(maxTableSize);
@@ -58,7 +64,6 @@ class HpackDecoder {
     // When we lowered the limit below the table's size, the next block must start with an
     // update at most this (RFC 7541 §4.2); -1 when none is owed.
     this.updateOwed = -1;
-    this.scratch = Buffer.allocUnsafe(256);
     this.pos = 0;
   }
 
@@ -196,10 +201,14 @@ class HpackDecoder {
     if (!huffman) return buf.latin1Slice(start, end);
     // Codes are 5 bits or more: `length` octets decode to at most length * 8 / 5.
     const room = Math.ceil((length * 8) / 5);
-    if (this.scratch.length < room) this.scratch = Buffer.allocUnsafe(Math.max(room, 2 * this.scratch.length));
-    const n = decodeHuffman(buf, start, end, this.scratch);
+    let out = scratch;
+    if (out.length < room) {
+      out = Buffer.allocUnsafe(Math.max(room, 2 * out.length));
+      if (out.length <= SCRATCH_KEPT) scratch = out;
+    }
+    const n = decodeHuffman(buf, start, end, out);
     if (n < 0) throw new HpackError('bad Huffman code: EOS, or padding that is not EOS\'s first 0-7 bits');
-    return this.scratch.latin1Slice(0, n);
+    return out.latin1Slice(0, n);
   }
 }
 
