@@ -12,7 +12,7 @@ const { Pki } = require('./pki');
 const { cleanup, onCleanup, deferred, prng, sha256, until } = require('./helpers');
 const { findTool, needTool, runTool } = require('./tools');
 const { createServerSession } = require('../lib/h2/connection');
-const { ERROR, PREFACE } = require('../lib/h2/frames');
+const { ERROR, FRAME_HEADER_SIZE, PREFACE, writeFrameHeader } = require('../lib/h2/frames');
 const { HpackEncoder } = require('../lib/h2/hpack');
 
 const { NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
@@ -442,12 +442,10 @@ describe("lila's own h2 codec (lib/h2) against raw frames", function () {
 
 // One frame's bytes.
 function frameBytes(type, flags, streamId, payload) {
-  const head = Buffer.alloc(9);
-  head.writeUIntBE(payload.length, 0, 3);
-  head[3] = type;
-  head[4] = flags;
-  head.writeUInt32BE(streamId, 5);
-  return Buffer.concat([head, payload]);
+  const buf = Buffer.alloc(FRAME_HEADER_SIZE + payload.length);
+  writeFrameHeader(buf, 0, payload.length, type, flags, streamId);
+  payload.copy(buf, FRAME_HEADER_SIZE);
+  return buf;
 }
 
 describe("h2spec against lila's own h2 codec (lib/h2)", function () {
