@@ -90,6 +90,8 @@ class ServerSession extends EventEmitter {
     });
     this.endTimer = null;
     socket.on('data', socketOnData);
+    // A socket handed over may have been paused (its first bytes read by whoever handed it).
+    socket.resume();
     socket.on('error', socketOnError);
     socket.on('close', socketOnClose);
     socket.on('drain', socketOnDrain);

@@ -55,7 +55,9 @@ class Output {
    * @param {Buffer} frame
    */
   frame(frame) {
-    frame.copy(this.slab, this.reserve(frame.length));
+    // reserve() first: it may change the slab.
+    const offset = this.reserve(frame.length);
+    frame.copy(this.slab, offset);
   }
 
   /**
@@ -117,7 +119,8 @@ class Output {
       for (const part of parts) offset += part.copy(this.slab, offset);
       return;
     }
-    writeFrameHeader(this.slab, this.reserve(FRAME_HEADER_SIZE), length, TYPE.DATA, flags, streamId);
+    const offset = this.reserve(FRAME_HEADER_SIZE);
+    writeFrameHeader(this.slab, offset, length, TYPE.DATA, flags, streamId);
     this.cut();
     for (const part of parts) this.pieces.push(part);
     this.bytes += length;
