@@ -421,6 +421,21 @@ describe("lila's own h2 codec (lib/h2) with Node's http2 client", function () {
     assert.equal(next['x-path'], '/small');
   });
 
+  it('resets a stream of more than 128 fields with ENHANCE_YOUR_CALM, as Node does, and goes on', async () => {
+    const server = await startServer();
+    const client = connect(server);
+    const many = {};
+    for (let i = 0; i < 200; i++) many[`x-many-${i}`] = 'v';
+    const req = client.request({ ':path': '/many', ...many });
+    req.on('error', () => {});
+    const closed = new Promise((resolve) => req.on('close', resolve));
+    req.end();
+    await closed;
+    assert.equal(req.rstCode, ERROR.ENHANCE_YOUR_CALM);
+    const { headers } = await exchange(client, { ':path': '/ok' });
+    assert.equal(headers['x-path'], '/ok');
+  });
+
   it('answers a malformed request with RST_STREAM PROTOCOL_ERROR, and goes on', async () => {
     const server = await startServer();
     const client = connect(server);

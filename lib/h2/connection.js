@@ -53,6 +53,8 @@ class ServerSession extends EventEmitter {
     this.localWindow = DEFAULT_WINDOW;
     this.maxConcurrentStreams = settings.maxConcurrentStreams;
     this.maxHeaderListSize = settings.maxHeaderListSize;
+    // Fields in a list, at most (not a setting: a stream with more is reset ENHANCE_YOUR_CALM, as Node's).
+    this.maxHeaderListPairs = options.maxHeaderListPairs ?? 128;
     this.pendingSettings = [];
     // The client's settings.
     this.peerWindow = DEFAULT_WINDOW;
@@ -336,6 +338,7 @@ function createServerSession(socket, options, firstBytes) {
  * @property {number} [initialWindowSize] 65535 by default
  * @property {number} [maxFrameSize] 16384 by default
  * @property {number} [headerTableSize] 4096 by default
+ * @property {number} [maxHeaderListPairs] fields in a request's (or trailers') list, 128 by default
  */
 
 module.exports = { ServerSession, createServerSession };

@@ -6,8 +6,10 @@ const { HpackError } = require('./hpack');
 const { Stream } = require('./stream');
 const { checkRequest, checkTrailers, headersObject } = require('./header-checks');
 
-// A field block may take this many times SETTINGS_MAX_HEADER_LIST_SIZE in HPACK bytes before the connection ends.
-const BLOCK_FACTOR = 2;
+// A field block may take this many times SETTINGS_MAX_HEADER_LIST_SIZE in HPACK bytes (64 KB at least)
+// before the connection ends; below, a list past the limit is read whole and refused (431).
+const BLOCK_FACTOR = 4;
+const BLOCK_MIN = 65536;
 
 /**
  * Acts on one frame from the client, as RFC 9113 §5 and §6 say a server
@@ -149,7 +151,7 @@ function receiveContinuation(session, flags, id, payload) {
 
 // A CONTINUATION flood (a field block without end) ends the connection.
 function checkBlockSize(session, block) {
-  if (block.size > Math.max(session.maxHeaderListSize, 16384) * BLOCK_FACTOR) {
+  if (block.size > Math.max(session.maxHeaderListSize * BLOCK_FACTOR, BLOCK_MIN)) {
     throw new H2Error(ERROR.ENHANCE_YOUR_CALM, `a field block past ${block.size} bytes on stream ${block.streamId}`);
   }
 }
@@ -169,6 +171,7 @@ function fieldBlock(session, block, bytes) {
   const stream = session.streams.get(id);
   if (stream !== undefined) {
     if (block.selfDependent || fields === null) streamError(session, stream, ERROR.PROTOCOL_ERROR);
+    else if (fields.length > session.maxHeaderListPairs * 2) streamError(session, stream, ERROR.ENHANCE_YOUR_CALM);
     else trailers(session, stream, fields, block.flags);
     return;
   }
@@ -182,6 +185,7 @@ function fieldBlock(session, block, bytes) {
   if (block.selfDependent) return resetId(session, id, ERROR.PROTOCOL_ERROR);
   if (session.streams.size >= session.maxConcurrentStreams) return resetId(session, id, ERROR.REFUSED_STREAM);
   if (fields === null) return tooLarge(session, id, endStream);
+  if (fields.length > session.maxHeaderListPairs * 2) return resetId(session, id, ERROR.ENHANCE_YOUR_CALM);
   const contentLength = checkRequest(fields);
   if (typeof contentLength === 'string' || (endStream && contentLength > 0)) return resetId(session, id, ERROR.PROTOCOL_ERROR);
   const stream2 = new Stream(session, id, contentLength, endStream);
