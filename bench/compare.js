@@ -335,7 +335,7 @@ function h2TargetsFor(run, backends, grpcBackends) {
   for (const kind of ['h2c', 'h2']) {
     const tls = kind === 'h2' ? run.certificates[0] : undefined;
     if (noH2load !== null) {
-      for (const name of ['direct', 'lila h2', 'nginx h2', 'haproxy h2']) targets.push({ name, layer: null, kind, skipped: noH2load });
+      for (const name of ['direct', 'lila h2', 'lila h2 node', 'nginx h2', 'haproxy h2']) targets.push({ name, layer: null, kind, skipped: noH2load });
       continue;
     }
     if (backends.h2Ports === null) {
@@ -346,6 +346,9 @@ function h2TargetsFor(run, backends, grpcBackends) {
     }
     const files = tls === undefined ? [] : ['--tls-cert', tls.certFile, '--tls-key', tls.keyFile];
     targets.push(lilaTarget(run, { name: 'lila h2', layer: 'h2', kind }, 'http', [...files, ...servers]));
+    // Core http2 in place of lila's own h2 (`--h2-engine node`); other lilas (`--lila`) may not know the option.
+    const coreArgs = [...files, '--h2-engine', 'node', ...servers];
+    targets.push({ name: 'lila h2 node', layer: 'h2', kind, start: () => startLila(run, 'http', coreArgs, null) });
     // Every stream in flight holds an HTTP/1.1 upstream connection: nginx keeps as many idle.
     const nginxOptions = { name: `nginx-${kind}`, http2, keepalive: inFlight };
     peers(

@@ -58,7 +58,7 @@ const MAY_IMPORT = {
   'http/fast': ['http/exchange', 'http/upgrade', 'http/wire', 'http', 'net', 'errors'],
   // lila's own HTTP/2 server side: frames, HPACK, a connection's streams; core modules only.
   h2: [],
-  'http/h2': ['http/exchange', 'http/wire', 'http', 'actions', 'pool-binding', 'net', 'errors'],
+  'http/h2': ['h2', 'http/exchange', 'http/wire', 'http', 'actions', 'pool-binding', 'net', 'errors'],
   'http/node': ['http/lifecycle', 'http/upgrade', 'http', 'actions', 'pool-binding', 'net', 'errors'],
   tcp: ['pool-binding', 'tracing', 'net', 'errors'],
   udp: ['pool-binding', 'tracing', 'net', 'errors'],

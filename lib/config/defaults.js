@@ -6,6 +6,8 @@ const { LAYER_NAMES, DEFAULT_LAYER, layerOf } = require('../layers');
 const LAYERS = LAYER_NAMES;
 /** The implementations of the http layer; the first is the default. */
 const HTTP_ENGINES = layerOf('http').engines;
+/** How h2 clients are served (`--h2-engine`): lila's own h2 (lib/h2/), or core http2; the first is the default. */
+const H2_ENGINES = ['lila', 'node'];
 /** The Host an http request is sent upstream with: the client's, or the backend's `host:port`. */
 const HOST_HEADERS = ['client', 'backend'];
 /** `--send-proxy`: the PROXY protocol versions. */
@@ -22,6 +24,7 @@ const LISTENER_DEFAULTS = Object.freeze({
   bodyTimeout: 60000,
   maxHeaderSize: 16 * 1024,
   http2: true,
+  h2Engine: H2_ENGINES[0],
   maxConcurrentStreams: 100,
   requestId: false,
   udpIdleTimeout: 30000,
@@ -66,6 +69,7 @@ const DEFAULTS = Object.freeze({ port: DEFAULT_PORT, layer: DEFAULT_LAYER, engin
 module.exports = {
   LAYERS,
   HTTP_ENGINES,
+  H2_ENGINES,
   HOST_HEADERS,
   SEND_PROXY_VERSIONS,
   DEFAULT_PORT,

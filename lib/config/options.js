@@ -9,7 +9,7 @@ const { validateChoice, validateCount, validateDuration, validatePath, validateP
 const { parseRateLimit, parseRateLimitName, validateSize, parseSticky } = require('./traffic-values');
 const { parseMirror } = require('./mirror-values');
 const { OTLP_PROTOCOLS, parseOtlpEndpoint, parseOtlpHeaders, parseServiceName, parseTraceSample } = require('./tracing-values');
-const { DEFAULTS, DEFAULT_DRAIN_MS, LAYERS, HTTP_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS } = require('./defaults');
+const { DEFAULTS, DEFAULT_DRAIN_MS, LAYERS, HTTP_ENGINES, H2_ENGINES, HOST_HEADERS, SEND_PROXY_VERSIONS } = require('./defaults');
 const { closest, didYouMean } = require('./suggest');
 const { parseStoreUrl } = require('../store/store-url');
 const { parseRedisUrl } = require('../store/redis-url');
@@ -139,7 +139,7 @@ const OPTIONS = [
   },
   {
     name: 'engine', arg: '<fast|node>', group: 'http', scope: 'global', reloads: true, default: DEFAULTS.engine, key: 'engine',
-    help: "fast: lila's own HTTP/1.1 engine on net, and h2 on core http2; node: Node's core http, HTTP/1.1 only, the reference",
+    help: "fast: lila's own HTTP/1.1 engine on net, and h2 (see --h2-engine); node: Node's core http, HTTP/1.1 only, the reference",
     read: (text, flag) => validateChoice(text, HTTP_ENGINES, flag)
   },
   {
@@ -162,6 +162,12 @@ const OPTIONS = [
     name: 'max-concurrent-streams', arg: '<n>', group: 'http', scope: 'listener', default: String(DEFAULTS.maxConcurrentStreams), key: 'maxConcurrentStreams',
     help: 'streams an h2 client may have open at once on one connection',
     read: (text, flag) => validateCount(text, flag, 1)
+  },
+  {
+    name: 'h2-engine', arg: '<lila|node>', group: 'http', scope: 'listener', default: DEFAULTS.h2Engine, key: 'h2Engine',
+    help: "how h2 clients are served: lila: lila's own HTTP/2 (frames, HPACK, flow control) on the connection; " +
+      'node: core http2 (nghttp2)',
+    read: (text, flag) => validateChoice(text, H2_ENGINES, flag)
   },
   {
     name: 'max-fails', arg: '<n>', group: 'health', scope: 'pool', default: String(DEFAULTS.maxFails), key: 'maxFails',

@@ -1,11 +1,11 @@
 'use strict';
 
-const { validateCount, validateDuration } = require('../config/validate');
+const { validateChoice, validateCount, validateDuration } = require('../config/validate');
 const { parseRateLimit, parseRateLimitName, validateSize } = require('../config/traffic-values');
 const RateLimiter = require('../limits/rate-limiter');
 const { limitIdentity } = require('../limits/named-limits');
 const RouteConditions = require('../routing/route-conditions');
-const { LISTENER_DEFAULTS } = require('../config/defaults');
+const { LISTENER_DEFAULTS, H2_ENGINES } = require('../config/defaults');
 const { layerOf } = require('../layers');
 const { LilaError, codes } = require('../errors');
 
@@ -46,6 +46,7 @@ function listenerSettings(options, layer, { rateLimiter = true } = {}) {
     bodyTimeout: validateDuration(pick('bodyTimeout'), 'bodyTimeout'),
     maxHeaderSize: validateCount(pick('maxHeaderSize'), 'maxHeaderSize', 1024),
     http2: pick('http2') !== false,
+    h2Engine: validateChoice(pick('h2Engine'), H2_ENGINES, 'h2Engine'),
     maxConcurrentStreams: validateCount(pick('maxConcurrentStreams'), 'maxConcurrentStreams', 1),
     requestId: pick('requestId') === true,
     // --otlp-endpoint: its process's traces (lib/tracing/tracer.js), null when off.

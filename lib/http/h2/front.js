@@ -1,6 +1,7 @@
 'use strict';
 
 const http2 = require('node:http2');
+const { createServerSession } = require('../../h2/connection');
 const ClientSession = require('./client-session');
 const { StreamExchange, StreamClient } = require('./stream-exchange');
 const { requestHeadOfStream } = require('../wire/translate');
@@ -10,7 +11,8 @@ const { errorBody } = require('../error-response');
 /**
  * The fast engine's HTTP/2 side: client connections that chose h2 (by ALPN
  * on a TLS listener, or by the preface on a plain one) become sessions of
- * core `http2` (its stream API), and every stream a `StreamExchange`: the
+ * lila's own h2 (`lib/h2/`, --h2-engine lila) or of core `http2`, driven
+ * through the same stream API, and every stream a `StreamExchange`: the
  * fast engine's request path with h2 at the client's end. The `http2`
  * server here never listens: the fast engine's listener hands it sockets.
  */
@@ -56,6 +58,13 @@ class H2Front {
     // The fast engine's listener keeps sockets half-open for HTTP/1.1 clients; an h2
     // client's FIN means it is gone, and nothing else would close the socket then.
     socket.allowHalfOpen = false;
+    // --h2-engine lila: lila's own HTTP/2 on the socket; the streams are the same to the exchange.
+    if (this.engine.settings.h2Engine === 'lila') {
+      const session = createServerSession(socket, sessionSettings(this.engine.settings), read);
+      new ClientSession(this.engine, socket, clientAddress, session);
+      session.on('stream', sessionOnStream);
+      return;
+    }
     socket.pause();
     socket.unshift(read);
     this.incoming = socket;
