@@ -75,6 +75,16 @@ describe('TLS as a security scanner wants it', function () {
     assert.equal(await handshake(lila.port, { ca, minVersion: 'TLSv1.3' }), 'TLS_AES_256_GCM_SHA384');
   });
 
+  it("takes the client's order among the suites, as Mozilla's intermediate profile and nginx do", async () => {
+    const lila = await startTlsLila('ec');
+    const { ca } = pki;
+    const prefer = (ciphers, maxVersion) => handshake(lila.port, { ca, ciphers, maxVersion });
+
+    assert.equal(await prefer('TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384'), 'TLS_AES_128_GCM_SHA256');
+    assert.equal(await prefer('TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384'), 'TLS_CHACHA20_POLY1305_SHA256');
+    assert.equal(await prefer('ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256', 'TLSv1.2'), 'ECDHE-ECDSA-AES256-GCM-SHA384');
+  });
+
   it('takes the suites and groups of --tls-ciphers and --tls-curves', async () => {
     const lila = await startTlsLila('ec', ['--tls-ciphers', 'ECDHE-ECDSA-AES256-GCM-SHA384', '--tls-curves', 'P-384']);
     const { ca } = pki;
