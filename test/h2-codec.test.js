@@ -520,6 +520,122 @@ describe("lila's own h2 codec (lib/h2) against raw frames", function () {
   });
 });
 
+describe("lila's own h2 codec (lib/h2) against hostile clients", function () {
+  this.timeout(30000);
+  afterEach(cleanup);
+  const block = new HpackEncoder().encode([':method', 'POST', ':scheme', 'http', ':path', '/', ':authority', 'x']);
+
+  it('ends a connection whose field block goes on in empty CONTINUATION frames (ENHANCE_YOUR_CALM)', async () => {
+    const server = await startServer();
+    const { socket, frames, closed } = rawClient(server);
+    const flood = Buffer.concat(Array.from({ length: 100000 }, () => frameBytes(TYPE.CONTINUATION, 0, 1, Buffer.alloc(0))));
+    socket.end(Buffer.concat([PREFACE, frameBytes(TYPE.SETTINGS, 0, 0, Buffer.alloc(0)),
+      frameBytes(TYPE.HEADERS, 0, 1, block.subarray(0, 5)), flood]));
+    await closed;
+    const goaway = frames.find(([type]) => type === TYPE.GOAWAY);
+    assert.ok(goaway !== undefined, 'a GOAWAY');
+    assert.equal(goaway[3].readUInt32BE(4), ERROR.ENHANCE_YOUR_CALM);
+  });
+
+  it('ends a connection that sends PINGs and reads nothing before their answers pile up (ENHANCE_YOUR_CALM)', async () => {
+    const server = await startServer();
+    const socket = net.connect(server.port, '127.0.0.1');
+    socket.on('error', () => {});
+    onCleanup(() => socket.destroy());
+    // Never read: the answers stay with the server.
+    socket.pause();
+    const ping = frameBytes(TYPE.PING, 0, 0, Buffer.from('lila h2!'));
+    const pings = Buffer.concat(Array.from({ length: 1 << 16 }, () => ping));
+    socket.write(Buffer.concat([PREFACE, frameBytes(TYPE.SETTINGS, 0, 0, Buffer.alloc(0))]));
+    for (let i = 0; i < 32 && !socket.destroyed; i++) await new Promise((resolve) => socket.write(pings, resolve));
+    await until(() => server.sessions.length === 1 && server.sessions[0].destroyed, 'the session has ended');
+    assert.deepEqual(server.sessions[0].errors.map((err) => err.errorCode), [ERROR.ENHANCE_YOUR_CALM]);
+  });
+
+  it("ends a stream with no trailers when no listener takes 'wantTrailers', as Node does", async () => {
+    const server = await startServer({ handler: (stream) => {
+      stream.respond({ ':status': 200 }, { waitForTrailers: true });
+      stream.end('body');
+    } });
+    const client = connect(server);
+    const { headers, body, trailers } = await exchange(client, { ':method': 'GET', ':path': '/' });
+    assert.equal(headers[':status'], 200);
+    assert.equal(body.toString(), 'body');
+    assert.equal(trailers, null);
+  });
+
+  it("refuses sendTrailers() before 'wantTrailers', and emits it once", async () => {
+    let early = null;
+    let wanted = 0;
+    const server = await startServer({ handler: (stream) => {
+      stream.respond({ ':status': 200 }, { waitForTrailers: true });
+      stream.write('body');
+      try {
+        stream.sendTrailers({ 'x-early': '1' });
+      } catch (err) {
+        early = err.code;
+      }
+      stream.on('wantTrailers', () => {
+        wanted++;
+        // Later, as an application waiting on its backend would: a WINDOW_UPDATE may come meanwhile.
+        setTimeout(() => stream.sendTrailers({ 'x-late': '1' }), 20);
+      });
+      stream.end();
+    } });
+    const client = connect(server);
+    const { body, trailers } = await exchange(client, { ':method': 'POST', ':path': '/' }, Buffer.alloc(200000));
+    assert.equal(early, 'ERR_HTTP2_TRAILERS_NOT_READY');
+    assert.equal(body.toString(), 'body');
+    assert.equal(trailers['x-late'], '1');
+    assert.equal(wanted, 1);
+  });
+
+  it("ends the session, not the process, when a 'wantTrailers' listener throws", async () => {
+    const server = await startServer({ handler: (stream) => {
+      stream.respond({ ':status': 200 }, { waitForTrailers: true });
+      stream.on('wantTrailers', () => { throw new Error('a listener fails'); });
+      stream.end('body');
+    } });
+    const client = connect(server);
+    const req = client.request({ ':method': 'GET', ':path': '/' });
+    req.on('error', () => {});
+    req.resume();
+    await new Promise((resolve) => req.on('close', resolve));
+    await until(() => server.sessions[0].destroyed, 'the session has ended');
+    assert.deepEqual(server.sessions[0].errors.map((err) => err.message), ['a listener fails']);
+  });
+
+  it('hands over small DATA payloads copied out of the read they came in', async () => {
+    const chunks = [];
+    const server = await startServer({ handler: (stream) => {
+      stream.on('data', (chunk) => chunks.push(chunk));
+      stream.on('end', () => stream.end());
+    } });
+    const { socket, closed } = rawClient(server);
+    // Each 1-byte DATA frame next to 16 KB of frames of an unknown type, ignored.
+    const filler = frameBytes(0x20, 0, 0, Buffer.alloc(16000));
+    const bytes = [PREFACE, frameBytes(TYPE.SETTINGS, 0, 0, Buffer.alloc(0)), frameBytes(TYPE.HEADERS, 4, 1, block)];
+    for (let i = 0; i < 3; i++) bytes.push(frameBytes(TYPE.DATA, 0, 1, Buffer.from('x')), filler, filler, filler);
+    bytes.push(frameBytes(TYPE.DATA, 1, 1, Buffer.alloc(0)));
+    socket.end(Buffer.concat(bytes));
+    await closed;
+    assert.equal(Buffer.concat(chunks).toString(), 'xxx');
+    for (const chunk of chunks) assert.ok(chunk.buffer.byteLength <= 8192, `a 1-byte chunk holds ${chunk.buffer.byteLength} bytes`);
+  });
+});
+
+// A raw h2 client socket: the frames it reads, and a promise of its close.
+function rawClient(server) {
+  const socket = net.connect(server.port, '127.0.0.1');
+  socket.on('error', () => {});
+  onCleanup(() => socket.destroy());
+  const frames = [];
+  const reader = new FrameReader((type, flags, id, payload) => frames.push([type, flags, id, Buffer.from(payload)]));
+  reader.maxFrameSize = 1 << 24;
+  socket.on('data', (chunk) => reader.push(chunk));
+  return { socket, frames, closed: once(socket, 'close') };
+}
+
 // A buffer in pieces of 1 byte to 40 KB.
 function* pieces(buf, random) {
   for (let offset = 0; offset < buf.length;) {

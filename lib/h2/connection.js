@@ -194,7 +194,8 @@ class ServerSession extends EventEmitter {
     this.closed = true;
     this.destroyed = true;
     this.reader.stopped = true;
-    this.silence.clear();
+    // set(0), not clear(): bytes still read (or written) would arm it again.
+    this.silence.set(0);
     for (const stream of this.streams.values()) this.closeStream(stream, stream.rstCode);
     this.streams.clear();
     this.dataQueue = [];
@@ -294,6 +295,11 @@ class ServerSession extends EventEmitter {
     this.flushing = true;
     try {
       sendData(this);
+    } catch (err) {
+      // A 'drain' or 'wantTrailers' listener threw: this session ends, not the process (flush runs from a timer or 'drain').
+      this.flushing = false;
+      this.destroy(err);
+      return;
     } finally {
       this.flushing = false;
     }

@@ -10,6 +10,13 @@ const { checkRequest, checkTrailers, headersObject } = require('./header-checks'
 // before the connection ends; below, a list past the limit is read whole and refused (431).
 const BLOCK_FACTOR = 4;
 const BLOCK_MIN = 65536;
+// A CONTINUATION frame counts as this many bytes at least against that limit: empty or tiny
+// ones would otherwise pile up (a Buffer each) without end.
+const CONTINUATION_MIN = 1024;
+// Past this many bytes waiting for a client that does not read, its frames that ask for an
+// answer (PING, SETTINGS, frames answered with RST_STREAM) end the connection, as nghttp2's
+// max_outbound_ack does: DATA stops at a full socket, these answers do not.
+const MAX_BACKLOG = 4 << 20;
 
 /**
  * Acts on one frame from the client, as RFC 9113 §5 and §6 say a server
@@ -66,6 +73,9 @@ function receiveBytes(session, chunk) {
       chunk = chunk.subarray(n);
     }
     if (chunk.length > 0) session.reader.push(chunk);
+    if (session.socketFull && session.socket.writableLength + session.output.length > MAX_BACKLOG) {
+      throw new H2Error(ERROR.ENHANCE_YOUR_CALM, `more than ${MAX_BACKLOG} bytes for a client that does not read`);
+    }
   } catch (err) {
     session.connectionError(err instanceof H2Error ? err : internalError(err));
   }
@@ -129,7 +139,7 @@ function receiveHeaders(session, flags, id, payload) {
     selfDependent = (payload.readUInt32BE(0) & MAX_WINDOW) === id;
     payload = payload.subarray(5);
   }
-  const block = { streamId: id, flags, fragments: [payload], size: payload.length, selfDependent };
+  const block = { streamId: id, flags, fragments: [payload], size: payload.length, counted: payload.length, selfDependent };
   if ((flags & FLAG.END_HEADERS) !== 0) {
     fieldBlock(session, block, payload);
     return;
@@ -143,16 +153,17 @@ function receiveContinuation(session, flags, id, payload) {
   if (block === null || block.streamId !== id) throw protocolError(`CONTINUATION on stream ${id} without its HEADERS`);
   block.fragments.push(payload);
   block.size += payload.length;
+  block.counted += Math.max(payload.length, CONTINUATION_MIN);
   checkBlockSize(session, block);
   if ((flags & FLAG.END_HEADERS) === 0) return;
   session.headerBlock = null;
   fieldBlock(session, block, Buffer.concat(block.fragments, block.size));
 }
 
-// A CONTINUATION flood (a field block without end) ends the connection.
+// A CONTINUATION flood (a field block without end, or of many tiny frames) ends the connection.
 function checkBlockSize(session, block) {
-  if (block.size > Math.max(session.maxHeaderListSize * BLOCK_FACTOR, BLOCK_MIN)) {
-    throw new H2Error(ERROR.ENHANCE_YOUR_CALM, `a field block past ${block.size} bytes on stream ${block.streamId}`);
+  if (block.counted > Math.max(session.maxHeaderListSize * BLOCK_FACTOR, BLOCK_MIN)) {
+    throw new H2Error(ERROR.ENHANCE_YOUR_CALM, `a field block past ${block.counted} bytes on stream ${block.streamId}`);
   }
 }
 

@@ -59,7 +59,11 @@ function sendData(session) {
       stream.queued = false;
       if (stream.writableEnded && !stream.localEnded) {
         if (stream.waitForTrailers) {
-          events.push(stream, 'wantTrailers');
+          // Once: a WINDOW_UPDATE may queue the stream again before its listener sends the trailers.
+          if (!stream.trailersReady) {
+            stream.trailersReady = true;
+            events.push(stream, 'wantTrailers');
+          }
         } else {
           session.output.data(stream.id, [], 0, true);
           stream.sentEnd();
@@ -69,7 +73,9 @@ function sendData(session) {
     }
     // The listeners may write, end, or send trailers: their frames go in this turn too.
     for (let i = 0; i < events.length; i += 2) {
-      if (!events[i].closed) events[i].emit(events[i + 1]);
+      const stream = events[i];
+      // As Node's: 'wantTrailers' with no listener ends the stream with no trailers.
+      if (!stream.closed && !stream.emit(events[i + 1]) && events[i + 1] === 'wantTrailers') stream.sendTrailers({});
     }
     if (!progress || session.sendWindow <= 0 || framed >= TURN_BYTES) break;
   }

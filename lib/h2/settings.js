@@ -53,6 +53,8 @@ function receiveSettings(session, flags, id, payload) {
     return;
   }
   if (payload.length % 6 !== 0) throw new H2Error(ERROR.FRAME_SIZE_ERROR, 'SETTINGS not a multiple of 6 bytes long');
+  // The last SETTINGS_INITIAL_WINDOW_SIZE of the frame is applied once: each would walk every stream.
+  let window = -1;
   for (let offset = 0; offset < payload.length; offset += 6) {
     const value = payload.readUInt32BE(offset + 2);
     switch (payload.readUInt16BE(offset)) {
@@ -63,7 +65,8 @@ function receiveSettings(session, flags, id, payload) {
         if (value > 1) throw protocolError(`SETTINGS_ENABLE_PUSH ${value}`);
         break;
       case SETTING.INITIAL_WINDOW_SIZE:
-        initialWindowSize(session, value);
+        if (value > MAX_WINDOW) throw new H2Error(ERROR.FLOW_CONTROL_ERROR, `SETTINGS_INITIAL_WINDOW_SIZE ${value}`);
+        window = value;
         break;
       case SETTING.MAX_FRAME_SIZE:
         if (value < DEFAULT_MAX_FRAME_SIZE || value > MAX_MAX_FRAME_SIZE) throw protocolError(`SETTINGS_MAX_FRAME_SIZE ${value}`);
@@ -72,13 +75,13 @@ function receiveSettings(session, flags, id, payload) {
       default: // MAX_CONCURRENT_STREAMS (no push here), MAX_HEADER_LIST_SIZE (advisory), unknown: nothing to do
     }
   }
+  if (window !== -1) initialWindowSize(session, window);
   session.output.frame(SETTINGS_ACK);
   session.schedule();
 }
 
 // RFC 9113 §6.9.2: a new initial window changes every open stream's window by the difference.
 function initialWindowSize(session, value) {
-  if (value > MAX_WINDOW) throw new H2Error(ERROR.FLOW_CONTROL_ERROR, `SETTINGS_INITIAL_WINDOW_SIZE ${value}`);
   const delta = value - session.peerWindow;
   session.peerWindow = value;
   for (const stream of session.streams.values()) {

@@ -47,6 +47,8 @@ class Stream extends EventEmitter {
     this.pendingBytes = 0;
     this.writableEnded = false;
     this.waitForTrailers = false;
+    // 'wantTrailers' was emitted: sendTrailers() may come (not before: DATA would follow the trailers).
+    this.trailersReady = false;
     // END_STREAM is in the session's output.
     this.localEnded = false;
     this.needDrain = false;
@@ -138,12 +140,15 @@ class Stream extends EventEmitter {
    */
   sendTrailers(trailers) {
     this.assertOpen();
-    if (!this.waitForTrailers || this.localEnded) throw errorWithCode('ERR_HTTP2_TRAILERS_NOT_READY', 'h2: trailers not asked for');
-    this.waitForTrailers = false;
+    if (!this.waitForTrailers || !this.trailersReady || this.localEnded) {
+      throw errorWithCode('ERR_HTTP2_TRAILERS_NOT_READY', 'h2: trailers not asked for, or before \'wantTrailers\'');
+    }
     const fields = fieldsOf(trailers, 'trailers');
+    this.waitForTrailers = false;
     if (fields.length === 0) this.session.output.data(this.id, [], 0, true);
     else this.session.sendHeaders(this, fields, true);
     this.sentEnd();
+    this.session.schedule();
   }
 
   /**
@@ -203,6 +208,9 @@ class Stream extends EventEmitter {
 
   // A DATA frame's payload for the application.
   deliver(chunk) {
+    // A small payload is copied out of the much larger read it came in: kept (here, or by the
+    // application) it would keep that whole read alive, thousands of times its size.
+    if (chunk.buffer.byteLength > 4 * chunk.length) chunk = Buffer.from(chunk);
     if (this.paused || this.buffered.length > 0) {
       this.buffered.push(chunk);
       return;
