@@ -399,6 +399,29 @@ describe("lila's own h2 codec (lib/h2) with Node's http2 client", function () {
     assert.equal(req.rstCode, ERROR.NO_ERROR);
   });
 
+  it('resets at once on close() before the response ends, or with an error code, as Node does (no response made up)', async () => {
+    const server = await startServer({ handler: (stream, headers) => {
+      if (headers[':path'] === '/unanswered') {
+        stream.close(ERROR.NO_ERROR);
+        return;
+      }
+      stream.respond({ ':status': 200 });
+      stream.end(Buffer.alloc(200000));
+      stream.close(ERROR.CANCEL);
+    } });
+    const client = connect(server);
+    for (const path of ['/unanswered', '/cancelled']) {
+      const req = client.request({ ':method': 'GET', ':path': path });
+      req.on('error', () => {});
+      let response = null;
+      req.on('response', (fields) => { response = fields; });
+      req.resume();
+      await new Promise((resolve) => req.on('close', resolve));
+      assert.equal(req.rstCode, path === '/unanswered' ? ERROR.NO_ERROR : ERROR.CANCEL, path);
+      if (path === '/unanswered') assert.equal(response, null);
+    }
+  });
+
   it('sends response headers longer than a frame as HEADERS and CONTINUATION', async () => {
     const long = 'v'.repeat(20000);
     const server = await startServer({ handler: (stream) => {

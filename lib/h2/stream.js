@@ -164,20 +164,21 @@ class Stream extends EventEmitter {
   }
 
   /**
-   * Resets the stream with `code` (RST_STREAM), as Node's close() does: the
-   * response is ended first, and the reset follows its last frame (a client
-   * told to stop sending a body still gets the answer written before).
+   * Resets the stream with `code` (RST_STREAM), as Node's close() does: a
+   * response already ended (end() called) is let finish when the code is
+   * NO_ERROR, and the reset follows its last frame (a client told to stop
+   * sending a body still gets the answer written before); otherwise the
+   * reset goes at once.
    *
    * @param {number} [code] NO_ERROR by default
    */
   close(code = ERROR.NO_ERROR) {
     if (this.closed) return;
-    if (this.localEnded) {
+    if (this.localEnded || !this.writableEnded || code !== ERROR.NO_ERROR) {
       this.session.resetStream(this, code);
       return;
     }
     this.resetAfterEnd = code;
-    if (!this.writableEnded) this.end();
   }
 
   /** Stops emitting 'data': what comes is kept, and not acknowledged until emitted. */
