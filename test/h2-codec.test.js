@@ -422,6 +422,29 @@ describe("lila's own h2 codec (lib/h2) with Node's http2 client", function () {
     }
   });
 
+  it('takes a flat field list in respond() (a date added), gives no header object with headersObject: false, and refuses CR or LF in an object\'s value', async () => {
+    const seen = [];
+    const server = await startServer({ options: { headersObject: false }, handler: (stream, headers) => {
+      seen.push(headers);
+      if (stream.id === 1) {
+        stream.respond([':status', '201', 'set-cookie', 'a=1', 'set-cookie', 'b=2', 'x-kind', 'flat'], { endStream: true });
+        return;
+      }
+      assert.throws(() => stream.respond({ ':status': 200, 'x-bad': 'one\r\ntwo' }), /not a field value/);
+      stream.respond({ ':status': 200, 'x-bad': 'one two' }, { endStream: true });
+    } });
+    const client = connect(server);
+    const flat = await exchange(client, { ':path': '/flat' });
+    const object = await exchange(client, { ':path': '/object' });
+
+    assert.deepEqual(seen, [null, null]);
+    assert.equal(flat.headers[':status'], 201);
+    assert.deepEqual(flat.headers['set-cookie'], ['a=1', 'b=2']);
+    assert.equal(flat.headers['x-kind'], 'flat');
+    assert.match(flat.headers.date, /GMT$/);
+    assert.equal(object.headers['x-bad'], 'one two');
+  });
+
   it('sends response headers longer than a frame as HEADERS and CONTINUATION', async () => {
     const long = 'v'.repeat(20000);
     const server = await startServer({ handler: (stream) => {

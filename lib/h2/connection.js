@@ -55,6 +55,8 @@ class ServerSession extends EventEmitter {
     this.maxHeaderListSize = settings.maxHeaderListSize;
     // Fields in a list, at most (not a setting: a stream with more is reset ENHANCE_YOUR_CALM, as Node's).
     this.maxHeaderListPairs = options.maxHeaderListPairs ?? 128;
+    // 'stream' gives the request's fields as an object too, as Node's; false: the flat list alone (lila reads no other).
+    this.headersObject = options.headersObject !== false;
     this.pendingSettings = [];
     // The client's settings.
     this.peerWindow = DEFAULT_WINDOW;

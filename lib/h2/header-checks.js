@@ -6,6 +6,8 @@ const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connecti
 const BAD_NAME = /[^a-z0-9!#$%&'*+\-.^_`|~]/;
 // A field value: no NUL, CR or LF, no whitespace at either end (RFC 9113 §8.2.1).
 const BAD_VALUE = /[\0\r\n]|^[ \t]|[ \t]$/;
+// What no response field may carry whatever its edges: a CR, LF or NUL.
+const SPLITTING = /[\0\r\n]/;
 const METHOD = 1;
 const SCHEME = 2;
 const AUTHORITY = 4;
@@ -126,16 +128,28 @@ function fieldsOf(headers, kind) {
     }
     if (name === 'date') hasDate = true;
     if (Array.isArray(value)) {
-      for (const item of value) fields.push(name, String(item));
+      for (const item of value) fields.push(name, fieldValue(key, item));
     } else {
-      fields.push(name, typeof value === 'string' ? value : String(value));
+      fields.push(name, fieldValue(key, value));
     }
   }
   if (!hasDate && kind === 'response') fields.push('date', utcDate());
   return fields;
 }
 
-module.exports = { CONNECTION_SPECIFIC, checkRequest, checkTrailers, headersObject, fieldsOf };
+/**
+ * A response's flat field list with a `date` added when it has none, as `fieldsOf` does.
+ *
+ * @param {string[]} fields
+ * @returns {string[]} the same list
+ */
+function withDate(fields) {
+  for (let i = 0; i < fields.length; i += 2) if (fields[i] === 'date') return fields;
+  fields.push('date', utcDate());
+  return fields;
+}
+
+module.exports = { CONNECTION_SPECIFIC, checkRequest, checkTrailers, headersObject, fieldsOf, withDate };
 
 function checkField(name, value) {
   if (name.charCodeAt(0) === 0x3a) return `the pseudo-header ${name} after a regular field, or in trailers`;
@@ -144,6 +158,13 @@ function checkField(name, value) {
   if (CONNECTION_SPECIFIC.has(name)) return `the connection-specific field ${name}`;
   if (name === 'te' && value !== 'trailers') return `te: ${value}`;
   return null;
+}
+
+// A field value as text; CR, LF or NUL in it would split or end a field (RFC 9113 §8.2.1): refused, as Node's http2 does.
+function fieldValue(name, value) {
+  const text = typeof value === 'string' ? value : String(value);
+  if (SPLITTING.test(text)) throw new TypeError(`h2: the value of ${name} is not a field value`);
+  return text;
 }
 
 // The Date field's text, made once a second.

@@ -201,7 +201,7 @@ function fieldBlock(session, block, bytes) {
   if (typeof contentLength === 'string' || (endStream && contentLength > 0)) return resetId(session, id, ERROR.PROTOCOL_ERROR);
   const stream2 = new Stream(session, id, contentLength, endStream);
   session.streams.set(id, stream2);
-  session.emit('stream', stream2, headersObject(fields), block.flags, fields);
+  session.emit('stream', stream2, session.headersObject ? headersObject(fields) : null, block.flags, fields);
   if (endStream && !stream2.closed) stream2.remoteEnd();
 }
 

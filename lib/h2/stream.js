@@ -2,7 +2,7 @@
 
 const { EventEmitter } = require('node:events');
 const { ERROR, TYPE } = require('./frames');
-const { fieldsOf } = require('./header-checks');
+const { fieldsOf, withDate } = require('./header-checks');
 
 // write() returns false once this many bytes wait to be framed.
 const HIGH_WATER_MARK = 16384;
@@ -65,17 +65,21 @@ class Stream extends EventEmitter {
   /**
    * Sends the response's HEADERS.
    *
-   * @param {Record<string, string | number | Array<string | number>>} [headers] `:status` among them (200 if absent)
+   * @param {Record<string, string | number | Array<string | number>> | string[]} [headers] `:status` among
+   *   them (200 if absent); or a flat field list, as Node's raw headers: `:status` first, names in
+   *   lower case, no connection-specific field (the caller's to see to; a `date` is added when missing)
    * @param {{endStream?: boolean, waitForTrailers?: boolean}} [options]
    */
   respond(headers = NO_FIELDS, options = NO_FIELDS) {
     this.assertOpen();
     if (this.headersSent) throw errorWithCode('ERR_HTTP2_HEADERS_SENT', 'h2: the response headers were already sent');
+    // Made first: headers that cannot be sent throw, and leave the stream as it was.
+    const fields = Array.isArray(headers) ? withDate(headers) : fieldsOf(headers, 'response');
     const endStream = options.endStream === true;
     this.headersSent = true;
     this.waitForTrailers = options.waitForTrailers === true;
     if (endStream) this.writableEnded = true;
-    this.session.sendHeaders(this, fieldsOf(headers, 'response'), endStream && !this.waitForTrailers);
+    this.session.sendHeaders(this, fields, endStream && !this.waitForTrailers);
     if (endStream) {
       if (this.waitForTrailers) this.session.queueData(this);
       else this.sentEnd();
@@ -274,6 +278,9 @@ class Stream extends EventEmitter {
     if (this.closed) throw errorWithCode('ERR_HTTP2_INVALID_STREAM', 'h2: the stream is closed');
   }
 }
+
+// respond() takes a flat field list as well as an object (see respond): what lila's exchange sends.
+Stream.prototype.takesFieldList = true;
 
 module.exports = { Stream, HIGH_WATER_MARK, errorWithCode };
 

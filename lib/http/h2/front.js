@@ -60,7 +60,8 @@ class H2Front {
     socket.allowHalfOpen = false;
     // --h2-engine lila: lila's own HTTP/2 on the socket; the streams are the same to the exchange.
     if (this.engine.settings.h2Engine === 'lila') {
-      const session = createServerSession(socket, sessionSettings(this.engine.settings), read);
+      // lila reads a stream's flat field list only: no object of them made for it.
+      const session = createServerSession(socket, { ...sessionSettings(this.engine.settings), headersObject: false }, read);
       new ClientSession(this.engine, socket, clientAddress, session);
       session.on('stream', sessionOnStream);
       return;

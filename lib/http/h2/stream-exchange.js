@@ -5,7 +5,7 @@ const { Exchange } = require('../exchange/exchange');
 const { LENGTH } = require('../exchange/framing');
 const { forwardResponseHeaders } = require('../headers');
 const { answerContent } = require('../error-response');
-const { clientResponseHeaders, trailersOfText, CONNECTION_SPECIFIC } = require('../wire/translate');
+const { clientResponseHeaders, clientResponseFields, announcesTrailers, trailersOfText, CONNECTION_SPECIFIC } = require('../wire/translate');
 const { isGrpc, grpcFailureHeaders } = require('./grpc');
 const { withResponseId } = require('../../actions/request-id');
 
@@ -66,14 +66,15 @@ class StreamExchange extends Exchange {
   writeHead(head, headers) {
     const stream = this.stream;
     if (gone(stream)) return;
-    const out = clientResponseHeaders(this.status, this.requestId === null ? headers : withResponseId(headers, this.requestId));
+    const fields = this.requestId === null ? headers : withResponseId(headers, this.requestId);
+    const out = stream.takesFieldList === true ? clientResponseFields(this.status, fields) : clientResponseHeaders(this.status, fields);
     // Trailers come from an h2 backend's stream, or follow a chunked body that announces them.
     // A backend's stream that ended with its headers (gRPC's trailers-only answer) ends this one the same way.
     if (head.ended === true) {
       stream.respond(out, { endStream: true });
       return;
     }
-    const waitForTrailers = head.streamed === true || (head.chunked && out.trailer !== undefined);
+    const waitForTrailers = head.streamed === true || (head.chunked && announcesTrailers(out));
     if (waitForTrailers) stream.once('wantTrailers', streamOnWantTrailers);
     stream.respond(out, { waitForTrailers });
   }

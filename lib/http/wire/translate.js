@@ -148,6 +148,36 @@ function clientResponseHeaders(status, headers) {
 }
 
 /**
+ * The same as a flat field list, `:status` first, for a stream that takes
+ * one (lila's own h2): no object to make, nor to read back.
+ *
+ * @param {number} status
+ * @param {string[]} headers `[name, value, ...]`
+ * @returns {string[]}
+ */
+function clientResponseFields(status, headers) {
+  const out = [':status', String(status)];
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i].toLowerCase();
+    if (!CONNECTION_SPECIFIC.has(name)) out.push(name, headers[i + 1]);
+  }
+  return out;
+}
+
+/**
+ * Whether response headers made by `clientResponseHeaders` or
+ * `clientResponseFields` announce trailers (a `trailer` field).
+ *
+ * @param {Record<string, unknown> | string[]} out
+ * @returns {boolean}
+ */
+function announcesTrailers(out) {
+  if (!Array.isArray(out)) return out.trailer !== undefined;
+  for (let i = 2; i < out.length; i += 2) if (out[i] === 'trailer') return true;
+  return false;
+}
+
+/**
  * The trailer fields of a chunked HTTP/1.1 body (the lines after its last
  * chunk), as h2 trailers; connection-specific and pseudo fields left out.
  *
@@ -189,6 +219,8 @@ module.exports = {
   upstreamStreamHeaders,
   responseHeadOfStream,
   clientResponseHeaders,
+  clientResponseFields,
+  announcesTrailers,
   trailersOfText,
   trailerLines
 };
