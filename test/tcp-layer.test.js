@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const net = require('node:net');
-const { once } = require('node:events');
+const { once, EventEmitter } = require('node:events');
 const {
   cleanup,
   onCleanup,
@@ -100,6 +100,57 @@ describe('tcp layer', () => {
 
       const received = await collect(connect(proxy.port));
 
+      assert.equal(received.length, data.length);
+      assert.equal(sha256(received), sha256(data));
+    });
+
+    it('passes a 50 MB download unchanged to a client that stops reading until lila\'s writes to it queue', async () => {
+      const data = crypto.randomBytes(50 * MB);
+      // The backend is full (a write of it waits) only once lila stopped reading it: lila's writes to the paused client queue.
+      const full = new EventEmitter();
+      const backend = await startTcpBackend('A', (socket) => {
+        let offset = 0;
+        const pump = () => {
+          while (offset < data.length) {
+            const piece = data.subarray(offset, (offset += 64 * 1024));
+            if (!socket.write(piece)) {
+              full.waiting = true;
+              full.emit('full');
+              socket.once('drain', () => {
+                full.waiting = false;
+                pump();
+              });
+              return;
+            }
+          }
+          // All written: nothing will fill it again, a paused client reads the rest.
+          full.waiting = true;
+          full.emit('full');
+          socket.end();
+        };
+        pump();
+      });
+      const proxy = await startProxy({ mode: 'round-robin', layer: 'tcp', servers: [backend.address] });
+
+      const socket = connect(proxy.port);
+      const chunks = [];
+      let sinceResume = 0;
+      let pauses = 0;
+      socket.on('data', (chunk) => {
+        chunks.push(chunk);
+        sinceResume += chunk.length;
+        if (sinceResume < 4 * MB) return;
+        sinceResume = 0;
+        pauses++;
+        socket.pause();
+        // The backend waiting already (or done): lila stopped reading it, its writes to this client queued.
+        if (full.waiting) setImmediate(() => socket.resume());
+        else full.once('full', () => socket.resume());
+      });
+      await once(socket, 'end');
+      const received = Buffer.concat(chunks);
+
+      assert.ok(pauses >= 5, `${pauses} pauses`);
       assert.equal(received.length, data.length);
       assert.equal(sha256(received), sha256(data));
     });
