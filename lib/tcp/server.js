@@ -4,7 +4,6 @@ const { createListener } = require('../net/listener');
 const { connectBackend, proxyHeaderFor, readyEvent } = require('../net/backend-connect');
 const { peerAddressOf } = require('../net/address');
 const { closedCleanly } = require('../net/closed-cleanly');
-const { ownReads, adoptReads, lendReadBuffer, hasOwnReads } = require('../net/read-buffers');
 const { readServerName } = require('./server-name');
 const { connectionSpan, endConnectionSpan } = require('../tracing/connection-span');
 const { codes, timeoutError, describeError } = require('../errors');
@@ -229,10 +228,7 @@ class Session {
     this.failure = null;
     this.connectStartedAt = this.balancer.now();
     const proxyHeader = proxyHeaderFor(backend, this.settings.sendProxy, this.client);
-    // A plain backend's bytes are read into a buffer of the connection's own (net's onread), relayed by upstreamOnRead.
-    const onread = ownReads(backend.tls, upstreamOnRead);
-    const upstream = connectBackend(backend, this.settings.backendTls, { allowHalfOpen: true, proxyHeader, onread: onread ?? undefined });
-    adoptReads(upstream, onread);
+    const upstream = connectBackend(backend, this.settings.backendTls, { allowHalfOpen: true, proxyHeader });
     upstream[kSession] = this;
     this.upstream = upstream;
     upstream.setTimeout(this.settings.connectTimeout);
@@ -310,8 +306,7 @@ function relay(client, upstream) {
 }
 
 function relayFrom(socket) {
-  // A socket with its own read buffer hands its bytes to upstreamOnRead instead.
-  if (!hasOwnReads(socket)) socket.on('data', relayData);
+  socket.on('data', relayData);
   socket.on('drain', relayDrain);
   // A client that half-closed while it waited in the queue has had its 'end' already.
   if (socket.readableEnded) socket[kPeer].end();
@@ -322,17 +317,6 @@ function relayData(chunk) {
   const peer = this[kPeer];
   // A peer destroyed takes no more bytes; its 'close' closes this side.
   if (!peer.destroyed && !peer.write(chunk)) this.pause();
-}
-
-// net's onread, for a plain upstream socket: the same as relayData, the bytes in the socket's own
-// buffer, lent to the client's write while it is queued. Nothing is read before relay() ran: a
-// connection's reads begin after its 'connect' listeners.
-function upstreamOnRead(length, buffer) {
-  const peer = this[kPeer];
-  if (peer === undefined || peer.destroyed) return;
-  const chunk = buffer.subarray(0, length);
-  if (!peer.write(chunk)) this.pause();
-  if (peer.writableLength !== 0) lendReadBuffer(this, chunk);
 }
 
 // Paused only while the peer's writes are queued: it reads again.

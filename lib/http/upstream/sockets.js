@@ -1,7 +1,6 @@
 'use strict';
 
 const { connectBackend, readyEvent } = require('../../net/backend-connect');
-const { ownReads, adoptReads } = require('../../net/read-buffers');
 
 // Idle sockets close after 4 s, before the 5 s keep-alive timeout of Node and
 // Apache backends (nginx: 75 s), so lila rarely reuses a socket the backend is closing.
@@ -16,6 +15,11 @@ const kPrivate = Symbol('kPrivate');
 const kIdleSince = Symbol('kIdleSince');
 // The exchange using the socket, told of its events; null while idle.
 const kOwner = Symbol('kOwner');
+// What a plain socket reads into (net's onread): a buffer of its own, reused
+// from read to read, so a read allocates nothing and skips the stream machinery.
+const kReads = Symbol('kReads');
+// As nginx's proxy_buffer_size and proxy_buffers, a read buffer per upstream connection, not per client.
+const READ_BUFFER_SIZE = 16 * 1024;
 
 /**
  * @typedef {object} SocketOwner What uses an upstream socket (a fast exchange),
@@ -78,16 +82,18 @@ class UpstreamSockets {
    * @returns {import('node:net').Socket} connecting (over TLS to a `tls` backend)
    */
   connect(backend, proxyHeader) {
-    // A plain socket reads into a buffer of its own (net's onread); TLS reads through its own stream.
-    const onread = ownReads(backend.tls, socketOnRead);
-    const socket = connectBackend(backend, this.backendTls, { noDelay: true, proxyHeader, onread: onread ?? undefined });
-    adoptReads(socket, onread);
+    // TLS reads through its own stream: onread is for plain sockets.
+    // `lent`: a write still queued (or bytes held) keeps a view of `buffer`: the next read needs another.
+    const reads = backend.tls ? null : { buffer: null, lent: false };
+    const onread = reads === null ? undefined : { buffer: () => nextReadBuffer(reads), callback: socketOnRead };
+    const socket = connectBackend(backend, this.backendTls, { noDelay: true, proxyHeader, onread });
+    socket[kReads] = reads;
     socket[kBackend] = backend;
     socket[kPrivate] = proxyHeader !== undefined;
     socket[kIdle] = false;
     socket[kOwner] = null;
     socket.on(readyEvent(socket), socketOnConnect);
-    if (onread === null) socket.on('data', socketOnData);
+    if (reads === null) socket.on('data', socketOnData);
     socket.on('end', socketOnEnd);
     socket.on('error', socketOnError);
     socket.on('timeout', socketOnTimeout);
@@ -192,6 +198,19 @@ class UpstreamSockets {
 }
 
 /**
+ * Called by what keeps a view of bytes an upstream socket read past the
+ * call that handed them over (a write to the client still queued, bytes
+ * held for a later turn): that socket's next read goes to a new buffer.
+ *
+ * @param {import('node:net').Socket} socket
+ * @param {Buffer | string} data what is kept
+ */
+function lendReadBuffer(socket, data) {
+  const reads = socket[kReads];
+  if (reads !== undefined && reads !== null && typeof data !== 'string' && data.buffer === reads.buffer.buffer) reads.lent = true;
+}
+
+/**
  * A pool's pooled HTTP/1.1 sockets, made once and kept by the pool for the fast engine's bindings.
  *
  * @param {import('../../pool-binding').BoundPool} pool
@@ -200,6 +219,7 @@ class UpstreamSockets {
 UpstreamSockets.of = (pool) => pool.connections('fast-sockets', () => new UpstreamSockets(pool.balancer, pool.settings.backendTls));
 
 module.exports = UpstreamSockets;
+module.exports.lendReadBuffer = lendReadBuffer;
 
 function socketOnConnect() {
   const owner = this[kOwner];
@@ -216,6 +236,15 @@ function socketOnRead(length, buffer) {
   }
   owner.upstreamData(this, buffer.subarray(0, length));
   return true;
+}
+
+// The buffer a socket reads into next: its own, or a new one when a write still holds it.
+function nextReadBuffer(reads) {
+  if (reads.lent || reads.buffer === null) {
+    reads.lent = false;
+    reads.buffer = Buffer.allocUnsafeSlow(READ_BUFFER_SIZE);
+  }
+  return reads.buffer;
 }
 
 function socketOnData(chunk) {
