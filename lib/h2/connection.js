@@ -21,6 +21,9 @@ const END_GRACE_MS = 2000;
 // How many stream ids reset by this side are remembered: frames the client sent before it saw the reset are ignored.
 const RESETS_KEPT = 1024;
 const kSession = Symbol('kSession');
+// Where field blocks are encoded before they are copied into the output: one for every session
+// (encoding is synchronous, the block copied at once), not 4 KB more per connection.
+const ENCODE_SCRATCH = Buffer.allocUnsafe(4096);
 
 /**
  * The server side of one HTTP/2 connection (RFC 9113) on a connected socket
@@ -78,8 +81,6 @@ class ServerSession extends EventEmitter {
     this.decoder = new HpackDecoder(4096);
     this.encoder = new HpackEncoder(4096);
     this.output = new Output();
-    // Where field blocks are encoded before they are copied into the output.
-    this.scratch = Buffer.allocUnsafe(4096);
     this.reader = new FrameReader(frameOf(this), settings.maxFrameSize);
     this.prefaceRead = 0;
     this.settingsReceived = false;
@@ -220,7 +221,7 @@ class ServerSession extends EventEmitter {
    * @param {boolean} endStream
    */
   sendHeaders(stream, fields, endStream) {
-    this.output.headers(stream.id, this.encoder.encode(fields, this.scratch), endStream, this.peerMaxFrameSize);
+    this.output.headers(stream.id, this.encoder.encode(fields, ENCODE_SCRATCH), endStream, this.peerMaxFrameSize);
     this.schedule();
   }
 

@@ -3,7 +3,11 @@
 const { FRAME_HEADER_SIZE, TYPE, FLAG, writeFrameHeader, writeHeadersFrames } = require('./frames');
 
 // Frames are written into slabs of this size; a write takes the part of the slab written since the last.
-const SLAB_SIZE = 16384;
+// Under Node's pool size: a slab is a slice of its shared 8 KB buffers, not an allocation of its own
+// per connection (many short connections left the process's memory growing with 16 KB slabs).
+const SLAB_SIZE = Buffer.poolSize >>> 1;
+// No slab until a connection has a frame to write.
+const NO_SLAB = Buffer.alloc(0);
 // A DATA payload this long or shorter is copied next to its frame header; a longer one is written as it is.
 const COPY_MAX = 2048;
 // Past this many bytes in one write, the pieces go as a writev (cork) instead of being joined first.
@@ -17,7 +21,7 @@ const JOIN_MAX = 65536;
  */
 class Output {
   constructor() {
-    this.slab = Buffer.allocUnsafe(SLAB_SIZE);
+    this.slab = NO_SLAB;
     // The slab's bytes [start, pos) are frames not yet handed to the socket.
     this.start = 0;
     this.pos = 0;
@@ -40,7 +44,7 @@ class Output {
   reserve(n) {
     if (this.slab.length - this.pos < n) {
       this.cut();
-      this.slab = Buffer.allocUnsafe(Math.max(SLAB_SIZE, n));
+      this.slab = Buffer.allocUnsafe(Math.max(SLAB_SIZE - 1, n));
       this.start = 0;
       this.pos = 0;
     }
