@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "ed25fe492c7b8552e2c97717302fcbc67a1fb0a27145e3a1d6b322c72ec9ea02"
+  sha256 "754c56420e09595a31d8c856bcc8d4511e064d20e8f447e5417b9a1e83a6e888"
   license "MIT"
 
   depends_on "node"
