@@ -131,7 +131,7 @@ listen 127.0.0.1:${ports.tlsPort} --tls --keepalive-timeout 60s
     const after = await httpsGet(tlsPort, 'r.lila.test', site.root, agent);
     assert.deepEqual([before, after], [{ status: 200, body: 'A', serial: first.serial }, { status: 200, body: 'A', serial: first.serial }]);
     assert.equal(after.socket, before.socket);
-    await logged(lila, new RegExp(`^lila: acme: renewed the certificate of r\\.lila\\.test \\((?:http-01|tls-alpn-01), serial ${renewed}, valid until \\S+\\)$`, 'm'), 5000);
+    await logged(lila, new RegExp(`^lila: acme: renewed the certificate of r\\.lila\\.test \\((?:http-01|tls-alpn-01), serial ${renewed}, valid until \\S+, replacing ${first.serial}\\)$`, 'm'), 5000);
     const metrics = (await request(lila.admin, { agent: false, path: '/metrics' })).body;
     assert.ok(metric(metrics, 'lila_acme_certificates_renewed_total') >= 1, metrics);
     assert.equal(metric(metrics, 'lila_acme_certificates_obtained_total'), 1);

@@ -201,7 +201,8 @@ class AcmeManager {
       if (result.ordered) {
         this.counters[renewing ? 'renewed' : 'obtained']++;
         this.logger.info(`acme: ${renewing ? 'renewed' : 'obtained'} the certificate of ${entry.name} ` +
-          `(${result.challenge}, serial ${entry.serial}, valid until ${entry.notAfter.toISOString()})`);
+          `(${result.challenge}, serial ${entry.serial}, valid until ${entry.notAfter.toISOString()}` +
+          `${renewing && result.replaced !== null ? `, replacing ${result.replaced}` : ''})`);
       }
       this.schedule(entry, await renewalTime(entry, result.cert, this.client, this.logger));
     } catch (err) {
@@ -310,7 +311,8 @@ class AcmeManager {
           });
           entry.challenge = type;
           this.install(entry, pair);
-          return { ordered: true, challenge: type, cert: pair.cert };
+          const replaced = stored === null ? null : new crypto.X509Certificate(stored.cert).serialNumber;
+          return { ordered: true, challenge: type, cert: pair.cert, replaced };
         } catch (err) {
           if (err.validation !== true || this.stopped) throw err;
           failure = err;
