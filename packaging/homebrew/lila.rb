@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "754c56420e09595a31d8c856bcc8d4511e064d20e8f447e5417b9a1e83a6e888"
+  sha256 "6a5e56b6be7e58cf853b710e4ff10eeab749cf072b652b0ba11d5c8d4af17f07"
   license "MIT"
 
   depends_on "node"
