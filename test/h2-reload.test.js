@@ -188,4 +188,52 @@ describe('h2 streams across reloads and drains', function () {
     assert.deepEqual(Object.keys(counts).filter((what) => what !== 'status 200' && what !== 'not sent'), [], JSON.stringify(counts));
     assert.ok(counts['status 200'] > 100, JSON.stringify(counts));
   });
+
+  for (const engine of ['lila', 'node']) {
+    it(`--h2-engine ${engine}: ends an h2c drain whose client keeps sending frames but answers no PING: the real GOAWAY after a second`, async () => {
+      const backend = await startHttpBackend('A');
+      const lila = await startLila(['round-robin', backend.address, '-a', '127.0.0.1', '-p', '0', '--drain-timeout', '30s', '--h2-engine', engine]);
+      const socket = net.connect(lila.port, '127.0.0.1');
+      socket.on('error', () => {});
+      onCleanup(() => socket.destroy());
+      const frame = (type, flags, payload) => Buffer.concat([Buffer.from([0, 0, payload.length, type, flags, 0, 0, 0, 0]), payload]);
+      socket.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), frame(0x4, 0, Buffer.alloc(0))]));
+      // Every frame lila sends, in order; its SETTINGS acknowledged, its PINGs never.
+      const frames = [];
+      let pending = Buffer.alloc(0);
+      socket.on('data', (chunk) => {
+        pending = Buffer.concat([pending, chunk]);
+        while (pending.length >= 9 && pending.length >= 9 + pending.readUIntBE(0, 3)) {
+          const length = pending.readUIntBE(0, 3);
+          const got = { type: pending[3], flags: pending[4], payload: pending.subarray(9, 9 + length), at: Date.now() };
+          frames.push(got);
+          if (got.type === 0x4 && (got.flags & 1) === 0) socket.write(frame(0x4, 1, Buffer.alloc(0)));
+          pending = pending.subarray(9 + length);
+        }
+      });
+      await until(() => frames.some((got) => got.type === 0x4), 'lila\'s SETTINGS');
+      // A PING of the client's own every 100 ms: the connection is never silent.
+      const chatter = setInterval(() => socket.write(frame(0x6, 0, Buffer.alloc(8, 7))), 100);
+      onCleanup(() => clearInterval(chatter));
+      const closed = once(socket, 'close');
+      const exited = once(lila.child, 'exit');
+      const killed = Date.now();
+      lila.child.kill('SIGTERM');
+      await closed;
+      const closedAt = Date.now();
+      clearInterval(chatter);
+      const goaways = frames.filter((got) => got.type === 0x7).map((got) => ({ last: got.payload.readUInt32BE(0) & 0x7fffffff, at: got.at }));
+      // Core http2's session timer does not count a client's PINGs as activity: its PING unanswered
+      // for the grace, the connection may be closed under it before the real GOAWAY goes.
+      const expected = engine === 'node' && goaways.length === 1 ? [0x7fffffff] : [0x7fffffff, 0];
+      assert.deepEqual(goaways.map((got) => got.last), expected, 'the notice, then the real GOAWAY (no stream was opened)');
+      assert.ok(frames.some((got) => got.type === 0x6 && (got.flags & 1) === 0), 'lila sent a PING of its own');
+      assert.ok(frames.some((got) => got.type === 0x6 && (got.flags & 1) === 1), 'lila answered the client\'s PINGs');
+      // The grace is a second; the drain's timeout is 30 s. It must not be what ended this one.
+      assert.ok(closedAt - goaways[0].at < 10000, `closed ${closedAt - goaways[0].at} ms after the notice`);
+      const [code] = await exited;
+      assert.equal(code, 0);
+      assert.ok(Date.now() - killed < 20000, `lila exited ${Date.now() - killed} ms after SIGTERM`);
+    });
+  }
 });

@@ -203,6 +203,9 @@ class ClientSession {
         });
       });
       session.setTimeout(CLOSE_GRACE_MS);
+      // A client that keeps sending frames is never silent: if it answers no PING, the real
+      // GOAWAY goes after the grace all the same (its PING still counted as unanswered).
+      setTimeout(noticeExpired, CLOSE_GRACE_MS, this).unref();
       return;
     }
     this.close();
@@ -268,6 +271,12 @@ function sessionOnClose() {
   clearIdleTimer(this);
   const clientSession = this[kClientSession];
   clientSession.engine.connections.delete(clientSession);
+}
+
+function noticeExpired(clientSession) {
+  if (!clientSession.pinged) return;
+  clientSession.engine.logger.debug(`client ${clientSession.clientAddress}: h2: the shutdown notice's PING unanswered; GOAWAY`);
+  clientSession.close();
 }
 
 function destroyCalmly(session) {
