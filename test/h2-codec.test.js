@@ -14,7 +14,7 @@ const { Pki } = require('./pki');
 const { cleanup, onCleanup, deferred, prng, sha256, until } = require('./helpers');
 const { findTool, needTool, runTool } = require('./tools');
 const { createServerSession } = require('../lib/h2/connection');
-const { ERROR, FRAME_HEADER_SIZE, PREFACE, TYPE, FrameReader, pingFrame, writeFrameHeader } = require('../lib/h2/frames');
+const { ERROR, FLAG, FRAME_HEADER_SIZE, PREFACE, TYPE, FrameReader, pingFrame, writeFrameHeader } = require('../lib/h2/frames');
 const { Output } = require('../lib/h2/output');
 const { HpackEncoder } = require('../lib/h2/hpack');
 
@@ -580,6 +580,37 @@ describe("lila's own h2 codec (lib/h2) against hostile clients", function () {
     await closed;
     const goaway = frames.find(([type]) => type === TYPE.GOAWAY);
     assert.ok(goaway !== undefined, 'a GOAWAY');
+    assert.equal(goaway[3].readUInt32BE(4), ERROR.ENHANCE_YOUR_CALM);
+  });
+
+  it('ends a connection after 1000 stream errors of its making (ENHANCE_YOUR_CALM, as nghttp2 does), not before', async () => {
+    const server = await startServer();
+    const { socket, frames, closed } = rawClient(server);
+    // PRIORITY on an idle stream that depends on itself: a stream error each (RFC 9113 §5.3.1).
+    const selfDependent = Array.from({ length: 1001 }, (_, i) => {
+      const payload = Buffer.alloc(5);
+      payload.writeUInt32BE(2 * i + 1);
+      return frameBytes(TYPE.PRIORITY, 0, 2 * i + 1, payload);
+    });
+    socket.write(Buffer.concat([PREFACE, frameBytes(TYPE.SETTINGS, 0, 0, Buffer.alloc(0)), ...selfDependent]));
+    await closed;
+    const resets = frames.filter(([type]) => type === TYPE.RST_STREAM);
+    assert.equal(resets.length, 1000);
+    assert.ok(resets.every(([, , , payload]) => payload.readUInt32BE(0) === ERROR.PROTOCOL_ERROR));
+    const goaway = frames.find(([type]) => type === TYPE.GOAWAY);
+    assert.equal(goaway[3].readUInt32BE(4), ERROR.ENHANCE_YOUR_CALM);
+  });
+
+  it('refuses 100 streams past the concurrency limit (REFUSED_STREAM), then ends the connection (ENHANCE_YOUR_CALM)', async () => {
+    // The first stream is never answered: it holds the one place.
+    const server = await startServer({ handler: () => {}, options: { maxConcurrentStreams: 1 } });
+    const { socket, frames, closed } = rawClient(server);
+    const headers = Array.from({ length: 102 }, (_, i) => frameBytes(TYPE.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 2 * i + 1, block));
+    socket.write(Buffer.concat([PREFACE, frameBytes(TYPE.SETTINGS, 0, 0, Buffer.alloc(0)), ...headers]));
+    await closed;
+    const resets = frames.filter(([type]) => type === TYPE.RST_STREAM);
+    assert.deepEqual(resets.map(([, , id, payload]) => [id, payload.readUInt32BE(0)]), Array.from({ length: 100 }, (_, i) => [2 * i + 3, ERROR.REFUSED_STREAM]));
+    const goaway = frames.find(([type]) => type === TYPE.GOAWAY);
     assert.equal(goaway[3].readUInt32BE(4), ERROR.ENHANCE_YOUR_CALM);
   });
 

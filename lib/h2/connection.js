@@ -72,6 +72,9 @@ class ServerSession extends EventEmitter {
     this.streams = new Map();
     this.highestStreamId = 0;
     this.resets = new Set();
+    // Counted against receive.js's bounds on a client's mistakes.
+    this.streamFaults = 0;
+    this.refusedStreams = 0;
     // A field block being received (HEADERS, then CONTINUATION until END_HEADERS).
     this.headerBlock = null;
     this.goawaySent = false;

@@ -17,6 +17,11 @@ const CONTINUATION_MIN = 1024;
 // answer (PING, SETTINGS, frames answered with RST_STREAM) end the connection, as nghttp2's
 // max_outbound_ack does: DATA stops at a full socket, these answers do not.
 const MAX_BACKLOG = 4 << 20;
+// What a client may get wrong on one connection before it ends (GOAWAY ENHANCE_YOUR_CALM): stream
+// errors it caused, and streams past its concurrency limit; Node's defaults for nghttp2's
+// (maxSessionInvalidFrames, maxSessionRejectedStreams). Each costs an answer, and CPU.
+const MAX_STREAM_FAULTS = 1000;
+const MAX_REFUSED_STREAMS = 100;
 
 /**
  * Acts on one frame from the client, as RFC 9113 §5 and §6 say a server
@@ -194,7 +199,7 @@ function fieldBlock(session, block, bytes) {
   if (session.goawaySent) return;
   session.highestStreamId = id;
   if (block.selfDependent) return resetId(session, id, ERROR.PROTOCOL_ERROR);
-  if (session.streams.size >= session.maxConcurrentStreams) return resetId(session, id, ERROR.REFUSED_STREAM);
+  if (session.streams.size >= session.maxConcurrentStreams) return refuse(session, id);
   if (fields === null) return tooLarge(session, id, endStream);
   if (fields.length > session.maxHeaderListPairs * 2) return resetId(session, id, ERROR.ENHANCE_YOUR_CALM);
   const contentLength = checkRequest(fields);
@@ -296,6 +301,7 @@ function closedOrIdle(session, id, what) {
 }
 
 function streamError(session, stream, code) {
+  countFault(session);
   session.resetStream(stream, code);
 }
 
@@ -307,9 +313,20 @@ function streamErrorOn(session, id, code) {
 }
 
 function resetId(session, id, code) {
+  if (code !== ERROR.REFUSED_STREAM) countFault(session);
   session.output.word(TYPE.RST_STREAM, id, code);
   session.rememberReset(id);
   session.schedule();
+}
+
+function countFault(session) {
+  if (++session.streamFaults > MAX_STREAM_FAULTS) throw new H2Error(ERROR.ENHANCE_YOUR_CALM, `more than ${MAX_STREAM_FAULTS} stream errors`);
+}
+
+// A stream past the client's concurrency limit: refused (never processed, safe to retry), a hundred times at most.
+function refuse(session, id) {
+  if (++session.refusedStreams > MAX_REFUSED_STREAMS) throw new H2Error(ERROR.ENHANCE_YOUR_CALM, `more than ${MAX_REFUSED_STREAMS} streams refused`);
+  resetId(session, id, ERROR.REFUSED_STREAM);
 }
 
 function protocolError(message) {
