@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "6a5e56b6be7e58cf853b710e4ff10eeab749cf072b652b0ba11d5c8d4af17f07"
+  sha256 "1f490fc03de3ad2003d44128c878ed24421e00dfa5befd726b1a10ef0600e3df"
   license "MIT"
 
   depends_on "node"
