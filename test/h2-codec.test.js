@@ -714,7 +714,8 @@ function rawClient(server) {
   const reader = new FrameReader((type, flags, id, payload) => frames.push([type, flags, id, Buffer.from(payload)]));
   reader.maxFrameSize = 1 << 24;
   socket.on('data', (chunk) => reader.push(chunk));
-  return { socket, frames, closed: once(socket, 'close') };
+  // Not once(): it rejects on 'error', and a server that ends the connection may reset it (ECONNRESET).
+  return { socket, frames, closed: new Promise((resolve) => socket.once('close', resolve)) };
 }
 
 // A buffer in pieces of 1 byte to 40 KB.

@@ -215,7 +215,8 @@ describe('h2 streams across reloads and drains', function () {
       // A PING of the client's own every 100 ms: the connection is never silent.
       const chatter = setInterval(() => socket.write(frame(0x6, 0, Buffer.alloc(8, 7))), 100);
       onCleanup(() => clearInterval(chatter));
-      const closed = once(socket, 'close');
+      // Not once(): it rejects on 'error', and the client's next PING may meet a reset (ECONNRESET).
+      const closed = new Promise((resolve) => socket.once('close', resolve));
       const exited = once(lila.child, 'exit');
       const killed = Date.now();
       lila.child.kill('SIGTERM');
