@@ -62,6 +62,8 @@ class ClientSession {
     this.pinged = false;
     // The shutdown notice (h2c) is sent: the real GOAWAY follows its PING's round trip.
     this.noticed = false;
+    // The notice's grace timer, cleared when the session closes first.
+    this.noticeTimer = null;
     session.on('error', sessionOnError);
     // No frame either way for so long: the client may be gone without a FIN lila can see
     // (Node stops reading a socket while a write to it is pending), or read nothing.
@@ -205,7 +207,8 @@ class ClientSession {
       session.setTimeout(CLOSE_GRACE_MS);
       // A client that keeps sending frames is never silent: if it answers no PING, the real
       // GOAWAY goes after the grace all the same (its PING still counted as unanswered).
-      setTimeout(noticeExpired, CLOSE_GRACE_MS, this).unref();
+      this.noticeTimer = setTimeout(noticeExpired, CLOSE_GRACE_MS, this);
+      this.noticeTimer.unref();
       return;
     }
     this.close();
@@ -270,10 +273,12 @@ function sessionOnSilence() {
 function sessionOnClose() {
   clearIdleTimer(this);
   const clientSession = this[kClientSession];
+  if (clientSession.noticeTimer !== null) clearTimeout(clientSession.noticeTimer);
   clientSession.engine.connections.delete(clientSession);
 }
 
 function noticeExpired(clientSession) {
+  clientSession.noticeTimer = null;
   if (!clientSession.pinged) return;
   clientSession.engine.logger.debug(`client ${clientSession.clientAddress}: h2: the shutdown notice's PING unanswered; GOAWAY`);
   clientSession.close();
