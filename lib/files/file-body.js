@@ -52,7 +52,21 @@ function multipartBody(fd, { parts, tail }) {
   return Readable.from(multipartPieces(fd, parts, tail), { objectMode: false });
 }
 
-module.exports = { fileBody, multipartBody, WHOLE_LIMIT };
+/**
+ * `multipartBody` of a file's bytes held in memory: the whole answer, one buffer.
+ *
+ * @param {Buffer} bytes all of the file
+ * @param {{parts: {head: Buffer, start: number, end: number}[], tail: Buffer}} multipart
+ * @returns {Buffer}
+ */
+function multipartFromBytes(bytes, { parts, tail }) {
+  const pieces = [];
+  for (const part of parts) pieces.push(part.head, bytes.subarray(part.start, part.end + 1));
+  pieces.push(tail);
+  return Buffer.concat(pieces);
+}
+
+module.exports = { fileBody, multipartBody, multipartFromBytes, WHOLE_LIMIT };
 
 // The bytes `start` to `end` of an open file, a piece per _read; the descriptor closed when it ends or is destroyed.
 class FileStream extends Readable {

@@ -10,7 +10,8 @@ const { parseRange, ifRangeAllows, multipartByteranges, contentRange, unsatisfie
 const { precompressedSiblingsSync, chooseSibling } = require('./precompressed');
 const { directoryEntries } = require('./entries');
 const { listingHtml } = require('./listing');
-const { fileBody, multipartBody } = require('./file-body');
+const { fileBody, multipartBody, multipartFromBytes } = require('./file-body');
+const { RememberedFiles } = require('./remembered');
 const LocalResponse = require('../http/lifecycle/local-response');
 const { LilaError, codes } = require('../errors');
 
@@ -30,8 +31,9 @@ const HTML = 'text/html; charset=utf-8';
  *
  * Files are looked up and opened on the event loop, as nginx does (no
  * threadpool round trip per request); a short file is read at once, a long
- * one streamed with backpressure. Nothing is cached: a file changed on disk
- * is served changed by the next request.
+ * one streamed with backpressure. Every request looks its file up: a file
+ * changed on disk is served changed by the next request; a small one seen
+ * unchanged since it was read is answered from memory (remembered.js).
  */
 class StaticFiles {
   /**
@@ -58,6 +60,7 @@ class StaticFiles {
     this.fallback = options.fallback === undefined ? null : options.fallback;
     this.precompressed = options.precompressed === true;
     this.hasPool = hasPool;
+    this.remembered = new RememberedFiles();
   }
 
   /**
@@ -139,24 +142,35 @@ class StaticFiles {
         coding = sibling.coding;
       }
     }
-    let opened;
-    try {
-      opened = openFileSync(chosen);
-    } catch (err) {
-      return localError(err);
+    // A small file unchanged since it was read: from memory (remembered.js), else from disk.
+    const kept = this.remembered.get(chosen.file, chosen.stat);
+    let fd = -1;
+    let stat;
+    let etag;
+    let lastModified;
+    if (kept !== null) {
+      ({ stat, etag, lastModified } = kept);
+    } else {
+      let opened;
+      try {
+        opened = openFileSync(chosen);
+      } catch (err) {
+        return localError(err);
+      }
+      if (opened === null) return null;
+      ({ fd, stat } = opened);
+      etag = etagOf(stat, coding);
+      lastModified = lastModifiedOf(stat);
     }
-    if (opened === null) return null;
-    const { fd, stat } = opened;
-    const etag = etagOf(stat, coding);
-    const lastModified = lastModifiedOf(stat);
     const type = contentTypeOf(found.path);
+    const now = Date.now();
     // Date: an origin server with a clock sends it (RFC 9110 §6.6.1), as nginx does.
-    const headers = ['Date', formatHttpDate(Date.now()), 'Last-Modified', lastModified, 'ETag', etag, 'Accept-Ranges', 'bytes'];
+    const headers = ['Date', formatHttpDate(now), 'Last-Modified', lastModified, 'ETag', etag, 'Accept-Ranges', 'bytes'];
     if (vary) headers.push('Vary', 'Accept-Encoding');
     const validators = { etag, lastModified };
     const precondition = preconditions(request, validators, request.method);
     if (precondition !== null) {
-      fs.closeSync(fd);
+      closeFile(fd);
       if (precondition === 304) return new LocalResponse(304, headers, null, 0);
       return quiet(new LilaError(codes.PRECONDITION_FAILED, 'a precondition of the request does not hold', 412), headers);
     }
@@ -166,7 +180,7 @@ class StaticFiles {
     const ranges = range === undefined || request.method !== 'GET' || !ifRangeAllows(request.headers['if-range'], validators)
       ? null : parseRange(range, size);
     if (ranges === 'unsatisfiable') {
-      fs.closeSync(fd);
+      closeFile(fd);
       return quiet(new LilaError(codes.RANGE_NOT_SATISFIABLE, 'the file has none of the ranges asked for', 416), ['Content-Range', unsatisfiedRange(size), ...headers]);
     }
     if (ranges === null || ranges.length === 1) {
@@ -174,15 +188,20 @@ class StaticFiles {
       const length = end - start + 1;
       headers.push('Content-Type', type, 'Content-Length', String(length));
       if (ranges !== null) headers.push('Content-Range', contentRange(start, end, size));
+      const status = ranges === null ? 200 : 206;
       if (request.method === 'HEAD') {
-        fs.closeSync(fd);
-        return new LocalResponse(ranges === null ? 200 : 206, headers, null, length);
+        closeFile(fd);
+        return new LocalResponse(status, headers, null, length);
       }
-      return new LocalResponse(ranges === null ? 200 : 206, headers, fileBody(fd, start, end), length);
+      if (kept !== null) return new LocalResponse(status, headers, ranges === null ? kept.body : kept.body.subarray(start, end + 1), length);
+      const body = fileBody(fd, start, end);
+      if (ranges === null && Buffer.isBuffer(body)) this.remembered.keep(chosen.file, stat, body, etag, lastModified, now);
+      return new LocalResponse(status, headers, body, length);
     }
     const multipart = multipartByteranges(ranges, size, type);
     headers.push('Content-Type', multipart.contentType, 'Content-Length', String(multipart.contentLength));
-    return new LocalResponse(206, headers, multipartBody(fd, multipart), multipart.contentLength);
+    const body = kept !== null ? multipartFromBytes(kept.body, multipart) : multipartBody(fd, multipart);
+    return new LocalResponse(206, headers, body, multipart.contentLength);
   }
 
   // --browse: a directory without an index, listed (its dotfiles left out).
@@ -220,6 +239,11 @@ function redirectToDirectory(url) {
   const query = url.indexOf('?');
   const location = query === -1 ? `${url}/` : `${url.slice(0, query)}/${url.slice(query)}`;
   return new LocalResponse(301, ['Location', location, 'Content-Length', '0'], null, 0);
+}
+
+// A file opened for an answer that sends none of it (-1: none was opened, the answer is from memory).
+function closeFile(fd) {
+  if (fd !== -1) fs.closeSync(fd);
 }
 
 // lila's own trouble with the file system: out of descriptors (503), or an I/O error (500); no file is to blame.
