@@ -11,6 +11,9 @@ const UNORDERED = new Set(['accept-language', 'accept-encoding']);
 // Their normalized values by value as received: browsers send the same few again and again.
 const memo = new Map();
 const MEMO_SIZE = 1024;
+// A key's `scheme://authority` by Host as received, per scheme: a site has few.
+const HTTP_PREFIXES = new Map();
+const HTTPS_PREFIXES = new Map();
 
 /**
  * The cache key of a target URI (RFC 9111 §2): `scheme://host/path?query`,
@@ -23,15 +26,15 @@ const MEMO_SIZE = 1024;
  * @returns {string}
  */
 function cacheKey(scheme, host, target) {
-  const lowerScheme = scheme.toLowerCase();
-  let authority = host.toLowerCase();
-  const port = /:(\d*)$/.exec(authority);
-  if (port !== null) {
-    const number = port[1] === '' ? '' : String(Number(port[1]));
-    const hostname = authority.slice(0, port.index);
-    authority = number === '' || number === DEFAULT_PORTS[lowerScheme] ? hostname : `${hostname}:${number}`;
+  const prefixes = scheme === 'https' ? HTTPS_PREFIXES : scheme === 'http' ? HTTP_PREFIXES : null;
+  if (prefixes === null) return keyPrefix(scheme, host) + target;
+  let prefix = prefixes.get(host);
+  if (prefix === undefined) {
+    prefix = keyPrefix(scheme, host);
+    if (prefixes.size >= MEMO_SIZE) prefixes.clear();
+    prefixes.set(host, prefix);
   }
-  return `${lowerScheme}://${authority}${target}`;
+  return prefix + target;
 }
 
 /**
@@ -215,4 +218,17 @@ function sameNames(a, b) {
 function dateOf(entry) {
   const { date } = summarize(entry.headers);
   return Number.isNaN(date) ? entry.responseTime : date;
+}
+
+// A key's `scheme://authority`: scheme and host lower-cased, the scheme's default port (and an empty one) removed.
+function keyPrefix(scheme, host) {
+  const lowerScheme = scheme.toLowerCase();
+  let authority = host.toLowerCase();
+  const port = /:(\d*)$/.exec(authority);
+  if (port !== null) {
+    const number = port[1] === '' ? '' : String(Number(port[1]));
+    const hostname = authority.slice(0, port.index);
+    authority = number === '' || number === DEFAULT_PORTS[lowerScheme] ? hostname : `${hostname}:${number}`;
+  }
+  return `${lowerScheme}://${authority}`;
 }
