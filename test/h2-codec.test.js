@@ -276,7 +276,7 @@ describe("lila's own h2 codec (lib/h2) with Node's http2 client", function () {
     assert.equal(fields.link, '</style.css>; rel=preload');
   });
 
-  it("closes a stream the client resets mid-body: aborted, with the client's code", async () => {
+  it("closes a stream the client resets mid-body: aborted, with the client's code; later writes dropped", async () => {
     const closed = deferred();
     const receiving = deferred();
     const server = await startServer({ handler: (stream, headers) => {
@@ -296,6 +296,10 @@ describe("lila's own h2 codec (lib/h2) with Node's http2 client", function () {
     assert.equal(stream.rstCode, req.rstCode);
     assert.equal(stream.aborted, true);
     assert.equal(stream.closed, true);
+    // A response body's writes that come after (a backend still sending) are dropped, as on Node's destroyed streams.
+    assert.equal(stream.write(Buffer.from('late')), false);
+    stream.end('late');
+    assert.equal(stream.pendingBytes, 0);
     // The session goes on.
     const { headers } = await exchange(client, { ':path': '/after' });
     assert.equal(headers['x-path'], '/after');

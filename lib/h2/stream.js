@@ -101,10 +101,11 @@ class Stream extends EventEmitter {
    * Queues response body bytes (DATA frames, as the windows allow).
    *
    * @param {Buffer | string} data
-   * @returns {boolean} false once HIGH_WATER_MARK bytes wait: wait for 'drain'
+   * @returns {boolean} false once HIGH_WATER_MARK bytes wait: wait for 'drain'; false, and the bytes
+   *   dropped, on a closed stream (as Node's destroyed streams take them: nobody is left to read them)
    */
   write(data) {
-    this.assertOpen();
+    if (this.closed) return false;
     if (this.writableEnded) throw errorWithCode('ERR_STREAM_WRITE_AFTER_END', 'h2: write after end');
     if (!this.headersSent) this.respond();
     const chunk = typeof data === 'string' ? Buffer.from(data) : data;
