@@ -35,39 +35,40 @@ async function settled(root) {
 describe('files: small files remembered while unchanged (lib/files/remembered.js)', () => {
   afterEach(cleanup);
 
-  it('keeps a whole small file changed more than a second ago, and forgets it when its stat differs', () => {
+  it('takes a small file changed more than a second ago, and forgets it when its stat differs', () => {
     const remembered = new RememberedFiles();
     const now = 10_000;
+    assert.equal(remembered.takes(statOf(10, { ctimeMs: now - SETTLE_MS + 1 }), now), false);
+    assert.equal(remembered.takes(statOf(MAX_FILE + 1), now), false);
+    assert.equal(remembered.takes(statOf(10, { ctimeMs: now + 5000 }), now), false);
+    assert.equal(remembered.takes(statOf(MAX_FILE, { ctimeMs: now - SETTLE_MS }), now), true);
     const body = Buffer.alloc(10);
-    remembered.keep('/fresh', statOf(10, { ctimeMs: now - SETTLE_MS + 1 }), body, '"e"', 'lm', now);
-    remembered.keep('/large', statOf(MAX_FILE + 1), Buffer.alloc(MAX_FILE + 1), '"e"', 'lm', now);
-    remembered.keep('/shrank', statOf(11), body, '"e"', 'lm', now);
-    remembered.keep('/future', statOf(10, { ctimeMs: now + 5000 }), body, '"e"', 'lm', now);
+    remembered.keep('/shrank', statOf(11), body, '"e"', 'lm');
     assert.equal(remembered.entries.size, 0);
 
     const stat = statOf(10, { ctimeMs: now - SETTLE_MS });
-    remembered.keep('/a', stat, body, '"e"', 'lm', now);
+    remembered.keep('/a', stat, body, '"e"', 'lm');
     assert.equal(remembered.get('/a', statOf(10, { ctimeMs: now - SETTLE_MS })).body, body);
     assert.equal(remembered.get('/b', stat), null);
     for (const changed of [{ ino: 2 }, { ctimeMs: now }, { mtimeMs: 5 }]) {
-      remembered.keep('/a', stat, body, '"e"', 'lm', now);
+      remembered.keep('/a', stat, body, '"e"', 'lm');
       assert.equal(remembered.get('/a', statOf(10, { ctimeMs: now - SETTLE_MS, ...changed })), null, JSON.stringify(changed));
       assert.equal(remembered.entries.size, 0);
       assert.equal(remembered.bytes, 0);
     }
-    remembered.keep('/a', stat, body, '"e"', 'lm', now);
+    remembered.keep('/a', stat, body, '"e"', 'lm');
     assert.equal(remembered.get('/a', { ...stat, size: 9 }), null);
   });
 
   it('holds no more than its budget of bytes and of entries, giving up the oldest first', () => {
     const budget = new RememberedFiles(25, 100);
-    for (const name of ['a', 'b', 'c']) budget.keep(`/${name}`, statOf(10), Buffer.alloc(10), '"e"', 'lm', SETTLE_MS);
+    for (const name of ['a', 'b', 'c']) budget.keep(`/${name}`, statOf(10), Buffer.alloc(10), '"e"', 'lm');
     assert.deepEqual([...budget.entries.keys()], ['/b', '/c']);
     assert.equal(budget.bytes, 20);
     const entries = new RememberedFiles(1000, 2);
-    for (const name of ['a', 'b', 'c']) entries.keep(`/${name}`, statOf(10), Buffer.alloc(10), '"e"', 'lm', SETTLE_MS);
+    for (const name of ['a', 'b', 'c']) entries.keep(`/${name}`, statOf(10), Buffer.alloc(10), '"e"', 'lm');
     assert.deepEqual([...entries.entries.keys()], ['/b', '/c']);
-    entries.keep('/b', statOf(5), Buffer.alloc(5), '"e"', 'lm', SETTLE_MS);
+    entries.keep('/b', statOf(5), Buffer.alloc(5), '"e"', 'lm');
     assert.deepEqual([...entries.entries.keys()], ['/c', '/b']);
     assert.equal(entries.bytes, 15);
   });

@@ -24,11 +24,12 @@ const READ_SIZE = 64 * 1024;
  * @param {number} fd
  * @param {number} start
  * @param {number} end inclusive; below `start` for an empty body
+ * @param {boolean} [whole] read whole however long (a file to be remembered: remembered.js bounds it)
  * @returns {Buffer | Readable}
  */
-function fileBody(fd, start, end) {
+function fileBody(fd, start, end, whole = false) {
   const length = end - start + 1;
-  if (length <= WHOLE_LIMIT) {
+  if (whole || length <= WHOLE_LIMIT) {
     try {
       return readWhole(fd, start, Math.max(length, 0));
     } finally {

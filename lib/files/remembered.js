@@ -1,10 +1,11 @@
 'use strict';
 
 // A file this long or shorter may be remembered: most of a site's requests (icons, scripts,
-// styles, small pages) are for such files, and most of their cost is the open, stat, read and close.
-const MAX_FILE = 16 * 1024;
+// styles, pages) are for such files, and most of their cost is the open, stat, read and close
+// (and, past file-body.js's 64 KB, a stream's reads); its clients share the one copy.
+const MAX_FILE = 128 * 1024;
 // What one route's files keep in memory at most, whatever is asked of it.
-const BUDGET = 4 * 1024 * 1024;
+const BUDGET = 8 * 1024 * 1024;
 const MAX_ENTRIES = 1024;
 // A file changed less than this long ago is read from disk each time: the kernel stamps times
 // with a coarse clock, so two writes of the same size within one tick leave the stamps equal
@@ -45,17 +46,27 @@ class RememberedFiles {
   }
 
   /**
-   * Keeps a file's whole bytes, read now, if it is small and settled.
+   * Whether a file would be kept: small enough, and settled.
+   *
+   * @param {import('node:fs').Stats} stat the open file's fstat
+   * @param {number} now ms since the epoch
+   * @returns {boolean}
+   */
+  takes(stat, now) {
+    return stat.size <= MAX_FILE && now - stat.ctimeMs >= SETTLE_MS;
+  }
+
+  /**
+   * Keeps a file's whole bytes, read after `takes` said yes.
    *
    * @param {string} file
    * @param {import('node:fs').Stats} stat the open file's fstat, before the read
    * @param {Buffer} body all of it (a file that shrank while read is not kept)
    * @param {string} etag
    * @param {string} lastModified
-   * @param {number} now ms since the epoch
    */
-  keep(file, stat, body, etag, lastModified, now) {
-    if (body.length !== stat.size || body.length > MAX_FILE || !(now - stat.ctimeMs >= SETTLE_MS)) return;
+  keep(file, stat, body, etag, lastModified) {
+    if (body.length !== stat.size) return;
     const old = this.entries.get(file);
     if (old !== undefined) this.forget(file, old);
     this.entries.set(file, { stat, body, etag, lastModified });

@@ -194,8 +194,9 @@ class StaticFiles {
         return new LocalResponse(status, headers, null, length);
       }
       if (kept !== null) return new LocalResponse(status, headers, ranges === null ? kept.body : kept.body.subarray(start, end + 1), length);
-      const body = fileBody(fd, start, end);
-      if (ranges === null && Buffer.isBuffer(body)) this.remembered.keep(chosen.file, stat, body, etag, lastModified, now);
+      const keep = ranges === null && this.remembered.takes(stat, now);
+      const body = fileBody(fd, start, end, keep);
+      if (keep) this.remembered.keep(chosen.file, stat, body, etag, lastModified);
       return new LocalResponse(status, headers, body, length);
     }
     const multipart = multipartByteranges(ranges, size, type);
