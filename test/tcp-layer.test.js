@@ -155,6 +155,57 @@ describe('tcp layer', () => {
       assert.equal(sha256(received), sha256(data));
     });
 
+    it('passes a download sent in small pieces unchanged to a client that stops reading now and then (lila\'s writes to it queue a piece at a time)', async () => {
+      const data = crypto.randomBytes(16 * MB);
+      const full = new EventEmitter();
+      const backend = await startTcpBackend('A', (socket) => {
+        let offset = 0;
+        // Pieces of 100 to 3000 bytes, a turn of the event loop apart: lila reads them one by one.
+        const pump = () => {
+          if (offset >= data.length) {
+            full.waiting = true;
+            full.emit('full');
+            socket.end();
+            return;
+          }
+          const piece = data.subarray(offset, (offset += 100 + ((offset * 7919) % 2900)));
+          if (socket.write(piece)) {
+            setImmediate(pump);
+            return;
+          }
+          full.waiting = true;
+          full.emit('full');
+          socket.once('drain', () => {
+            full.waiting = false;
+            pump();
+          });
+        };
+        pump();
+      });
+      const proxy = await startProxy({ mode: 'round-robin', layer: 'tcp', servers: [backend.address] });
+
+      const socket = connect(proxy.port);
+      const chunks = [];
+      let sinceResume = 0;
+      let pauses = 0;
+      socket.on('data', (chunk) => {
+        chunks.push(chunk);
+        sinceResume += chunk.length;
+        if (sinceResume < 2 * MB) return;
+        sinceResume = 0;
+        pauses++;
+        socket.pause();
+        if (full.waiting) setImmediate(() => socket.resume());
+        else full.once('full', () => socket.resume());
+      });
+      await once(socket, 'end');
+      const received = Buffer.concat(chunks);
+
+      assert.ok(pauses >= 5, `${pauses} pauses`);
+      assert.equal(received.length, data.length);
+      assert.equal(sha256(received), sha256(data));
+    });
+
     it('forwards a half-close from the backend while the client goes on sending', async () => {
       const late = deferred();
       const backend = await startTcpBackend('A', async (socket) => {

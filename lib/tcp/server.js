@@ -13,6 +13,13 @@ const kSession = Symbol('kSession');
 const kPeer = Symbol('kPeer');
 // Bytes a client waiting in the queue may send before reading stops until it has a backend.
 const EARLY_LIMIT = 64 * 1024;
+// What plain upstream sockets read into (net's onread), one buffer for all of them: a read's
+// bytes are written to the client within its callback, so a read allocates nothing and skips
+// the stream machinery. A write that keeps them (the client's queue not empty) takes a copy, or,
+// when the kernel took part of them, the buffer itself: the next read goes to a new one.
+const RELAY_READ_SIZE = 64 * 1024;
+let relayBuffer = null;
+const RELAY_READS = { buffer: nextRelayBuffer, callback: upstreamOnRead };
 
 /**
  * A route as a tcp connection reads it (routing/listener-routes.js's `Route` fits it).
@@ -228,7 +235,7 @@ class Session {
     this.failure = null;
     this.connectStartedAt = this.balancer.now();
     const proxyHeader = proxyHeaderFor(backend, this.settings.sendProxy, this.client);
-    const upstream = connectBackend(backend, this.settings.backendTls, { allowHalfOpen: true, proxyHeader });
+    const upstream = connectBackend(backend, this.settings.backendTls, { allowHalfOpen: true, proxyHeader, onread: RELAY_READS });
     upstream[kSession] = this;
     this.upstream = upstream;
     upstream.setTimeout(this.settings.connectTimeout);
@@ -317,6 +324,23 @@ function relayData(chunk) {
   const peer = this[kPeer];
   // A peer destroyed takes no more bytes; its 'close' closes this side.
   if (!peer.destroyed && !peer.write(chunk)) this.pause();
+}
+
+// A plain upstream's read (RELAY_READS), as relayData for the rest: `buffer` is relayBuffer.
+function upstreamOnRead(length, buffer) {
+  const client = this[kPeer];
+  if (client === undefined || client.destroyed) return true;
+  const queued = client.writableLength > 0;
+  const bytes = queued ? Buffer.from(buffer.subarray(0, length)) : buffer.subarray(0, length);
+  const room = client.write(bytes);
+  if (!queued && client.writableLength > 0) relayBuffer = null;
+  if (!room) this.pause();
+  return true;
+}
+
+function nextRelayBuffer() {
+  relayBuffer ??= Buffer.allocUnsafeSlow(RELAY_READ_SIZE);
+  return relayBuffer;
 }
 
 // Paused only while the peer's writes are queued: it reads again.
