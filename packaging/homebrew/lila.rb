@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "1f490fc03de3ad2003d44128c878ed24421e00dfa5befd726b1a10ef0600e3df"
+  sha256 "4f92b4682b87d2f4c6c56a99b5a383ea70d789fd332553d2554d9aa73fe6f77d"
   license "MIT"
 
   depends_on "node"
