@@ -37,6 +37,67 @@ async function firstData(socket) {
   return String(chunk);
 }
 
+/**
+ * `data` from a backend through a tcp proxy to a client that stops reading every `every` bytes
+ * until the backend is full (a write of it waits: lila stopped reading it, so lila's writes to
+ * the paused client queue), then reads on.
+ *
+ * @param {Buffer} data
+ * @param {{piece: (offset: number) => number, spaced: boolean, every: number}} options `piece`: the
+ *   length of the backend's write at `offset`; `spaced`: a turn of the event loop between writes
+ * @returns {Promise<{received: Buffer, pauses: number}>}
+ */
+async function downloadWithPauses(data, { piece, spaced, every }) {
+  const full = new EventEmitter();
+  const filled = () => {
+    full.waiting = true;
+    full.emit('full');
+  };
+  const backend = await startTcpBackend('A', (socket) => {
+    let offset = 0;
+    const pump = () => {
+      while (offset < data.length) {
+        const written = socket.write(data.subarray(offset, (offset += piece(offset))));
+        if (!written) {
+          filled();
+          socket.once('drain', () => {
+            full.waiting = false;
+            pump();
+          });
+          return;
+        }
+        if (spaced) {
+          setImmediate(pump);
+          return;
+        }
+      }
+      // All written: nothing will fill it again, a paused client reads the rest.
+      filled();
+      socket.end();
+    };
+    pump();
+  });
+  const proxy = await startProxy({ mode: 'round-robin', layer: 'tcp', servers: [backend.address] });
+
+  const socket = connect(proxy.port);
+  const chunks = [];
+  let sinceResume = 0;
+  let pauses = 0;
+  socket.on('data', (chunk) => {
+    chunks.push(chunk);
+    sinceResume += chunk.length;
+    if (sinceResume < every) return;
+    sinceResume = 0;
+    pauses++;
+    socket.pause();
+    // The backend waiting already (or done): lila stopped reading it, its writes to this client queued.
+    if (full.waiting) setImmediate(() => socket.resume());
+    else full.once('full', () => socket.resume());
+  });
+  await once(socket, 'end');
+  return { received: Buffer.concat(chunks), pauses };
+}
+
 describe('tcp layer', () => {
   afterEach(cleanup);
 
@@ -106,49 +167,7 @@ describe('tcp layer', () => {
 
     it('passes a 50 MB download unchanged to a client that stops reading until lila\'s writes to it queue', async () => {
       const data = crypto.randomBytes(50 * MB);
-      // The backend is full (a write of it waits) only once lila stopped reading it: lila's writes to the paused client queue.
-      const full = new EventEmitter();
-      const backend = await startTcpBackend('A', (socket) => {
-        let offset = 0;
-        const pump = () => {
-          while (offset < data.length) {
-            const piece = data.subarray(offset, (offset += 64 * 1024));
-            if (!socket.write(piece)) {
-              full.waiting = true;
-              full.emit('full');
-              socket.once('drain', () => {
-                full.waiting = false;
-                pump();
-              });
-              return;
-            }
-          }
-          // All written: nothing will fill it again, a paused client reads the rest.
-          full.waiting = true;
-          full.emit('full');
-          socket.end();
-        };
-        pump();
-      });
-      const proxy = await startProxy({ mode: 'round-robin', layer: 'tcp', servers: [backend.address] });
-
-      const socket = connect(proxy.port);
-      const chunks = [];
-      let sinceResume = 0;
-      let pauses = 0;
-      socket.on('data', (chunk) => {
-        chunks.push(chunk);
-        sinceResume += chunk.length;
-        if (sinceResume < 4 * MB) return;
-        sinceResume = 0;
-        pauses++;
-        socket.pause();
-        // The backend waiting already (or done): lila stopped reading it, its writes to this client queued.
-        if (full.waiting) setImmediate(() => socket.resume());
-        else full.once('full', () => socket.resume());
-      });
-      await once(socket, 'end');
-      const received = Buffer.concat(chunks);
+      const { received, pauses } = await downloadWithPauses(data, { piece: () => 64 * 1024, spaced: false, every: 4 * MB });
 
       assert.ok(pauses >= 5, `${pauses} pauses`);
       assert.equal(received.length, data.length);
@@ -157,49 +176,9 @@ describe('tcp layer', () => {
 
     it('passes a download sent in small pieces unchanged to a client that stops reading now and then (lila\'s writes to it queue a piece at a time)', async () => {
       const data = crypto.randomBytes(16 * MB);
-      const full = new EventEmitter();
-      const backend = await startTcpBackend('A', (socket) => {
-        let offset = 0;
-        // Pieces of 100 to 3000 bytes, a turn of the event loop apart: lila reads them one by one.
-        const pump = () => {
-          if (offset >= data.length) {
-            full.waiting = true;
-            full.emit('full');
-            socket.end();
-            return;
-          }
-          const piece = data.subarray(offset, (offset += 100 + ((offset * 7919) % 2900)));
-          if (socket.write(piece)) {
-            setImmediate(pump);
-            return;
-          }
-          full.waiting = true;
-          full.emit('full');
-          socket.once('drain', () => {
-            full.waiting = false;
-            pump();
-          });
-        };
-        pump();
-      });
-      const proxy = await startProxy({ mode: 'round-robin', layer: 'tcp', servers: [backend.address] });
-
-      const socket = connect(proxy.port);
-      const chunks = [];
-      let sinceResume = 0;
-      let pauses = 0;
-      socket.on('data', (chunk) => {
-        chunks.push(chunk);
-        sinceResume += chunk.length;
-        if (sinceResume < 2 * MB) return;
-        sinceResume = 0;
-        pauses++;
-        socket.pause();
-        if (full.waiting) setImmediate(() => socket.resume());
-        else full.once('full', () => socket.resume());
-      });
-      await once(socket, 'end');
-      const received = Buffer.concat(chunks);
+      // Pieces of 100 to 3000 bytes, a turn of the event loop apart: lila reads them one by one.
+      const piece = (offset) => 100 + ((offset * 7919) % 2900);
+      const { received, pauses } = await downloadWithPauses(data, { piece, spaced: true, every: 2 * MB });
 
       assert.ok(pauses >= 5, `${pauses} pauses`);
       assert.equal(received.length, data.length);
