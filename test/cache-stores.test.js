@@ -94,6 +94,48 @@ describe('MemoryStore', () => {
     assert.deepEqual(store.stats(), { bytes: 3 * size, objects: 3, evictions: 2 });
   });
 
+  it('evicts only from the older half of the exact least-recently-used order, hits in the newer half left in place', () => {
+    // Keys of one length: entries of one size, so that each new one evicts exactly one.
+    const size = entrySize(entry('http://a.test/000000'));
+    const count = 64;
+    const store = new MemoryStore({ maxBytes: count * size });
+    // The exact order, oldest first, as a store that moved every hit would keep it.
+    let exact = [];
+    const use = (key) => { exact = exact.filter((item) => item !== key); exact.push(key); };
+    let next = 0;
+    const add = () => {
+      const key = `http://a.test/${String(next++).padStart(6, '0')}`;
+      assert.equal(store.put(entry(key)), true);
+      use(key);
+    };
+    for (let i = 0; i < count; i++) add();
+    // A fixed sequence (a linear congruential generator): hits on what is held, and new keys.
+    let seed = 52;
+    const random = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+    let moved = 0;
+    let hits = 0;
+    for (let step = 0; step < 5000; step++) {
+      if (random() < 0.9) {
+        const key = exact[Math.floor(random() * exact.length)];
+        const before = keysOf(store);
+        assert.equal(store.get(key).length, 1);
+        hits++;
+        if (keysOf(store).at(-1) === key && before.at(-1) !== key) moved++;
+        use(key);
+        continue;
+      }
+      const olderHalf = new Set(exact.slice(0, count / 2));
+      const held = new Set(keysOf(store));
+      add();
+      const evicted = [...held].filter((key) => !keysOf(store).includes(key));
+      assert.equal(evicted.length, 1);
+      assert.ok(olderHalf.has(evicted[0]), `${evicted[0]} was among the ${count / 2} least recently used`);
+      exact = exact.filter((item) => item !== evicted[0]);
+    }
+    // Hits in the older half moved, those in the newer half did not: about half of all hits.
+    assert.ok(moved > hits / 4 && moved < (hits * 3) / 4, `${moved} of ${hits} hits moved their entry`);
+  });
+
   it('counts headers, strings and a fixed overhead in an entry\'s size, and never holds more bytes than its bound', () => {
     const plain = entry('http://a.test/x', { headers: [] });
     const headed = entry('http://a.test/x', { headers: ['x-long', 'v'.repeat(10000)] });

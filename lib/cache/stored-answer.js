@@ -25,28 +25,21 @@ const FRAMING = new Set(['content-length', 'transfer-encoding']);
  * @returns {LocalResponse}
  */
 function storedAnswer(entry, request, age, status) {
-  const fields = [];
-  let etag;
-  let lastModified;
-  for (let i = 0; i < entry.headers.length; i += 2) {
-    const name = entry.headers[i].toLowerCase();
-    if (FRAMING.has(name) || name === 'age' || name === 'cache-status' || !forClients(name)) continue;
-    if (name === 'etag') etag = entry.headers[i + 1];
-    else if (name === 'last-modified') lastModified = entry.headers[i + 1];
-    fields.push(entry.headers[i], entry.headers[i + 1]);
-  }
+  const view = clientView(entry);
+  const fields = view.fields.slice();
+  const etag = view.etag;
+  const lastModified = view.lastModified;
   fields.push('Age', String(Math.max(0, Math.floor(age))), 'Cache-Status', status);
   const head = request.method === 'HEAD';
   if (entry.status === 200 && (etag !== undefined || lastModified !== undefined)) {
-    const validators = { etag, lastModified };
-    const precondition = preconditions(request, validators, request.method);
+    const precondition = preconditions(request, view, request.method);
     if (precondition === 304) return new LocalResponse(304, notModifiedFields(fields), null, 0);
     if (precondition === 412) return withLength(412, fields.filter(notContentField()), Buffer.alloc(0), head);
   }
   const body = entry.body;
   const range = request.headers.range;
   if (entry.status === 200 && range !== undefined && request.method === 'GET' &&
-      (request.headers['if-range'] === undefined || ifRangeAllows(request.headers['if-range'], { etag, lastModified }))) {
+      (request.headers['if-range'] === undefined || ifRangeAllows(request.headers['if-range'], view))) {
     const ranges = parseRange(range, body.length);
     if (ranges === 'unsatisfiable') return withLength(416, ['Content-Range', unsatisfiedRange(body.length), ...fields], Buffer.alloc(0), head);
     if (ranges !== null && ranges.length === 1) {
@@ -59,6 +52,29 @@ function storedAnswer(entry, request, age, status) {
 }
 
 module.exports = { storedAnswer };
+
+// What every client of an entry is sent of its fields, and its validators: worked out at its first
+// hit and kept on it, out of sight of the spreads that make a changed entry (`{ ...entry }`), so a
+// new entry never carries an old one's view. Entries are never changed in place (memory-store.js).
+const kView = Symbol('clientView');
+
+function clientView(entry) {
+  const kept = entry[kView];
+  if (kept !== undefined) return kept;
+  const fields = [];
+  let etag;
+  let lastModified;
+  for (let i = 0; i < entry.headers.length; i += 2) {
+    const name = entry.headers[i].toLowerCase();
+    if (FRAMING.has(name) || name === 'age' || name === 'cache-status' || !forClients(name)) continue;
+    if (name === 'etag') etag = entry.headers[i + 1];
+    else if (name === 'last-modified') lastModified = entry.headers[i + 1];
+    fields.push(entry.headers[i], entry.headers[i + 1]);
+  }
+  const view = { fields, etag, lastModified };
+  Object.defineProperty(entry, kView, { value: view, enumerable: false });
+  return view;
+}
 
 function withLength(status, fields, body, head) {
   const bodiless = status === 204 || status === 304 || status < 200;
