@@ -99,6 +99,7 @@ describe('traces of requests and connections (--otlp-endpoint)', function () {
         assert.ok(clients.length >= 1);
         for (const client of clients) assert.equal(client.parentSpanId, server.spanId);
         const answered = clients.find((s) => attributes(s)['http.response.status_code'] === 200);
+        assert.equal(attributes(answered)['server.address'], '127.0.0.1');
         assert.equal(attributes(answered)['server.port'], backend.port);
         assert.ok(BigInt(answered.startTimeUnixNano) >= BigInt(server.startTimeUnixNano));
         assert.ok(BigInt(answered.endTimeUnixNano) <= BigInt(server.endTimeUnixNano));
@@ -108,6 +109,7 @@ describe('traces of requests and connections (--otlp-endpoint)', function () {
       const failed = spans.filter((s) => s.kind === CLIENT && s.status && s.status.code === ERROR);
       assert.equal(failed.length, 1, 'the refused attempt');
       assert.equal(attributes(failed[0])['error.type'], 'ECONNREFUSED');
+      assert.equal(attributes(failed[0])['server.address'], '127.0.0.1');
       assert.equal(attributes(failed[0])['server.port'], refused);
       assert.equal(backend.seen.every((s) => s.requestId === undefined), true);
       const resource = collector.requests[0].message.resourceSpans[0].resource;
