@@ -7,6 +7,7 @@
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
+const https = require('node:https');
 const os = require('node:os');
 const path = require('node:path');
 const { once } = require('node:events');
@@ -18,7 +19,7 @@ const COOKIE_SECRET = 'a cookie secret of 32 characters';
 
 /**
  * oidc-provider on 127.0.0.1:0, with one confidential client whose redirect and post-logout
- * URIs are lila's on these ports; its dev interactions take any login and password.
+ * URIs are lila's on these ports (http and https); its dev interactions take any login and password.
  *
  * @param {number[]} ports lila's
  * @returns {Promise<{issuer: string, port: number, provider: object, tokenRequests: number}>}
@@ -38,8 +39,8 @@ async function startProvider(ports) {
     clients: [{
       client_id: CLIENT_ID,
       client_secret: CLIENT_SECRET,
-      redirect_uris: ports.map((port) => `http://127.0.0.1:${port}/oauth2/callback`),
-      post_logout_redirect_uris: ports.map((port) => `http://127.0.0.1:${port}/`),
+      redirect_uris: origins(ports).map((origin) => `${origin}/oauth2/callback`),
+      post_logout_redirect_uris: origins(ports).map((origin) => `${origin}/`),
       grant_types: ['authorization_code'],
       response_types: ['code']
     }],
@@ -64,7 +65,11 @@ async function startProvider(ports) {
  * the port, as browsers do), redirects followed, each navigation accepting text/html.
  */
 class Browser {
-  constructor() {
+  /**
+   * @param {{ca?: string}} [options] `ca`: the authority lila's https certificate is trusted by
+   */
+  constructor(options = {}) {
+    this.ca = options.ca;
     /** @type {((url: string) => boolean) | undefined} a redirect to a URL it holds for is not followed (`next`) */
     this.stopAt = undefined;
     this.cookies = new Map();
@@ -90,8 +95,9 @@ class Browser {
     }
     this.visited.push(url);
     return new Promise((resolve, reject) => {
-      const req = http.request({ host: target.hostname, port: target.port, path: `${target.pathname}${target.search}`,
-        method: options.method || 'GET', headers, agent: false }, (res) => {
+      const secure = target.protocol === 'https:';
+      const req = (secure ? https : http).request({ host: target.hostname, port: target.port, path: `${target.pathname}${target.search}`,
+        method: options.method || 'GET', headers, agent: false, ...(secure ? { ca: this.ca } : {}) }, (res) => {
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (chunk) => { body += chunk; });
@@ -191,16 +197,18 @@ class Browser {
  * @param {{issuer: string}} provider
  * @param {number} port
  * @param {string} backend its address
- * @param {{args?: string[], session?: string, admin?: number}} [options] `args` after --config
+ * @param {{args?: string[], session?: string, scopes?: string, tls?: {certFile: string, keyFile: string}, admin?: number}} [options]
+ *   `args` after --config; `tls`: the listener serves https with this certificate
  */
 async function startOidcLila(provider, port, backend, options = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'oidc-lila-'));
   onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
   const config = path.join(dir, 'lila.conf');
-  const session = options.session === undefined ? '' : ` --oidc-session ${options.session}`;
+  const session = `${options.session === undefined ? '' : ` --oidc-session ${options.session}`}${options.scopes === undefined ? '' : ` --oidc-scopes ${options.scopes}`}`;
+  const tls = options.tls === undefined ? '' : ` --tls-cert ${options.tls.certFile} --tls-key ${options.tls.keyFile}`;
   fs.writeFileSync(config, [
     `pool web round-robin ${backend}`,
-    `listen 127.0.0.1:${port}`,
+    `listen 127.0.0.1:${port}${tls}`,
     `  route /app web --oidc-issuer ${provider.issuer} --oidc-client-id ${CLIENT_ID} --oidc-cookie-secret "${COOKIE_SECRET}"${session}`,
     '  route /open web',
     ''
@@ -214,8 +222,13 @@ async function startOidcLila(provider, port, backend, options = {}) {
   } finally {
     delete process.env.LILA_OIDC_CLIENT_SECRET;
   }
-  await nextLine(lila, /lila: http listening on .*/, 10000);
-  return Object.assign(lila, { port, url: `http://127.0.0.1:${port}` });
+  await nextLine(lila, /lila: https? listening on .*/, 10000);
+  return Object.assign(lila, { port, url: `${tls === '' ? 'http' : 'https'}://127.0.0.1:${port}` });
 }
 
 module.exports = { CLIENT_ID, CLIENT_SECRET, COOKIE_SECRET, startProvider, Browser, startOidcLila };
+
+// Where a browser reaches lila on each port, over http or https.
+function origins(ports) {
+  return ports.flatMap((port) => [`http://127.0.0.1:${port}`, `https://127.0.0.1:${port}`]);
+}

@@ -6,10 +6,11 @@
 // second lila with the same cookie secret, both engines and h2, /metrics and access lines.
 
 const assert = require('node:assert/strict');
-const { cleanup, freePorts, request, runLila, refusingPort, nextLine } = require('./helpers');
+const { cleanup, onCleanup, freePorts, request, runLila, refusingPort, nextLine } = require('./helpers');
 const { connectH2, fetchH2 } = require('./h2');
 const { echoBackend } = require('./jwt-harness');
 const { CLIENT_ID, COOKIE_SECRET, startProvider, Browser, startOidcLila } = require('./oidc-harness');
+const { Pki } = require('./pki');
 const { Sealer } = require('../lib/identity/sealer');
 
 const SESSION = '_lila_oidc';
@@ -172,6 +173,34 @@ describe('--oidc-*: a browser logs in with an OpenID provider', function () {
     assert.equal(confirm.status, 200);
     await browser.submit(confirm, { logout: 'yes' });
     assert.equal(browser.visited.at(-1), `${lila.url}/`);
+  });
+
+  it('over https: every cookie it sets is Secure; asks the scopes of --oidc-scopes, and a session lasts --oidc-session', async () => {
+    const [port] = await freePorts(1);
+    const provider = await startProvider([port]);
+    const backend = await echoBackend();
+    const pki = new Pki();
+    onCleanup(() => pki.remove());
+    const tls = pki.issue({ names: ['localhost'], ips: ['127.0.0.1'] });
+    const lila = await startOidcLila(provider, port, backend.address, { tls, scopes: 'openid,email', session: '2h' });
+
+    const page = await new Browser({ ca: pki.ca }).request(`${lila.url}/app/`);
+    assert.equal(page.status, 302);
+    assert.match(page.headers['set-cookie'][0], /^_lila_oidc_login_[\w-]{16}=[\w-]+; Path=\/oauth2\/callback; Max-Age=600; HttpOnly; SameSite=Lax; Secure$/);
+    const browser = new Browser({ ca: pki.ca });
+    const landed = echoed(await browser.logIn(`${lila.url}/app/`, 'grace'));
+    assert.equal(landed.headers['x-forwarded-user'], 'grace');
+    assert.equal(landed.headers['x-forwarded-email'], 'grace@example.com');
+    assert.equal(landed.headers['x-forwarded-preferred-username'], undefined, 'profile was not asked for');
+    const asked = new URL(browser.visited[1]).searchParams;
+    assert.equal(asked.get('scope'), 'openid email');
+    assert.equal(asked.get('redirect_uri'), `${lila.url}/oauth2/callback`);
+    const [session] = browser.entries().filter((entry) => entry.name === SESSION);
+    assert.match(session.attributes, /^Path=\/; Max-Age=7200; HttpOnly; SameSite=Lax; Secure$/);
+
+    const logout = await browser.request(`${lila.url}/oauth2/logout`);
+    assert.match(logout.headers['set-cookie'].join('\n'), /^_lila_oidc=; Path=\/; Max-Age=0; HttpOnly; SameSite=Lax; Secure$/m);
+    assert.equal(new URL(logout.headers.location).searchParams.get('post_logout_redirect_uri'), `${lila.url}/`);
   });
 
   it('a second lila with the same cookie secret accepts the session, and ends a login the first began', async () => {

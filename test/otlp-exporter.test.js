@@ -211,6 +211,10 @@ describe('OTLP exporter', () => {
 
     assert.equal(exporter.settings.protocol, 'http/protobuf');
     assert.equal(exporter.settings.maxQueue, 2048);
+    // As doc/tracing.md says: batches of up to 512 spans, sent at least every 5 s.
+    assert.equal(exporter.settings.maxBatch, 512);
+    assert.equal(exporter.settings.interval, 5000);
+    assert.equal(exporter.settings.serviceName, 'lila');
     assert.equal(exporter.request.headers['content-type'], 'application/x-protobuf');
     assert.equal(exporter.url, 'http://127.0.0.1:4318/v1/traces');
     assert.throws(() => new Exporter({ endpoint: 'localhost:4318' }), { code: 'LILA_ERR_INVALID_OPTION', message: /^"endpoint" must be an http/ });

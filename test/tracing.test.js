@@ -99,6 +99,7 @@ describe('traces of requests and connections (--otlp-endpoint)', function () {
         assert.ok(clients.length >= 1);
         for (const client of clients) assert.equal(client.parentSpanId, server.spanId);
         const answered = clients.find((s) => attributes(s)['http.response.status_code'] === 200);
+        assert.equal(attributes(answered)['server.address'], '127.0.0.1');
         assert.equal(attributes(answered)['server.port'], backend.port);
         assert.ok(BigInt(answered.startTimeUnixNano) >= BigInt(server.startTimeUnixNano));
         assert.ok(BigInt(answered.endTimeUnixNano) <= BigInt(server.endTimeUnixNano));
@@ -108,6 +109,7 @@ describe('traces of requests and connections (--otlp-endpoint)', function () {
       const failed = spans.filter((s) => s.kind === CLIENT && s.status && s.status.code === ERROR);
       assert.equal(failed.length, 1, 'the refused attempt');
       assert.equal(attributes(failed[0])['error.type'], 'ECONNREFUSED');
+      assert.equal(attributes(failed[0])['server.address'], '127.0.0.1');
       assert.equal(attributes(failed[0])['server.port'], refused);
       assert.equal(backend.seen.every((s) => s.requestId === undefined), true);
       const resource = collector.requests[0].message.resourceSpans[0].resource;
@@ -119,7 +121,8 @@ describe('traces of requests and connections (--otlp-endpoint)', function () {
   it("continues a client's sampled trace, passes its tracestate on, and marks the SERVER span's parent remote", async () => {
     const collector = await startCollector();
     const backend = await recordingBackend(503);
-    const lila = await startLila(['round-robin', backend.address, '-p', '0', '--otlp-endpoint', collector.url, '--otlp-protocol', 'http/json', '--request-id']);
+    const lila = await startLila(['round-robin', backend.address, '-p', '0', '--otlp-endpoint', collector.url, '--otlp-protocol', 'http/json', '--request-id',
+      '--otlp-header', 'Authorization=Bearer 123', '--otlp-header', 'X-Tenant=edge']);
     const answer = await request(lila.port, { headers: { traceparent: `00-${CLIENT_TRACE}-${CLIENT_PARENT}-01`, tracestate: 'congo=t61rcWkgMzE' } });
     await stopped(lila);
 
@@ -136,6 +139,12 @@ describe('traces of requests and connections (--otlp-endpoint)', function () {
     assert.equal(backend.seen[0].traceparent, `00-${CLIENT_TRACE}-${client.spanId}-01`);
     assert.equal(backend.seen[0].tracestate, 'congo=t61rcWkgMzE');
     assert.equal(backend.seen[0].requestId, answer.headers['x-request-id'], '--request-id still works beside traces');
+    // The collector's credentials with every export; the service lila unless --service-name says otherwise.
+    const [exported] = collector.requests;
+    assert.equal(exported.headers.authorization, 'Bearer 123');
+    assert.equal(exported.headers['x-tenant'], 'edge');
+    assert.equal(exported.headers['content-type'], 'application/json');
+    assert.equal(attributes(exported.message.resourceSpans[0].resource)['service.name'], 'lila');
   });
 
   it("passes a client's unsampled trace on unsampled and exports nothing of it; --trace-sample 0 records none of its own", async () => {
