@@ -99,6 +99,33 @@ for (const h2Engine of ['lila', 'node']) {
         assert.deepEqual(Object.values(counts).sort(), [33, 33, 34]);
       });
 
+      // Short bodies are copied from the backend connection's read buffer, longer ones keep it (upstream/sockets.js keptBytes).
+      for (const size of [3000, 6000]) {
+        it(`keeps a body of ${size} bytes its client holds back by flow control whole while the backend connection it came on answers the next requests`, async () => {
+          // One digit per request: a body overwritten by a later answer shows it.
+          const bodyOf = (path) => path.slice(1, 2).repeat(size);
+          const a = await startHttpBackend('A', (req, res) => res.setHeader('Content-Length', size).end(bodyOf(req.url)));
+          const lila = await startBalancer([a.address]);
+          // A 100-byte window: lila holds the rest of each body until the client reads it.
+          const session = await connectH2(`http://127.0.0.1:${lila.port}`, { settings: { initialWindowSize: 100 } });
+
+          const held = session.request({ ':path': '/1' });
+          held.pause();
+          const [headers] = await once(held, 'response');
+          assert.equal(headers[':status'], 200);
+          // One backend, one pooled connection: each of these answers is read where /1's was.
+          for (const digit of [2, 3, 4, 5, 6]) {
+            const response = await fetchH2(session, { ':path': `/${digit}` });
+            assert.equal(response.body.toString(), bodyOf(`/${digit}`));
+          }
+          const pieces = [];
+          held.on('data', (piece) => pieces.push(piece));
+          held.resume();
+          await once(held, 'end');
+          assert.equal(Buffer.concat(pieces).toString(), bodyOf('/1'));
+        });
+      }
+
       it('serves curl --http2-prior-knowledge and plain HTTP/1.1 on the same port', async () => {
         const a = await startHttpBackend('A', (req, res) => res.end(`A ${req.httpVersion}`));
         const lila = await startBalancer([a.address]);

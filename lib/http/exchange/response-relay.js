@@ -4,7 +4,7 @@ const { forwardResponseHeaders, rewriteLocation, withoutField } = require('../he
 const { withStickyCookie } = require('../sticky-cookie');
 const ChunkedScanner = require('../wire/chunked-scanner');
 const { trailerLines } = require('../wire/translate');
-const { lendReadBuffer } = require('../upstream/sockets');
+const { lendReadBuffer, keptBytes } = require('../upstream/sockets');
 const Passage = require('../lifecycle/passage');
 const { filterBody, passFiltered, endFiltered } = require('./filtered-body');
 const { readResponseHead, relayInterim, writeClientHead } = require('./response-head');
@@ -289,8 +289,8 @@ class ResponseRelay extends Passage {
       if (socket.writableLength !== 0) this.keeps(data);
       return;
     }
+    if (typeof data !== 'string') data = this.kept(data);
     (this.held ??= []).push(data);
-    this.keeps(data);
     this.heldBytes += data.length;
     if (this.heldBytes >= HOLD_LIMIT && this.upstream !== null) this.upstream.pause();
   }
@@ -301,6 +301,17 @@ class ResponseRelay extends Passage {
    */
   keeps(data) {
     if (this.upstream !== null) lendReadBuffer(this.upstream, data);
+  }
+
+  /**
+   * `data` to keep past this call, as keeps() says: a short piece of the
+   * upstream socket's read buffer is copied rather than lent (keptBytes).
+   *
+   * @param {Buffer} data
+   * @returns {Buffer} `data`, or its copy
+   */
+  kept(data) {
+    return this.upstream === null ? data : keptBytes(this.upstream, data);
   }
 
   // The held response head and `data` as one piece: one write, one syscall. A large piece is not

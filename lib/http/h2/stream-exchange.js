@@ -86,7 +86,7 @@ class StreamExchange extends Exchange {
     // The last bytes of a body of known length end the stream in the same
     // call: a write still pending as the stream closes costs Node an Error.
     // h2 sends DATA frames later, from the session: what they carry stays referenced.
-    this.keeps(data);
+    if (typeof data !== 'string') data = this.kept(data);
     if (this.framing === LENGTH && data.length === this.remaining && this.filter === null) {
       stream.end(data);
       return;

@@ -20,6 +20,8 @@ const kOwner = Symbol('kOwner');
 const kReads = Symbol('kReads');
 // As nginx's proxy_buffer_size and proxy_buffers, a read buffer per upstream connection, not per client.
 const READ_BUFFER_SIZE = 16 * 1024;
+// Below this, kept bytes are copied (keptBytes): Buffer.allocUnsafe takes such sizes from its pool.
+const COPY_KEPT_BELOW = Buffer.poolSize >>> 1;
 
 /**
  * @typedef {object} SocketOwner What uses an upstream socket (a fast exchange),
@@ -211,6 +213,30 @@ function lendReadBuffer(socket, data) {
 }
 
 /**
+ * What a caller keeps past the call that handed it over, as lendReadBuffer
+ * says, but a short piece of the read buffer is copied into Node's pool of
+ * small buffers instead of lent. Lent, a read buffer of 16 KB is made anew for
+ * every answer of a few bytes an h2 stream holds until its DATA frame goes
+ * out: at 20 000 answers a second, 320 MB/s of memory outside V8's heap, which
+ * made it run a full mark-compact every 150 ms instead of its young collections.
+ *
+ * @param {import('node:net').Socket} socket
+ * @param {Buffer} data
+ * @returns {Buffer} `data`, or its copy
+ */
+function keptBytes(socket, data) {
+  const reads = socket[kReads];
+  if (reads === undefined || reads === null || reads.buffer === null || data.buffer !== reads.buffer.buffer) return data;
+  if (data.length >= COPY_KEPT_BELOW) {
+    reads.lent = true;
+    return data;
+  }
+  const copy = Buffer.allocUnsafe(data.length);
+  data.copy(copy);
+  return copy;
+}
+
+/**
  * A pool's pooled HTTP/1.1 sockets, made once and kept by the pool for the fast engine's bindings.
  *
  * @param {import('../../pool-binding').BoundPool} pool
@@ -220,6 +246,7 @@ UpstreamSockets.of = (pool) => pool.connections('fast-sockets', () => new Upstre
 
 module.exports = UpstreamSockets;
 module.exports.lendReadBuffer = lendReadBuffer;
+module.exports.keptBytes = keptBytes;
 
 function socketOnConnect() {
   const owner = this[kOwner];
