@@ -162,6 +162,15 @@ describe('udp layer', () => {
     assert.equal(proxy.listener.traffic.udpFlowsOpen, 0);
   });
 
+  it('takes a backend down by its udp check when it stays silent past --health-timeout', async () => {
+    const silent = await startUdpBackend('A', { answers: 0 });
+    const proxy = await udpProxy([silent.address], { healthCheck: true, healthInterval: 20, healthTimeout: 50, healthFall: 1 });
+    await until(() => proxy.pool.backends[0].state === 'down', 'the check takes the silent backend down');
+    assert.equal(proxy.pool.backends[0].downByCheck, true);
+    // The default payload: an empty datagram, which the backend did receive.
+    assert.equal(silent.received[0].length, 0);
+  });
+
   it('brings a backend up by its udp check once it answers the payload', async () => {
     const a = await startUdpBackend('A');
     const proxy = await udpProxy([a.address], { healthCheck: true, healthInterval: 20, healthRise: 1, healthPayload: 'udp:00ff' });
