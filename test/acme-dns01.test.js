@@ -5,6 +5,7 @@
 // updates with nsupdate; the wildcard certificate served for every name of the zone.
 
 const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
 const fs = require('node:fs');
 const https = require('node:https');
 const os = require('node:os');
@@ -14,6 +15,7 @@ const { once } = require('node:events');
 const { cleanup, onCleanup, refusingPort, request, spawnLila, startHttpBackend, untilWritten } = require('./helpers');
 const { needPebble, startPebble } = require('./pebble');
 const { NSUPDATE, needNamed, startNamed } = require('./named');
+const { freeDnsPort } = require('./dns');
 
 const EMAIL = 'me@example.com';
 const OBTAIN_WITHIN = 25000;
@@ -41,6 +43,22 @@ describe('--acme-dns with Pebble and BIND', function () {
     const status = JSON.parse((await request(lila.admin, { agent: false, path: '/status' })).body);
     assert.deepEqual(status.acme.map(({ name, state, challenge }) => ({ name, state, challenge })),
       [{ name: '*.example.test', state: 'valid', challenge: 'dns-01' }]);
+  });
+
+  it('picks dns-01 for the wildcard and its apex, and keeps tls-alpn-01 for another name, when both are allowed', async () => {
+    const named = await startNamed();
+    const site = await startSite(named, ['www.example.test']);
+    const lila = await startAcme(site, named, ['--acme-dns', `rfc2136://127.0.0.1:${named.port}`, '--acme-dns-tsig', named.tsig],
+      { challenges: 'tls-alpn-01,dns-01' });
+    await obtainedWildcard(lila);
+    const line = /^lila: acme: obtained the certificate of www\.example\.test \(tls-alpn-01, /m;
+    await untilWritten(lila, () => line.exec(lila.stderr), `text matching ${line}`, OBTAIN_WITHIN);
+    const status = JSON.parse((await request(lila.admin, { agent: false, path: '/status' })).body);
+    assert.deepEqual(status.acme.map(({ name, state, challenge }) => ({ name, state, challenge })).sort((a, b) => a.name.localeCompare(b.name)), [
+      { name: '*.example.test', state: 'valid', challenge: 'dns-01' },
+      { name: 'www.example.test', state: 'valid', challenge: 'tls-alpn-01' }
+    ]);
+    assert.doesNotMatch(lila.stderr, /^lila: (?:warn|error): /m, lila.stderr);
   });
 
   it('signs with hmac-sha512 as well', async () => {
@@ -98,13 +116,36 @@ printf 'server 127.0.0.1 ${named.port}\\nzone example.test\\n%s\\nsend\\n' "$lin
     assert.deepEqual(await named.txt(CHALLENGE), []);
     assert.equal(lila.stderr.match(/BADSIG/g).length, 1, lila.stderr);
   });
+
+  it('tells the CA nothing while a nameserver of the zone does not answer the record, fails the order after the propagation timeout, and removes the record', async () => {
+    const named = await startNamed();
+    const site = await startSite(named);
+    // The zone's one nameserver (ns.example.test, 127.0.0.1) asked on a port where nothing answers.
+    const silent = await freeDnsPort();
+    const lila = await startAcme(site, named, ['--acme-dns', `rfc2136://127.0.0.1:${named.port}`, '--acme-dns-tsig', named.tsig,
+      '--acme-dns-propagation-timeout', '1s', '--log-level', 'debug'], { nameserverPort: silent });
+    const added = /^lila: debug: acme: added the TXT record _acme-challenge\.example\.test in example\.test on /m;
+    await untilWritten(lila, () => added.exec(lila.stderr), `text matching ${added}`, OBTAIN_WITHIN);
+    const addedAt = Date.now();
+    const line = new RegExp('^lila: error: acme: cannot obtain the certificate of \\*\\.example\\.test: the TXT record _acme-challenge\\.example\\.test ' +
+      `is not on every nameserver after 1 s: ns\\.example\\.test \\(127\\.0\\.0\\.1:${silent}\\) answers .+; trying again in 60 s$`, 'm');
+    await untilWritten(lila, () => line.exec(lila.stderr), `text matching ${line}`, OBTAIN_WITHIN);
+    // The nameservers had the whole timeout (less what a pipe's delay may take off it).
+    assert.ok(Date.now() - addedAt >= 900, `gave up ${Date.now() - addedAt} ms after adding the record`);
+
+    assert.match(lila.stderr, /^lila: debug: acme: deleted the TXT record _acme-challenge\.example\.test in example\.test on /m);
+    assert.deepEqual(await named.txt(CHALLENGE), []);
+    // The challenge was never accepted: its authorization is still pending at the CA.
+    assert.doesNotMatch(lila.stderr, /acme: obtained/);
+  });
 });
 
-// A backend, Pebble validating through named, and lila's config: `*.example.test` and `example.test` routed on HTTPS.
-async function startSite(named) {
+// A backend, Pebble validating through named (tls-alpn-01 on the HTTPS listener), and lila's config:
+// `*.example.test`, `example.test` and `more` hosts routed on HTTPS.
+async function startSite(named, more = []) {
   const backend = await startHttpBackend('A');
   const tlsPort = await refusingPort();
-  const pebble = await startPebble({ dnsServer: `127.0.0.1:${named.port}` });
+  const pebble = await startPebble({ dnsServer: `127.0.0.1:${named.port}`, tlsPort });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-dns01-'));
   onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
   const site = { dir, pebble, tlsPort, root: await pebble.root(), config: path.join(dir, 'lila.conf'), caFile: path.join(dir, 'pebble-ca.pem') };
@@ -112,16 +153,16 @@ async function startSite(named) {
 listen 127.0.0.1:${tlsPort} --tls
   route *.example.test web
   route example.test web
-`);
+${more.map((host) => `  route ${host} web\n`).join('')}`);
   fs.writeFileSync(site.caFile, pebble.ca);
   return site;
 }
 
 // lila with --acme and dns-01 only, its nameserver checks pointed at named's port.
-async function startAcme(site, named, args) {
+async function startAcme(site, named, args, { nameserverPort = named.port, challenges = 'dns-01' } = {}) {
   const lila = spawnLila([
     '--acme', EMAIL, '--acme-directory', site.pebble.directoryUrl, '--acme-ca', site.caFile, '--state-dir', path.join(site.dir, 'state'),
-    '--acme-challenges', 'dns-01', '--acme-dns-resolvers', `127.0.0.1:${named.port}`, '--acme-dns-nameserver-port', String(named.port),
+    '--acme-challenges', challenges, '--acme-dns-resolvers', `127.0.0.1:${named.port}`, '--acme-dns-nameserver-port', String(nameserverPort),
     '--config', site.config, '--admin', '127.0.0.1:0', ...args
   ]);
   await untilWritten(lila, () => ADMIN.exec(lila.stderr), 'the admin API', 10000);
@@ -191,5 +232,44 @@ describe('--acme-dns on the command line', () => {
     refused(['--acme-dns', 'exec:/bin/true', '--acme-dns-tsig', 'k:hmac-sha256:c2VjcmV0'], /goes with --acme-dns rfc2136/);
     refused(['--acme-dns', 'http://ns:53'], /"--acme-dns" is rfc2136:\/\/HOST:PORT or exec:FILE, received "http:\/\/ns:53"/);
     refused(['--acme-dns', 'rfc2136://ns:53', '--acme-dns-tsig', 'k:hmac-md5:c2VjcmV0'], /"--acme-dns-tsig": a TSIG algorithm is one of/);
+  });
+});
+
+describe('DnsChallenge with an exec: hook', () => {
+  const DnsChallenge = require('../lib/acme/dns-challenge');
+  let dir;
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-dns01-hook-'));
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  function hook(body, execTimeout) {
+    const file = path.join(dir, 'hook.sh');
+    fs.writeFileSync(file, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+    const warnings = [];
+    const challenge = new DnsChallenge({ target: { kind: 'exec', file }, execTimeout }, { warn: (line) => warnings.push(line), debug() {} });
+    return { file, challenge, warnings };
+  }
+
+  it('fails the step when the hook exits with another status than 0, naming it and what the hook said', async () => {
+    const { file, challenge } = hook('echo "no zone for $2" >&2; exit 3');
+    await assert.rejects(challenge.add('a.example.test', 'token.thumbprint'),
+      { message: `"${file} present _acme-challenge.a.example.test" exited with 3: no zone for _acme-challenge.a.example.test` });
+  });
+
+  it('kills a hook that runs past its timeout, and fails the step', async () => {
+    const { file, challenge } = hook('exec sleep 30', 200);
+    const started = Date.now();
+    await assert.rejects(challenge.add('a.example.test', 'token.thumbprint'), (err) => err.message.startsWith(`"${file} present _acme-challenge.a.example.test" did not end within `));
+    assert.ok(Date.now() - started < 5000, `${Date.now() - started} ms`);
+  });
+
+  it('logs a cleanup that fails, without throwing: the order\'s outcome stands', async () => {
+    const { file, challenge, warnings } = hook('[ "$1" = present ]');
+    const record = await challenge.add('a.example.test', 'token.thumbprint');
+    assert.deepEqual(record, { fqdn: '_acme-challenge.a.example.test', value: crypto.createHash('sha256').update('token.thumbprint').digest('base64url') });
+    await challenge.remove(record);
+    assert.deepEqual(warnings, [`acme: cannot remove the TXT record _acme-challenge.a.example.test: "${file} cleanup _acme-challenge.a.example.test" exited with 1`]);
   });
 });

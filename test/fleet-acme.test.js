@@ -5,6 +5,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const tls = require('node:tls');
+const { once } = require('node:events');
 const { setTimeout: sleep } = require('node:timers/promises');
 const { createService, Logger } = require('../lib');
 const EtcdClient = require('../lib/store/etcd-client');
@@ -12,6 +13,7 @@ const AcmeStore = require('../lib/fleet/acme-store');
 const { cleanup, freePorts, onCleanup, startHttpBackend, tcpFront } = require('./helpers');
 const { needPebble, startPebble } = require('./pebble');
 const { etcdPerSuite, startEtcd } = require('./etcd');
+const { needNamed, startNamed } = require('./named');
 
 const EMAIL = 'admin@lila.test';
 const NAMES = ['one.lila.test', 'two.lila.test', 'three.lila.test'];
@@ -105,13 +107,43 @@ describe('ACME in a fleet (etcd) against Pebble', function () {
     assert.notEqual(renewed.serial, first.serial);
     for (const member of fleet.members) await member.serves('renew.lila.test', renewed.serial, renewed.at + SERVE_MS);
   });
+
+  // Issue 51: dns-01 needs no routing to a member; whichever takes the lock writes the records.
+  describe('dns-01 through BIND (RFC 2136 with TSIG)', () => {
+    before(function () {
+      needNamed(this);
+    });
+
+    it('orders a wildcard and its apex once for three members, each serving it for every name of the zone, and removes the records', async () => {
+      const named = await startNamed();
+      const fleet = await startFleet({
+        etcd: sharedEtcd(), count: 3, type: 'dns-01', names: ['*.example.test', 'example.test'], named, pebble: { dnsServer: `127.0.0.1:${named.port}` }
+      });
+      await Promise.all(fleet.members.map((member) => member.start()));
+      const { serial, at } = await fleet.obtained('*.example.test');
+      for (const member of fleet.members) {
+        for (const name of ['a.example.test', 'b.example.test', 'example.test']) await member.serves(name, serial, at + SERVE_MS);
+      }
+      const names = await servedNames(fleet.members[0].tlsPort, 'c.example.test');
+      assert.deepEqual(names, ['DNS:*.example.test', 'DNS:example.test']);
+      assert.deepEqual(await named.txt('_acme-challenge.example.test'), []);
+      // One order for the fleet, the apex in it (nothing obtained for example.test alone), no failure.
+      await sleep(500);
+      assert.deepEqual(fleet.obtainedLines().map((line) => / of (\S+) \((\S+),/.exec(line).slice(1)), [['*.example.test', 'dns-01']],
+        fleet.obtainedLines().join('\n'));
+      const counters = fleet.members.map((member) => member.service.acme.counters);
+      assert.equal(counters.reduce((sum, item) => sum + item.orders, 0), 1, JSON.stringify(counters));
+      assert.equal(counters.reduce((sum, item) => sum + item.failures, 0), 0, JSON.stringify(counters));
+      assert.deepEqual(fleet.lines(/ (?:warn|error): /).map((line) => line.text), []);
+    });
+  });
 });
 
 /**
  * Pebble, a backend and `count` lila services (not started), each with a plain and an HTTPS
  * listener of its own and an AcmeStore on etcd's prefix; Pebble validates through `front`.
  */
-async function startFleet({ etcd, count, type, names = NAMES, pebble: pebbleOptions = {} }) {
+async function startFleet({ etcd, count, type, names = NAMES, named = null, pebble: pebbleOptions = {} }) {
   const backend = await startHttpBackend('A');
   const [httpFront, tlsFront, ...ports] = await freePorts(2 + 2 * count);
   const inspector = storeClient(etcd);
@@ -128,10 +160,10 @@ async function startFleet({ etcd, count, type, names = NAMES, pebble: pebbleOpti
   const pebble = await startPebble({ httpPort: httpFront, tlsPort: tlsFront, ...pebbleOptions });
   const ca = path.join(temporaryDirectory(), 'pebble-ca.pem');
   fs.writeFileSync(ca, pebble.ca);
-  for (let i = 0; i < count; i++) members.push(await member(i, { etcd, backend, type, names, ca, pebble, plainPort: ports[2 * i], tlsPort: ports[2 * i + 1] }));
+  for (let i = 0; i < count; i++) members.push(await member(i, { etcd, backend, type, names, named, ca, pebble, plainPort: ports[2 * i], tlsPort: ports[2 * i + 1] }));
   const lines = (pattern) => members.flatMap((item) => item.lines.filter((line) => pattern.test(line.text)).map((line) => ({ ...line, member: item })));
   const done = (verb) => async (name) => {
-    const pattern = new RegExp(`^lila: acme: ${verb} the certificate of ${name.replaceAll('.', '\\.')} \\(\\S+, serial (\\w+), `);
+    const pattern = new RegExp(`^lila: acme: ${verb} the certificate of ${name.replace(/[.*]/g, '\\$&')} \\(\\S+, serial (\\w+), `);
     await poll(() => lines(pattern).length > 0, () => `${verb} ${name}:\n${members.map((item) => item.text()).join('\n')}`, OBTAIN_MS);
     const [found] = lines(pattern);
     return { member: found.member, serial: pattern.exec(found.text)[1], at: found.at };
@@ -145,7 +177,7 @@ async function startFleet({ etcd, count, type, names = NAMES, pebble: pebbleOpti
 }
 
 // One member: a service with its own listeners, store client, lease and AcmeStore.
-async function member(index, { etcd, backend, type, names, ca, pebble, plainPort, tlsPort }) {
+async function member(index, { etcd, backend, type, names, named, ca, pebble, plainPort, tlsPort }) {
   const client = storeClient(etcd);
   const lease = await memberLease(client);
   const { logger, lines, text } = capturingLogger();
@@ -161,7 +193,8 @@ async function member(index, { etcd, backend, type, names, ca, pebble, plainPort
     ].join('\n'),
     acme: {
       email: EMAIL, directoryUrl: pebble.directoryUrl, caFile: ca, challenges: [type],
-      httpPort: { host: '127.0.0.1', port: plainPort }, retryBaseMs: 200, store
+      httpPort: { host: '127.0.0.1', port: plainPort }, retryBaseMs: 200, store,
+      ...(named === null ? {} : { dns: dnsSettings(named) })
     },
     logger
   });
@@ -198,6 +231,17 @@ async function member(index, { etcd, backend, type, names, ca, pebble, plainPort
       () => `member ${index} serving ${serial} for ${name} by ${new Date(deadline).toISOString()}`, Math.max(0, deadline - Date.now()))
   };
   return self;
+}
+
+// --acme-dns rfc2136 to named with its TSIG key, its zone's nameservers asked on named's port.
+function dnsSettings(named) {
+  const { name, algorithm, secret } = named.key;
+  return {
+    target: { kind: 'rfc2136', host: '127.0.0.1', port: named.port },
+    tsig: { name, algorithm, secret: Buffer.from(secret, 'base64') },
+    resolvers: [`127.0.0.1:${named.port}`],
+    nameserverPort: named.port
+  };
 }
 
 function storeClient(etcd) {
@@ -265,6 +309,16 @@ function servedSerial(port, servername) {
     });
     socket.once('error', () => resolve(null));
   });
+}
+
+// The subject alternative names of the certificate a listener serves for a name.
+async function servedNames(port, servername) {
+  const socket = tls.connect({ host: '127.0.0.1', port, servername, rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] });
+  onCleanup(() => socket.destroy());
+  await once(socket, 'secureConnect');
+  const names = socket.getPeerCertificate().subjectaltname.split(', ').sort();
+  socket.destroy();
+  return names;
 }
 
 // A Logger keeping every line with when it was written.

@@ -140,6 +140,25 @@ describe('udp layer, as the executable runs it', () => {
     assert.equal(String(data), 'T');
   });
 
+  it('replies from the address each client asked, with a listener per address (README, UDP)', async () => {
+    const [port] = await freePorts(1);
+    const backend = await startUdpBackend('A');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'udp-config-'));
+    onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'lila.conf');
+    const listeners = ['127.0.0.1', '127.0.0.2'].map((address) => `listen ${address}:${port} --layer udp\n  route * p\n`);
+    fs.writeFileSync(file, `pool p round-robin --layer udp ${backend}\n${listeners.join('')}`);
+    const lila = spawnLila(['-c', file]);
+    await nextLine(lila, new RegExp(`lila: udp listening on 127\\.0\\.0\\.2:${port}.*`), 5000);
+    for (const address of ['127.0.0.2', '127.0.0.1']) {
+      const socket = await udpClient();
+      const reply = once(socket, 'message');
+      socket.send('q', port, address);
+      const [data, from] = await reply;
+      assert.deepEqual([String(data), from.address, from.port], ['A:q', address, port]);
+    }
+  });
+
   it('keeps a flow on its backend and upstream socket across a reload that keeps the backend', async () => {
     const [port] = await freePorts(1);
     const received = [];

@@ -84,13 +84,13 @@ describe('udp layer', () => {
     for (const from of replies) assert.deepEqual([from.address, from.port], ['127.0.0.1', proxy.port]);
   });
 
-  it('relays a 60 000-byte datagram whole, both ways', async () => {
+  it('relays a 65 507-byte datagram (the largest over IPv4) whole, both ways', async () => {
     const a = await startUdpBackend('A', { echo: true });
     const proxy = await udpProxy([a.address]);
-    const sent = Buffer.alloc(60000);
+    const sent = Buffer.alloc(65507);
     for (let i = 0; i < sent.length; i++) sent[i] = (i * 7) & 0xff;
     const { data } = await (await client(proxy.port)).ask(sent);
-    assert.equal(a.received[0].length, 60000);
+    assert.equal(a.received[0].length, 65507);
     assert.ok(data.equals(sent));
   });
 
@@ -162,6 +162,15 @@ describe('udp layer', () => {
     assert.equal(proxy.listener.traffic.udpFlowsOpen, 0);
   });
 
+  it('takes a backend down by its udp check when it stays silent past --health-timeout', async () => {
+    const silent = await startUdpBackend('A', { answers: 0 });
+    const proxy = await udpProxy([silent.address], { healthCheck: true, healthInterval: 20, healthTimeout: 50, healthFall: 1 });
+    await until(() => proxy.pool.backends[0].state === 'down', 'the check takes the silent backend down');
+    assert.equal(proxy.pool.backends[0].downByCheck, true);
+    // The default payload: an empty datagram, which the backend did receive.
+    assert.equal(silent.received[0].length, 0);
+  });
+
   it('brings a backend up by its udp check once it answers the payload', async () => {
     const a = await startUdpBackend('A');
     const proxy = await udpProxy([a.address], { healthCheck: true, healthInterval: 20, healthRise: 1, healthPayload: 'udp:00ff' });
@@ -191,6 +200,19 @@ describe('udp layer', () => {
     const two = await (await client(least.port)).ask('x');
     assert.notEqual(one.text, two.text);
     assert.deepEqual(least.pool.backends.map((backend) => backend.active), [1, 1]);
+  });
+
+  it('gives new flows backends in proportion to their weights with round-robin, and keys hash by the client\'s address', async () => {
+    const [a, b] = [await startUdpBackend('A'), await startUdpBackend('B')];
+    const weighted = await udpProxy([`${a.address},weight=2`, b.address], { udpResponses: 1 });
+    const picks = { A: 0, B: 0 };
+    for (let i = 0; i < 6; i++) picks[(await (await client(weighted.port)).ask('x')).text[0]]++;
+    assert.deepEqual(picks, { A: 4, B: 2 });
+    // Every client is 127.0.0.1: one key, one backend (without a key, hash would go round-robin).
+    const hashed = await startProxy({ mode: 'hash', servers: [a.address, b.address], layer: 'udp', udpResponses: 1 });
+    const names = new Set();
+    for (let i = 0; i < 4; i++) names.add((await (await client(hashed.port)).ask('x')).text);
+    assert.equal(names.size, 1);
   });
 
   it('refuses what needs connections, and udp options on another layer', async () => {

@@ -90,8 +90,10 @@ class DnsChallenge {
       } catch (err) {
         missing = [err.message];
       }
-      if (Date.now() + POLL_MS > deadline) break;
-      await sleep(POLL_MS, undefined, { signal });
+      // The last ask comes at the deadline: a timeout shorter than a poll still waits.
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      await sleep(Math.min(POLL_MS, left), undefined, { signal });
     }
     throw new Error(`the TXT record ${record.fqdn} is not on every nameserver after ${Math.round(this.propagationTimeout / 1000)} s: ${missing.join('; ')}`);
   }

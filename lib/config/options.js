@@ -186,7 +186,7 @@ const OPTIONS = [
   },
   {
     name: 'health-check', group: 'health', scope: 'pool', default: 'off', key: 'healthCheck',
-    help: 'check every backend actively: tcp connect, or http GET --health-path answered 2xx or 3xx'
+    help: 'check every backend actively: tcp connect, http GET --health-path answered 2xx or 3xx, or udp --health-payload answered'
   },
   {
     name: 'health-interval', arg: '<t>', group: 'health', scope: 'pool', default: ms(DEFAULTS.healthInterval), key: 'healthInterval',
