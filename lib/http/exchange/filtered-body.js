@@ -48,8 +48,8 @@ function filterBody(relay, chunk, start) {
     data = start === 0 ? chunk : chunk.subarray(start);
   }
   if (data.length > 0) {
-    // A filter may read the data later (zlib, on its threads).
-    relay.keeps(data);
+    // A filter may read the data later (zlib, on its threads): a short piece is copied, a longer one kept.
+    data = relay.kept(data);
     if (!relay.filter.write(data) && relay.upstream !== null) relay.upstream.pause();
   }
   if (ended) relay.responseEnded();

@@ -47,8 +47,7 @@ function awaitHead(relay, observed, head, keepAlive) {
  * @param {number} start
  */
 function holdWhileHeadWaits(relay, chunk, start) {
-  relay.headWait.chunks.push(start === 0 ? chunk : chunk.subarray(start));
-  relay.keeps(chunk);
+  relay.headWait.chunks.push(relay.kept(start === 0 ? chunk : chunk.subarray(start)));
 }
 
 module.exports = { awaitHead, holdWhileHeadWaits };
