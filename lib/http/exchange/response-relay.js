@@ -303,13 +303,7 @@ class ResponseRelay extends Passage {
     if (this.upstream !== null) lendReadBuffer(this.upstream, data);
   }
 
-  /**
-   * `data` to keep past this call, as keeps() says: a short piece of the
-   * upstream socket's read buffer is copied rather than lent (keptBytes).
-   *
-   * @param {Buffer} data
-   * @returns {Buffer} `data`, or its copy
-   */
+  /** @returns {Buffer} `data` to keep past this call, as keeps() says; a short piece of a read is copied (keptBytes) */
   kept(data) {
     return this.upstream === null ? data : keptBytes(this.upstream, data);
   }
