@@ -371,7 +371,8 @@ class Fleet {
    * @returns {AcmeStore}
    */
   acmeStore() {
-    if (this.acme === null) this.acme = new AcmeStore({ client: this.client, prefix: this.prefix, lease: () => this.currentLease(), logger: this.logger });
+    // Its first lock is asked for before the session begins (once the listeners listen): it waits for that session.
+    if (this.acme === null) this.acme = new AcmeStore({ client: this.client, prefix: this.prefix, lease: () => this.session.firstLease(), logger: this.logger });
     return this.acme;
   }
 

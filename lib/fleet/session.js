@@ -4,6 +4,9 @@ const { LilaError, codes } = require('../errors');
 const { Follower } = require('../store/follow');
 const { prefixSource } = require('../store/etcd-prefix');
 
+// What `firstLease` waits at most for the first session: past it, the store is said not to answer.
+const FIRST_SESSION_MS = 5000;
+
 /**
  * A member's session with the store, renewed for as long as the member
  * runs: a `Follower` of the prefix (one complete read, one watch from that
@@ -30,6 +33,10 @@ class StoreSession {
     this.client = client;
     this.leaseSeconds = leaseSeconds;
     this.lease = null;
+    // Settled when the first session runs or fails (or the member leaves first).
+    this.firstOutcome = new Promise((resolve) => {
+      this.settleFirst = resolve;
+    });
     const source = prefixSource(client, prefix);
     this.follower = new Follower({
       read: async () => ({ lease: (await client.grantLease(leaseSeconds)).id, ...(await source.read()) }),
@@ -43,8 +50,14 @@ class StoreSession {
         return handlers.register(lease);
       },
       events: (list) => handlers.events(list),
-      up: (again) => handlers.up(again),
-      lost: (err) => handlers.lost(err)
+      up: (again) => {
+        this.settleFirst();
+        handlers.up(again);
+      },
+      lost: (err) => {
+        this.settleFirst();
+        handlers.lost(err);
+      }
     });
   }
 
@@ -84,8 +97,32 @@ class StoreSession {
     return Promise.reject(Object.assign(new LilaError(codes.STORE, 'the store is not reachable'), { unavailable: true }));
   }
 
+  /**
+   * The lease of the running session, as `currentLease`; while the first session is still to
+   * come (the member starting: its session begins once its listeners listen), once that session
+   * runs or fails, or `waitMs` have passed. What a member does as it starts (ACME's first lock)
+   * does not take a session not yet begun for a store that does not answer.
+   *
+   * @param {number} [waitMs] (5000)
+   * @returns {Promise<string>}
+   * @throws {LilaError} `LILA_ERR_STORE`, `unavailable`, while there is none
+   */
+  async firstLease(waitMs = FIRST_SESSION_MS) {
+    if (this.up === null) {
+      let timer;
+      const bound = new Promise((resolve) => {
+        timer = setTimeout(resolve, waitMs);
+        timer.unref();
+      });
+      await Promise.race([this.firstOutcome, bound]);
+      clearTimeout(timer);
+    }
+    return this.currentLease();
+  }
+
   /** Ends the session for good: what lives under its lease goes at once (the lease revoked). */
   async close() {
+    this.settleFirst();
     if (this.follower.closed) return;
     const up = this.up;
     this.follower.close();
