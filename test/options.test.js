@@ -3,7 +3,7 @@
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { OPTIONS, GROUPS, SCOPE_TEXT, parseArgsOptions, readOptions } = require('../lib/config/options');
+const { OPTIONS, GROUPS, scopeText, parseArgsOptions, readOptions } = require('../lib/config/options');
 const { helpText, configHelpText, optionSignature } = require('../lib/cli/help');
 const { parseConfig } = require('../lib/config/config-file');
 const { runLila } = require('./helpers');
@@ -119,7 +119,7 @@ describe('options', () => {
   describe('README', () => {
     it('lists exactly the options of the table, in its order, with the same sentence and default', () => {
       const expected = OPTIONS.map((option) => ({
-        signature: optionSignature(option), help: option.help, default: option.default, scope: SCOPE_TEXT[option.scope]
+        signature: optionSignature(option), help: option.help, default: option.default, scope: scopeText(option)
       }));
 
       assert.deepEqual(readmeOptions(), expected);
@@ -158,7 +158,9 @@ describe('options', () => {
       };
       for (const option of OPTIONS) {
         // A route line takes --hash-key too: the key of its split.
-        const tag = option.name === 'hash-key' ? '[pool, route]' : tags[option.scope];
+        const place = option.name === 'hash-key' ? '[pool, route]' : tags[option.scope];
+        // The layers it acts in, when not every one, before the place: [http pool].
+        const tag = option.layers === undefined ? place : `[${option.layers.join(' or ')} ${place.slice(1)}`;
         const entry = helpEntry(helpText(), optionSignature(option));
         assert.ok(tag === '' ? !entry.endsWith(']') : entry.endsWith(` ${tag}`), `${option.name}: ${entry}`);
       }

@@ -37,8 +37,9 @@ async function runCheck(service, logger, { stdout, stderr }) {
 function checkConfig(model, logger, acme) {
   const shared = acme === undefined ? null : new AcmeRunner(acme, { logger }).shared;
   const configuration = new Configuration({ logger, drainTimeout: 0, acme: shared });
-  for (const warning of model.warnings) logger.warn(warning);
+  // Said once it builds, as a start says them: an option a layer refuses is refused, not also ignored.
   const plan = configuration.prepare(model);
+  for (const warning of model.warnings) logger.warn(warning);
   for (const pool of plan.made) pool.close();
   return Object.assign(plan, { configuration });
 }

@@ -77,6 +77,8 @@ lila alone where ./lila.conf is); "lila help config" tells all of it:
   Each option below says where it goes in the file: [pool], [listen], [route]
   (a route line, or a listen line for all its routes), [route line] or
   [global] (a line of its own); one without is for the command line only.
+  A layer before the place ([http pool]) is the only one the option acts in:
+  elsewhere lila ignores it with a warning, or refuses it (--sticky on tcp).
 `;
 
 const TAIL = `
@@ -342,7 +344,8 @@ function optionLines(option, tagged = true) {
   if (option.arg !== undefined && !/^(|none|off.*)$/.test(option.default)) words.push(`(default ${option.default})`);
   // A route line takes --hash-key too, the key of its split (config/config-file.js).
   const tag = option.name === 'hash-key' ? '[pool, route]' : SCOPE_TAGS[option.scope];
-  if (tag !== undefined && tagged) words.push(tag);
+  // The layers it acts in, when not every one: [http pool], [http or tcp listen].
+  if (tag !== undefined && tagged) words.push(option.layers === undefined ? tag : `[${option.layers.join(' or ')} ${tag.slice(1)}`);
   const lines = wrap(words, WIDTH - INDENT);
   const pad = ' '.repeat(INDENT);
   let out = signature.length <= INDENT - 2 ? `${signature.padEnd(INDENT)}${lines.shift()}\n` : `${signature}\n`;

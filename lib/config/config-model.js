@@ -5,6 +5,7 @@ const { strategies, isModulePath } = require('../balancing/strategies');
 const { validatePort } = require('./validate');
 const { didYouMean } = require('./suggest');
 const { mirrorsOf } = require('./mirror-values');
+const { layerWarnings } = require('./layer-options');
 const { DEFAULT_LAYER, layerOf, withArticle } = require('../layers');
 const { LilaError, codes } = require('../errors');
 
@@ -21,7 +22,7 @@ const POOL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
  * @property {{line?: number, text: string, host?: string, port: number, layer: string, options: object,
  *   redirectHttp?: {host?: string, port: number}, fileLines: [string, number][], routes: {line?: number, text: string,
  *   host: string | null, path: string | null, targets: {pool: string, weight: number}[], hashKey?: string}[]}[]} listeners
- * @property {string[]} warnings said at startup and on reloads (a pool no route uses)
+ * @property {string[]} warnings said at startup and on reloads (a pool no route uses, an option its layer ignores)
  */
 
 /**
@@ -172,7 +173,8 @@ function readAddress(text, fail) {
   }
 }
 
-// What no single line can say: pools named and defined once, listeners apart, routes once each.
+// What no single line can say: pools named and defined once, listeners apart, routes once each;
+// and what is said of it (a pool no route uses, an option its layer ignores).
 function check(model, file, { mayServeNothing = false } = {}) {
   const pools = new Map();
   for (const pool of model.pools) {
@@ -211,6 +213,7 @@ function check(model, file, { mayServeNothing = false } = {}) {
     }
   }
   if (model.listeners.length === 0 && !mayServeNothing) throw new LilaError(codes.CONFIG, `${file}: no listen line: lila would serve nothing`);
+  model.warnings.push(...layerWarnings(model, (line) => at(file, line)));
   // A hook may send a request to any pool (ctx.pool): with one, no pool is said unused.
   const hooked = model.listeners.some((listener) => listener.routes.some((route) => route.actions && route.actions.hook !== undefined));
   for (const pool of model.pools) {

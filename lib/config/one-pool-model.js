@@ -1,6 +1,7 @@
 'use strict';
 
 const { readHostsFile } = require('./hosts-file');
+const { layerWarnings } = require('./layer-options');
 const { POOL_OPTIONS, DEFAULT_PORT } = require('./defaults');
 const { DEFAULT_LAYER } = require('../layers');
 
@@ -37,7 +38,7 @@ function onePoolModel(proxy, where = {}) {
   pool.servers = hostsFile === null ? proxy.servers : readHostsFile(hostsFile);
   const port = where.port === undefined ? DEFAULT_PORT : where.port;
   const backendTls = proxy.backendTls || {};
-  return {
+  const model = {
     file: hostsFile === null ? 'the command line' : hostsFile,
     text: null,
     single: true,
@@ -60,6 +61,9 @@ function onePoolModel(proxy, where = {}) {
     }],
     warnings: []
   };
+  // Its options are the command line's (or the program's), whatever file the servers come from.
+  model.warnings.push(...layerWarnings(model, () => (problem) => new Error(`the command line: ${problem}`)));
+  return model;
 }
 
 module.exports = { onePoolModel };

@@ -42,9 +42,13 @@ const MAX_WORKERS = 256;
  *   routes, and the command line's for its one route), `listener-route` (a listen line's, for the listener's own, or a
  *   route line's, for that route's own; the command line's is its listener's), `command` (the command line only)
  * - `reloads`: a global option a reload of the config file applies; the others are read at start
+ * - `layers`: the layers (layers/) a pool or listener option acts in, when not every one: given to a pool
+ *   or listener of another layer, it is ignored with a warning (`layer-options.js`), unless that layer's
+ *   code refuses it (`--sticky` on tcp); route options act where a layer's `takesRouteOptions`
  *
  * @type {{name: string, short?: string, arg?: string, group: string, scope: string, help: string, default: string,
- *   read?: (text: string, flag: string) => unknown, key?: string, multiple?: boolean, alias?: string, reloads?: boolean}[]}
+ *   read?: (text: string, flag: string) => unknown, key?: string, multiple?: boolean, alias?: string, reloads?: boolean,
+ *   layers?: string[]}[]}
  */
 const OPTIONS = [
   {
@@ -76,12 +80,12 @@ const OPTIONS = [
     read: (text, flag) => validateDuration(text, flag, { min: 1000 })
   },
   {
-    name: 'accept-proxy', group: 'proxy', scope: 'listener', default: 'off', key: 'acceptProxy',
+    name: 'accept-proxy', group: 'proxy', scope: 'listener', layers: ['http', 'tcp'], default: 'off', key: 'acceptProxy',
     help: 'every client connection must start with a PROXY protocol header (v1 or v2), whose client address ' +
       'lila then uses everywhere; one without it is closed'
   },
   {
-    name: 'send-proxy', arg: '<v1|v2>', group: 'proxy', scope: 'pool', default: 'off', key: 'sendProxy',
+    name: 'send-proxy', arg: '<v1|v2>', group: 'proxy', scope: 'pool', layers: ['http', 'tcp'], default: 'off', key: 'sendProxy',
     help: 'send every backend a PROXY protocol header first, naming the client (a server\'s send-proxy or ' +
       'send-proxy-v2 chooses for itself)',
     read: (text, flag) => validateChoice(text, SEND_PROXY_VERSIONS, flag)
@@ -101,8 +105,8 @@ const OPTIONS = [
     read: layer
   },
   {
-    name: 'connect-timeout', arg: '<t>', group: 'general', scope: 'pool', default: ms(DEFAULTS.connectTimeout), key: 'connectTimeout',
-    help: 'time to connect to a backend before trying the next (both layers)', read: duration
+    name: 'connect-timeout', arg: '<t>', group: 'general', scope: 'pool', layers: ['http', 'tcp'], default: ms(DEFAULTS.connectTimeout), key: 'connectTimeout',
+    help: 'time to connect to a backend before trying the next', read: duration
   },
   {
     name: 'drain-timeout', arg: '<t>', group: 'general', scope: 'global', default: ms(DEFAULT_DRAIN_MS),
@@ -116,25 +120,25 @@ const OPTIONS = [
   { name: 'help', short: 'h', group: 'general', scope: 'command', default: '', help: 'print this help' },
   { name: 'version', short: 'V', group: 'general', scope: 'command', default: '', help: 'print the version' },
   {
-    name: 'timeout', arg: '<t>', group: 'http', scope: 'pool', default: ms(DEFAULTS.timeout), key: 'timeout',
+    name: 'timeout', arg: '<t>', group: 'http', scope: 'pool', layers: ['http'], default: ms(DEFAULTS.timeout), key: 'timeout',
     help: 'how long a backend may stay silent, before its response head (504) or within its body (connection cut)',
     read: duration
   },
   {
-    name: 'keepalive-timeout', arg: '<t>', group: 'http', scope: 'listener', default: ms(DEFAULTS.keepAliveTimeout), key: 'keepAliveTimeout',
+    name: 'keepalive-timeout', arg: '<t>', group: 'http', scope: 'listener', layers: ['http'], default: ms(DEFAULTS.keepAliveTimeout), key: 'keepAliveTimeout',
     help: 'close idle client connections after this; 0 closes each connection after one response', read: durationOrZero
   },
   {
-    name: 'header-timeout', arg: '<t>', group: 'http', scope: 'listener', default: ms(DEFAULTS.headerTimeout), key: 'headerTimeout',
+    name: 'header-timeout', arg: '<t>', group: 'http', scope: 'listener', layers: ['http', 'tcp'], default: ms(DEFAULTS.headerTimeout), key: 'headerTimeout',
     help: 'time a client has to send its request head, else 408', read: duration
   },
   {
-    name: 'body-timeout', arg: '<t>', group: 'http', scope: 'listener', default: ms(DEFAULTS.bodyTimeout), key: 'bodyTimeout',
+    name: 'body-timeout', arg: '<t>', group: 'http', scope: 'listener', layers: ['http'], default: ms(DEFAULTS.bodyTimeout), key: 'bodyTimeout',
     help: 'the longest pause between two reads of a request body, else 408; the backend is not blamed',
     read: duration
   },
   {
-    name: 'max-header-size', arg: '<n>', group: 'http', scope: 'listener', default: String(DEFAULTS.maxHeaderSize), key: 'maxHeaderSize',
+    name: 'max-header-size', arg: '<n>', group: 'http', scope: 'listener', layers: ['http'], default: String(DEFAULTS.maxHeaderSize), key: 'maxHeaderSize',
     help: 'bytes a request head may take, else 431', read: (text, flag) => validateCount(text, flag, 1024)
   },
   {
@@ -143,28 +147,28 @@ const OPTIONS = [
     read: (text, flag) => validateChoice(text, HTTP_ENGINES, flag)
   },
   {
-    name: 'host-header', arg: '<client|backend>', group: 'http', scope: 'pool', default: DEFAULTS.hostHeader, key: 'hostHeader',
+    name: 'host-header', arg: '<client|backend>', group: 'http', scope: 'pool', layers: ['http'], default: DEFAULTS.hostHeader, key: 'hostHeader',
     help: "client: pass the client's Host unchanged; backend: send the backend's host:port",
     read: (text, flag) => validateChoice(text, HOST_HEADERS, flag)
   },
   {
-    name: 'no-location-rewrite', group: 'http', scope: 'pool', default: 'rewrite on', key: 'locationRewrite',
+    name: 'no-location-rewrite', group: 'http', scope: 'pool', layers: ['http'], default: 'rewrite on', key: 'locationRewrite',
     help: "keep a backend's Location and Content-Location naming its own address; by default they name lila: " +
       "the client's scheme and Host, as nginx's proxy_redirect default does",
     read: () => false
   },
   {
-    name: 'no-http2', group: 'http', scope: 'listener', default: 'h2 on', key: 'http2',
+    name: 'no-http2', group: 'http', scope: 'listener', layers: ['http'], default: 'h2 on', key: 'http2',
     help: 'serve HTTP/1.1 only: no h2 offered by ALPN on TLS listeners, nor taken with prior knowledge on plain ones',
     read: () => false
   },
   {
-    name: 'max-concurrent-streams', arg: '<n>', group: 'http', scope: 'listener', default: String(DEFAULTS.maxConcurrentStreams), key: 'maxConcurrentStreams',
+    name: 'max-concurrent-streams', arg: '<n>', group: 'http', scope: 'listener', layers: ['http'], default: String(DEFAULTS.maxConcurrentStreams), key: 'maxConcurrentStreams',
     help: 'streams an h2 client may have open at once on one connection',
     read: (text, flag) => validateCount(text, flag, 1)
   },
   {
-    name: 'h2-engine', arg: '<lila|node>', group: 'http', scope: 'listener', default: DEFAULTS.h2Engine, key: 'h2Engine',
+    name: 'h2-engine', arg: '<lila|node>', group: 'http', scope: 'listener', layers: ['http'], default: DEFAULTS.h2Engine, key: 'h2Engine',
     help: "how h2 clients are served: lila: lila's own HTTP/2 (frames, HPACK, flow control) on the connection; " +
       'node: core http2 (nghttp2)',
     read: (text, flag) => validateChoice(text, H2_ENGINES, flag)
@@ -181,7 +185,7 @@ const OPTIONS = [
     read: duration
   },
   {
-    name: 'fail-on-5xx', group: 'health', scope: 'pool', default: 'off', key: 'failOn5xx',
+    name: 'fail-on-5xx', group: 'health', scope: 'pool', layers: ['http'], default: 'off', key: 'failOn5xx',
     help: 'http: a 5xx response counts as a failure'
   },
   {
@@ -205,11 +209,11 @@ const OPTIONS = [
     help: 'failed checks in a row that take a backend down', read: (text, flag) => validateCount(text, flag, 1)
   },
   {
-    name: 'health-path', arg: '<path>', group: 'health', scope: 'pool', default: DEFAULTS.healthPath, key: 'healthPath',
+    name: 'health-path', arg: '<path>', group: 'health', scope: 'pool', layers: ['http'], default: DEFAULTS.healthPath, key: 'healthPath',
     help: 'path of the http check', read: validatePath
   },
   {
-    name: 'health-payload', arg: '<udp:HEX|dns:NAME>', group: 'health', scope: 'pool', default: 'an empty datagram', key: 'healthPayload',
+    name: 'health-payload', arg: '<udp:HEX|dns:NAME>', group: 'health', scope: 'pool', layers: ['udp'], default: 'an empty datagram', key: 'healthPayload',
     help: 'what the udp check sends: these bytes, or a DNS query for NAME\'s A record; any answer passes, none or ICMP unreachable fails',
     read: (text, flag) => {
       parseHealthPayload(text, flag);
@@ -235,7 +239,7 @@ const OPTIONS = [
     help: 'how long one may wait in that queue, then 503 with Retry-After (http) or closed (tcp)', read: duration
   },
   {
-    name: 'sticky', arg: '<cookie[:name]>', group: 'limits', scope: 'pool', default: 'off', key: 'sticky',
+    name: 'sticky', arg: '<cookie[:name]>', group: 'limits', scope: 'pool', layers: ['http'], default: 'off', key: 'sticky',
     help: 'http: send each client back to the backend that served it, by a cookie lila sets (named lila by default)',
     read: (text, flag) => {
       parseSticky(text, flag);
@@ -290,7 +294,7 @@ const OPTIONS = [
     read: duration
   },
   {
-    name: 'max-body-size', arg: '<bytes>', group: 'limits', scope: 'listener', default: 'off', key: 'maxBodySize',
+    name: 'max-body-size', arg: '<bytes>', group: 'limits', scope: 'listener', layers: ['http'], default: 'off', key: 'maxBodySize',
     help: 'http: the largest request body, in bytes or with k, m or g (10m); a larger Content-Length gets 413 at once, ' +
       'a chunked body growing past it 413 or a cut connection',
     read: validateSize
@@ -301,11 +305,11 @@ const OPTIONS = [
     read: (text, flag) => validateCount(text, flag, 1)
   },
   {
-    name: 'udp-idle-timeout', arg: '<t>', group: 'general', scope: 'listener', default: ms(DEFAULTS.udpIdleTimeout), key: 'udpIdleTimeout',
+    name: 'udp-idle-timeout', arg: '<t>', group: 'general', scope: 'listener', layers: ['udp'], default: ms(DEFAULTS.udpIdleTimeout), key: 'udpIdleTimeout',
     help: 'udp: a flow with no datagram either way for this long ends, and its upstream socket closes', read: duration
   },
   {
-    name: 'udp-responses', arg: '<n>', group: 'general', scope: 'listener', default: 'none', key: 'udpResponses',
+    name: 'udp-responses', arg: '<n>', group: 'general', scope: 'listener', layers: ['udp'], default: 'none', key: 'udpResponses',
     help: 'udp: each datagram of a client is owed this many replies (1 for DNS); a flow ends once every one it sent ' +
       "has them, as nginx's proxy_responses",
     read: (text, flag) => validateCount(text, flag, 1)
@@ -342,7 +346,7 @@ const OPTIONS = [
     read: hostAndPort
   },
   {
-    name: 'redirect-https', group: 'route', scope: 'listener', default: 'off',
+    name: 'redirect-https', group: 'route', scope: 'listener', layers: ['http'], default: 'off',
     help: 'a plain http listener answers every request with 308 to the same host and URI on https (it needs no route); ' +
       'a TLS listener names its plain port with --redirect-http PORT instead'
   },
@@ -870,6 +874,17 @@ const SCOPE_TEXT = {
   command: 'command line only'
 };
 
+/**
+ * Where an option goes in a config file, as README's option reference says it: its scope, after
+ * the layers it acts in when not every one (`http pool`, `http or tcp listen`).
+ *
+ * @param {{scope: string, layers?: string[]}} option an entry of `OPTIONS`
+ * @returns {string}
+ */
+function scopeText(option) {
+  return option.layers === undefined ? SCOPE_TEXT[option.scope] : `${option.layers.join(' or ')} ${SCOPE_TEXT[option.scope]}`;
+}
+
 // --acme-directory's short names.
 const ACME_DIRECTORIES = {
   letsencrypt: 'https://acme-v02.api.letsencrypt.org/directory',
@@ -1039,7 +1054,7 @@ const WORDS = new Map(OPTIONS.filter((option) => option.words !== undefined).map
 const LONG_NAMES = OPTIONS.map((option) => option.name);
 const BY_SHORT = new Map(OPTIONS.filter((option) => option.short !== undefined).map((option) => [option.short, option]));
 
-module.exports = { OPTIONS, GROUPS, SCOPE_TEXT, LONG_NAMES, parseArgsOptions, readOptions, takeWords, checkDashes, argumentProblem };
+module.exports = { OPTIONS, GROUPS, SCOPE_TEXT, scopeText, LONG_NAMES, parseArgsOptions, readOptions, takeWords, checkDashes, argumentProblem };
 
 // Whether a word (`--port`, `-p`, without `=value`) is an option given its value in the next word.
 function takesValue(word) {
