@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "4f92b4682b87d2f4c6c56a99b5a383ea70d789fd332553d2554d9aa73fe6f77d"
+  sha256 "b46a81d24d3f2bb5b8c770408d773d19e91d66fc6e0074de3a3b157946be6fb8"
   license "MIT"
 
   depends_on "node"
