@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Tiny zero-dependency load balancer for TCP and HTTP backends"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-2.0.0.tgz"
-  sha256 "b46a81d24d3f2bb5b8c770408d773d19e91d66fc6e0074de3a3b157946be6fb8"
+  sha256 "c81eb3e7a9d03c46ea43245db381eae7f7946a6c88eeb04b510caf82f2150528"
   license "MIT"
 
   depends_on "node"
